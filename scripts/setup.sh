@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package that brevis needs to build, test and benchmark,
+# then configures and builds a Release tree into build/. Idempotent; run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config ninja-build git
+  clang libclang-rt-14-dev clang-format clang-tidy
+  libfuse3-dev fuse3 liblmdb-dev lmdb-utils libtbb-dev libcli11-dev
+  libgtest-dev libgmock-dev libhtscodecs-dev libzstd-dev libxxhash-dev
+  nlohmann-json3-dev
+  zstd xz-utils gzip lz4 attr
+  python3 python3-numpy python3-torch
+)
+# Node.js and npm (for fetching the corpus) may come from outside Debian; only
+# install Debian's when none is on PATH.
+command -v npm >/dev/null || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+    missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build

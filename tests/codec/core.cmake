@@ -1,0 +1,1 @@
+brevis_add_test(core_test codec/core_test.cpp)
