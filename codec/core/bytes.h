@@ -119,6 +119,11 @@ class byte_reader {
 
   byte_view rest() { return take(remaining()); }
 
+  /// The bytes read since position `start` (an earlier position()).
+  byte_view consumed_since(size_t start) const {
+    return data_.subspan(start, pos_ - start);
+  }
+
  private:
   void need(size_t n) const {
     if (n > data_.size() - pos_) [[unlikely]] {

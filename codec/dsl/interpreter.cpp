@@ -1,0 +1,107 @@
+#include "codec/dsl/interpreter.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "codec/dsl/operator.h"
+
+namespace brevis::codec {
+namespace {
+
+void encode_node(node const& n, stream const& in, bytes& payload) {
+  if (is_leaf(n.op)) {
+    leaf_def const* leaf = find_leaf(n.op);
+    fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
+    bytes coded;
+    leaf->encode(n, in, coded);
+    put_blob(payload, coded);
+    return;
+  }
+  op_def const* op = find_op(n.op);
+  fail_if(op == nullptr, errc::bad_program, "unknown operator");
+  std::vector<stream> kids;
+  op->encode(n, in, kids, payload);  // side data goes first
+  fail_if(kids.size() != n.children.size(), errc::bad_program,
+          "operator produced a different number of values than children");
+  for (size_t i = 0; i < kids.size(); ++i) {
+    encode_node(n.children[i], kids[i], payload);
+  }
+}
+
+// Bounds what a hostile payload can make the decoder allocate: all
+// intermediate values of one chunk together stay under this many bytes.
+class budget {
+ public:
+  explicit budget(size_t out_size) : left_(64 * out_size + (1u << 20)) {}
+  void take(size_t n) {
+    fail_if(n > left_, errc::limit, "payload expands beyond decoder budget");
+    left_ -= n;
+  }
+
+ private:
+  size_t left_;
+};
+
+void decode_node(node const& n, value_type in, byte_reader& r,
+                 size_t out_size, uint8_t* out, budget& mem) {
+  if (is_leaf(n.op)) {
+    leaf_def const* leaf = find_leaf(n.op);
+    fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
+    byte_view coded = r.blob(r.remaining(), "leaf payload length");
+    leaf->decode(n, in, coded, out_size, out);
+    return;
+  }
+  op_def const* op = find_op(n.op);
+  fail_if(op == nullptr, errc::bad_program, "unknown operator");
+  std::vector<value_type> types = op->child_types(n, in);
+  fail_if(types.size() != n.children.size(), errc::bad_program,
+          "child count does not match operator");
+  size_t const side_start = r.position();
+  std::vector<size_t> sizes = op->child_sizes(n, in, out_size, r);
+  fail_if(sizes.size() != types.size(), errc::corrupt,
+          "operator gave wrong number of child sizes");
+  byte_view const side = r.consumed_since(side_start);
+  std::vector<stream> kids(types.size());
+  for (size_t i = 0; i < kids.size(); ++i) {
+    fail_if(sizes[i] % types[i].width != 0, errc::corrupt,
+            "child size is not a whole number of elements");
+    mem.take(sizes[i]);
+    kids[i].type = types[i];
+    kids[i].data.resize(sizes[i]);
+  }
+  for (size_t i = 0; i < kids.size(); ++i) {
+    decode_node(n.children[i], types[i], r, sizes[i], kids[i].data.data(),
+                mem);
+  }
+  op->decode(n, in, kids, out_size, side, out);
+}
+
+}  // namespace
+
+void encode_chunk(node const& program, byte_view input, bytes& payload) {
+  stream root{bytes(input.begin(), input.end()), bytes_type};
+  encode_node(program, root, payload);
+}
+
+void decode_chunk(node const& program, byte_view payload, size_t out_size,
+                  uint8_t* out) {
+  byte_reader r(payload);
+  budget mem(out_size);
+  decode_node(program, bytes_type, r, out_size, out, mem);
+  fail_if(!r.empty(), errc::corrupt, "trailing bytes after chunk payload");
+}
+
+bool roundtrips(node const& program, byte_view input) {
+  bytes payload;
+  try {
+    encode_chunk(program, input, payload);
+  } catch (error const& e) {
+    if (e.code() == errc::domain) return false;
+    throw;
+  }
+  bytes back(input.size());
+  decode_chunk(program, payload, back.size(), back.data());
+  return std::equal(back.begin(), back.end(), input.begin(), input.end());
+}
+
+}  // namespace brevis::codec

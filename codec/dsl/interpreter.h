@@ -1,0 +1,28 @@
+#pragma once
+// Runs programs: encode a chunk of original bytes into a payload, decode a
+// payload back into exactly the original bytes.
+//
+// Payload layout (FORMAT.md, 5): the program's nodes in pre-order; an operator
+// contributes its side data, a leaf contributes varint(length) and its bytes.
+
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+
+namespace brevis::codec {
+
+/// Appends the payload of `input` under `program` (whose root takes bytes).
+/// Throws errc::domain when some operator cannot encode this input.
+void encode_chunk(node const& program, byte_view input, bytes& payload);
+
+/// Decodes `payload` into `out`, which must hold exactly `out_size` bytes.
+/// The program must have passed parse_program or check_program. Throws
+/// errc::corrupt, errc::truncated or errc::limit on a bad payload; memory
+/// used is bounded by a constant multiple of out_size.
+void decode_chunk(node const& program, byte_view payload, size_t out_size,
+                  uint8_t* out);
+
+/// Encodes then decodes and compares; true when the program roundtrips this
+/// input. Used by the chooser to verify candidates and by tests.
+bool roundtrips(node const& program, byte_view input);
+
+}  // namespace brevis::codec

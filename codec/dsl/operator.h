@@ -1,0 +1,82 @@
+#pragma once
+// The interface every operator and every leaf implements, and the registry
+// that finds them by opcode. One operator per file in codec/ops/, one leaf per
+// file in codec/leaves/; each file defines a function returning its instance,
+// listed once in codec/dsl/registry.cpp.
+//
+// Contract for operators: for every input x in the operator's domain,
+//   decode(child_sizes(...), encode(x)) == x, bit for bit.
+// encode throws errc::domain when x is outside the domain (the caller then
+// falls back to another program). Decoding reads untrusted bytes: child_sizes
+// and decode validate everything they read and throw errc::corrupt or
+// errc::limit, never read or write out of bounds, and never allocate more
+// than a small multiple of the output size.
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+#include "codec/dsl/types.h"
+
+namespace brevis::codec {
+
+class op_def {
+ public:
+  virtual ~op_def() = default;
+  virtual opcode code() const = 0;
+  virtual std::string_view name() const = 0;
+
+  /// Checks the node's params and blob against the input type and returns
+  /// the types of the values it produces, one per child. Throws
+  /// errc::bad_program when the node is ill-formed or ill-typed.
+  virtual std::vector<value_type> child_types(node const& n,
+                                              value_type in) const = 0;
+
+  /// Splits `in` into child values (appended to `out`, in child order).
+  /// Anything the decoder needs beyond the output size (a count, say) is
+  /// appended to `side`, which the payload stores before the children.
+  virtual void encode(node const& n, stream const& in,
+                      std::vector<stream>& out, bytes& side) const = 0;
+
+  /// Given the size in bytes of this node's output, reads this node's side
+  /// data from `side` and returns the byte size of each child.
+  virtual std::vector<size_t> child_sizes(node const& n, value_type in,
+                                          size_t out_size,
+                                          byte_reader& side) const = 0;
+
+  /// Rebuilds this node's output (`out_size` bytes, written to `out`) from
+  /// its children, whose sizes are those child_sizes returned.
+  /// `side` is the same side data again (the interpreter re-reads it).
+  virtual void decode(node const& n, value_type in,
+                      std::span<stream const> children, size_t out_size,
+                      byte_view side, uint8_t* out) const = 0;
+};
+
+class leaf_def {
+ public:
+  virtual ~leaf_def() = default;
+  virtual opcode code() const = 0;
+  virtual std::string_view name() const = 0;
+
+  /// Checks params and blob against the input type; throws errc::bad_program.
+  virtual void check(node const& n, value_type in) const = 0;
+
+  /// Appends the payload that codes `in`. Throws errc::domain when the leaf
+  /// cannot code it (a constant leaf on varying data, say).
+  virtual void encode(node const& n, stream const& in, bytes& out) const = 0;
+
+  /// Decodes exactly `out_size` bytes from `payload` into `out`.
+  virtual void decode(node const& n, value_type in, byte_view payload,
+                      size_t out_size, uint8_t* out) const = 0;
+};
+
+/// The operator or leaf for an opcode, or nullptr if there is none.
+op_def const* find_op(opcode op) noexcept;
+leaf_def const* find_leaf(opcode op) noexcept;
+/// Name of an opcode ("planes"), or "op#NN" when unknown.
+std::string_view opcode_name(opcode op) noexcept;
+
+}  // namespace brevis::codec

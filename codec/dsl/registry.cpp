@@ -1,0 +1,36 @@
+#include <algorithm>
+#include <array>
+
+#include "codec/dsl/operator.h"
+
+namespace brevis::codec {
+
+// Defined in codec/ops/all_ops.cpp and codec/leaves/all_leaves.cpp.
+std::span<op_def const* const> all_ops() noexcept;
+std::span<leaf_def const* const> all_leaves() noexcept;
+
+op_def const* find_op(opcode op) noexcept {
+  for (op_def const* d : all_ops()) {
+    if (d->code() == op) return d;
+  }
+  return nullptr;
+}
+
+leaf_def const* find_leaf(opcode op) noexcept {
+  for (leaf_def const* d : all_leaves()) {
+    if (d->code() == op) return d;
+  }
+  return nullptr;
+}
+
+std::string_view opcode_name(opcode op) noexcept {
+  if (op_def const* d = find_op(op)) return d->name();
+  if (leaf_def const* d = find_leaf(op)) return d->name();
+  static thread_local std::array<char, 8> buf;
+  int const v = static_cast<uint8_t>(op);
+  buf = {'o', 'p', '#', static_cast<char>('0' + v / 100),
+         static_cast<char>('0' + v / 10 % 10), static_cast<char>('0' + v % 10)};
+  return {buf.data(), 6};
+}
+
+}  // namespace brevis::codec

@@ -1,0 +1,2 @@
+list(APPEND BREVIS_CODEC_SOURCES
+  leaves/all_leaves.cpp)

@@ -1,0 +1,2 @@
+list(APPEND BREVIS_CODEC_SOURCES
+  ops/all_ops.cpp)

@@ -1,0 +1,1 @@
+brevis_add_test(dsl_test codec/dsl_test.cpp)
