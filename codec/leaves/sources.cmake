@@ -1,2 +1,3 @@
 list(APPEND BREVIS_CODEC_SOURCES
-  leaves/all_leaves.cpp)
+  leaves/all_leaves.cpp
+  leaves/raw.cpp)

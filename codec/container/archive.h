@@ -1,0 +1,132 @@
+#pragma once
+// The .brv archive (FORMAT.md): a header, chunk payloads, an index (regions,
+// programs, chunks) and a trailer that locates the index. Writing streams
+// chunks in order, so the output can be a pipe; reading needs random access
+// to the archive and decodes only the chunks a byte range covers.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codec/choose/chooser.h"
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+#include "codec/parse/region.h"
+
+namespace brevis::codec {
+
+inline constexpr uint32_t default_chunk_size = 1u << 20;
+inline constexpr uint32_t min_chunk_size = 4096;
+inline constexpr uint32_t max_chunk_size = 64u << 20;
+
+/// One chunk in the index: a contiguous piece of one region.
+struct chunk_entry {
+  uint64_t offset = 0;          // in the original file
+  uint32_t length = 0;          // original bytes
+  uint32_t region = 0;          // index into the region table
+  uint32_t program = 0;         // index into the program table
+  bool is_ref = false;          // a copy of earlier original bytes
+  uint64_t ref_offset = 0;      // when is_ref: where the copy comes from
+  uint64_t payload_offset = 0;  // in the archive
+  uint64_t payload_length = 0;
+  uint64_t checksum = 0;        // XXH3-64 of the original bytes
+};
+
+struct region_entry {
+  region info;
+  uint32_t program = 0;  // the program chosen for the region
+};
+
+/// What the writer records per chunk, for inspect and tests.
+struct encoded_chunk {
+  size_t index = 0;
+  bytes payload;
+  uint32_t program = 0;
+};
+
+/// Builds an archive of one file held in memory (or mapped).
+/// Use: construct (parses regions), choose_program(r) for every region (may
+/// run in parallel), plan_chunks(), then header(), encode(i) for every chunk
+/// (parallel), append(...) each encoded chunk in order, finish().
+/// Errors: throws codec::error; encode() never fails on any input bytes.
+class archive_writer {
+ public:
+  archive_writer(byte_view file, std::string_view name,
+                 program_chooser const& chooser,
+                 uint32_t chunk_size = default_chunk_size);
+
+  size_t region_count() const { return regions_.size(); }
+  std::span<region_entry const> regions() const { return regions_; }
+  /// Chooses region r's program. Thread-safe for distinct r.
+  void choose_program(size_t r);
+  /// Cuts regions into chunks (element aligned) and finds repeated chunks.
+  /// Call after every choose_program.
+  void plan_chunks();
+  size_t chunk_count() const { return chunks_.size(); }
+
+  /// The archive header bytes (write first).
+  bytes header() const;
+  /// Encodes chunk i. Thread-safe. Falls back to fallback_program() when the
+  /// region's program cannot encode the chunk or would expand it.
+  encoded_chunk encode(size_t i) const;
+  /// Records chunk i's payload placement; call in chunk order. Returns the
+  /// bytes to write after the previous ones.
+  byte_view append(encoded_chunk const& c);
+  /// Index and trailer bytes (write last).
+  bytes finish();
+
+ private:
+  byte_view file_;
+  program_chooser const& chooser_;
+  uint32_t chunk_size_;
+  std::vector<region_entry> regions_;
+  std::vector<node> programs_;  // programs_[0] is fallback_program()
+  std::vector<chunk_entry> chunks_;
+  uint64_t written_ = 0;
+};
+
+/// Reads any byte range of an archive's original file.
+/// Errors: throws codec::error naming the problem (bad magic, unsupported
+/// version, truncated, corrupt index, checksum mismatch, limits).
+class archive_reader {
+ public:
+  /// Reads `length` bytes at `offset` of the archive into `out`; throws
+  /// codec::error(errc::truncated or errc::io) when it cannot.
+  using read_fn = std::function<void(uint64_t offset, size_t length,
+                                     uint8_t* out)>;
+
+  /// Opens an archive of `archive_size` bytes: reads the header, the trailer
+  /// and the index, and validates them (without decoding payloads).
+  archive_reader(read_fn read_at, uint64_t archive_size);
+
+  uint64_t original_size() const { return original_size_; }
+  uint64_t original_checksum() const { return original_checksum_; }
+  uint32_t chunk_size() const { return chunk_size_; }
+  std::span<region_entry const> regions() const { return regions_; }
+  std::span<node const> programs() const { return programs_; }
+  std::span<chunk_entry const> chunks() const { return chunks_; }
+
+  /// Decodes chunk i into out (chunks()[i].length bytes) and checks its
+  /// XXH3. Thread-safe.
+  void decode_chunk(size_t i, uint8_t* out) const;
+  /// Decodes original bytes [offset, offset + length) into out, decoding
+  /// only the chunks that cover them. Thread-safe.
+  void read(uint64_t offset, size_t length, uint8_t* out) const;
+  /// Indices [first, last) of the chunks covering a range.
+  std::pair<size_t, size_t> chunks_covering(uint64_t offset,
+                                            uint64_t length) const;
+
+ private:
+  read_fn read_at_;
+  uint64_t archive_size_ = 0;
+  uint64_t original_size_ = 0;
+  uint64_t original_checksum_ = 0;
+  uint32_t chunk_size_ = 0;
+  std::vector<region_entry> regions_;
+  std::vector<node> programs_;
+  std::vector<chunk_entry> chunks_;
+};
+
+}  // namespace brevis::codec
