@@ -49,16 +49,18 @@ decltype(auto) with_layout(meaning m, F&& f) {
   fail(errc::bad_program, "fields needs a float input");
 }
 
+// Arithmetic stays in the element's own width so that the loops vectorize
+// with as many lanes as possible (every field fits in it).
 template <typename L>
 void split(uint8_t const* in, size_t count, uint8_t* sign, uint8_t* exp,
            uint8_t* man) {
   using W = typename L::word;
   using E = typename L::exp;
   using M = typename L::man;
-  constexpr uint64_t emask = (uint64_t{1} << L::ebits) - 1;
-  constexpr uint64_t mmask = (uint64_t{1} << L::mbits) - 1;
+  constexpr W emask = static_cast<W>((uint64_t{1} << L::ebits) - 1);
+  constexpr W mmask = static_cast<W>((uint64_t{1} << L::mbits) - 1);
   for (size_t i = 0; i < count; ++i) {
-    uint64_t const x = load_le<W>(in + i * sizeof(W));
+    W const x = load_le<W>(in + i * sizeof(W));
     sign[i] = static_cast<uint8_t>(x >> (L::ebits + L::mbits));
     store_le<E>(exp + i * sizeof(E), static_cast<E>((x >> L::mbits) & emask));
     store_le<M>(man + i * sizeof(M), static_cast<M>(x & mmask));
@@ -73,14 +75,15 @@ void join(uint8_t const* sign, uint8_t const* exp, uint8_t const* man,
   using M = typename L::man;
   // Out-of-range bits are collected and checked once after the loop, which
   // keeps the loop branch-free (the output is discarded when it throws).
-  uint64_t bad = 0;
+  W bad = 0;
   for (size_t i = 0; i < count; ++i) {
-    uint64_t const s = sign[i];
-    uint64_t const e = load_le<E>(exp + i * sizeof(E));
-    uint64_t const m = load_le<M>(man + i * sizeof(M));
-    bad |= (s >> 1) | (e >> L::ebits) | (m >> L::mbits);
-    uint64_t const x = (s << (L::ebits + L::mbits)) | (e << L::mbits) | m;
-    store_le<W>(out + i * sizeof(W), static_cast<W>(x));
+    W const s = sign[i];
+    W const e = load_le<E>(exp + i * sizeof(E));
+    W const m = load_le<M>(man + i * sizeof(M));
+    bad = static_cast<W>(bad | (s >> 1) | (e >> L::ebits) | (m >> L::mbits));
+    W const x =
+        static_cast<W>((s << (L::ebits + L::mbits)) | (e << L::mbits) | m);
+    store_le<W>(out + i * sizeof(W), x);
   }
   fail_if(bad != 0, errc::corrupt, "float field out of range");
 }
