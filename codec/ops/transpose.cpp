@@ -11,23 +11,30 @@
 namespace brevis::codec {
 namespace {
 
-// Square tiles keep both the reads and the strided writes within a few cache
-// lines per tile.
+// The matrix is moved in square tiles through a local buffer: each tile row
+// is read, and each tile column written, as one contiguous run. With strides
+// that are powers of two (the usual shapes), touching rows one element at a
+// time would evict lines of the same cache set before they are used again.
 constexpr size_t block = 32;
 
 // Writes dst[c * rows + r] = src[r * cols + c] for the rows x cols matrix.
 template <typename T>
 void transpose_matrix(uint8_t const* src, size_t rows, size_t cols,
                       uint8_t* dst) {
+  T tile[block][block];
   for (size_t r0 = 0; r0 < rows; r0 += block) {
-    size_t const r1 = std::min(rows, r0 + block);
+    size_t const nr = std::min(rows - r0, block);
     for (size_t c0 = 0; c0 < cols; c0 += block) {
-      size_t const c1 = std::min(cols, c0 + block);
-      for (size_t r = r0; r < r1; ++r) {
-        for (size_t c = c0; c < c1; ++c) {
-          store_le<T>(dst + (c * rows + r) * sizeof(T),
-                      load_le<T>(src + (r * cols + c) * sizeof(T)));
-        }
+      size_t const nc = std::min(cols - c0, block);
+      for (size_t r = 0; r < nr; ++r) {
+        std::memcpy(tile[r], src + ((r0 + r) * cols + c0) * sizeof(T),
+                    nc * sizeof(T));
+      }
+      for (size_t c = 0; c < nc; ++c) {
+        T column[block];
+        for (size_t r = 0; r < nr; ++r) column[r] = tile[r][c];
+        std::memcpy(dst + ((c0 + c) * rows + r0) * sizeof(T), column,
+                    nr * sizeof(T));
       }
     }
   }

@@ -518,5 +518,36 @@ TEST(ops_a_test, throughput_fields_planes) {
   }
 }
 
+TEST(ops_a_test, throughput_elementwise) {
+  size_t const size = 1 << 20;
+  std::mt19937_64 rng(5);
+  bytes data(size);
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+  value_type const type{4, meaning::none};
+  for (auto const& [code, params] :
+       std::vector<std::pair<opcode, std::vector<uint64_t>>>{
+           {opcode::delta, {}},
+           {opcode::xor_row, {1024}},
+           {opcode::transpose, {1024}},
+           {opcode::map, {0, 0}}}) {
+    op_def const* op = find_op(code);
+    node const n = make_op(code, params, raws(1));
+    stream const in{data, type};
+    std::vector<stream> kids;
+    bytes side;
+    double const enc = mb_per_s(size, [&] {
+      kids.clear();
+      op->encode(n, in, kids, side);
+    });
+    bytes out(size);
+    double const dec = mb_per_s(
+        size, [&] { op->decode(n, type, kids, size, side, out.data()); });
+    EXPECT_EQ(out, data);
+    std::cout << "[ throughput ] " << program_text(n) << " u32: encode "
+              << static_cast<int>(enc) << " MB/s, decode "
+              << static_cast<int>(dec) << " MB/s\n";
+  }
+}
+
 }  // namespace
 }  // namespace brevis::codec
