@@ -1,2 +1,10 @@
 list(APPEND BREVIS_CODEC_SOURCES
-  ops/all_ops.cpp)
+  ops/all_ops.cpp
+  ops/view.cpp
+  ops/fields.cpp
+  ops/planes.cpp
+  ops/delta.cpp
+  ops/xor_prev.cpp
+  ops/xor_row.cpp
+  ops/transpose.cpp
+  ops/map.cpp)
