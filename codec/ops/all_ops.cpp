@@ -7,9 +7,23 @@
 
 namespace brevis::codec {
 
+// ops B
+op_def const& palette_op_def();
+op_def const& runs_op_def();
+op_def const& low_zero_op_def();
+op_def const& split_op_def();
+op_def const& bitfields_op_def();
+op_def const& bitplanes_op_def();
+op_def const& repeat_op_def();
+
 std::span<op_def const* const> all_ops() noexcept {
-  static op_def const* const ops[] = {nullptr};
-  return std::span(ops, 0);
+  static op_def const* const ops[] = {
+      // ops B
+      &palette_op_def(), &runs_op_def(),      &low_zero_op_def(),
+      &split_op_def(),   &bitfields_op_def(), &bitplanes_op_def(),
+      &repeat_op_def(),
+  };
+  return ops;
 }
 
 }  // namespace brevis::codec
