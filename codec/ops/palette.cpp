@@ -180,10 +180,8 @@ class palette_op final : public op_def {
     lanes::with_lane(in.type.width, [&]<typename T>() {
       auto run = [&]<typename I>() {
         // A table over all 64K u16 values pays off only on large inputs.
-        bool use_table = sizeof(T) == 1 || count >= 16384;
-        if constexpr (sizeof(T) > 2) use_table = false;
         if constexpr (sizeof(T) <= 2) {
-          if (use_table) {
+          if (sizeof(T) == 1 || count >= 16384) {
             encode_by_table<T, I>(data, count, max_k, dict.data, indices.data);
             return;
           }
