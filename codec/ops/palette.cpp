@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "codec/dsl/operator.h"
@@ -50,86 +51,85 @@ void encode_by_table(uint8_t const* in, size_t count, size_t max_k, bytes& dict,
   }
 }
 
-// Open-addressing hash from value to index, for u32 and u64 lanes. Sized for
-// at most max_k + 1 keys at load <= 1/2, so a too-varied input is rejected
-// after max_k + 1 insertions without touching the rest.
+// Open-addressing hash from value to the order of its first appearance, for
+// u32 and u64 lanes (and small u16 inputs). Key and id share a slot so a
+// probe touches one cache line. Sized for max_keys at load <= 2/3, so a
+// too-varied input is rejected after max_k + 1 insertions.
 template <typename T>
-class value_table {
+class first_seen_table {
  public:
-  explicit value_table(size_t max_keys) {
+  explicit first_seen_table(size_t max_keys) {
     size_t cap = 16;
-    while (cap < 2 * max_keys) cap *= 2;
+    while (cap < max_keys + max_keys / 2) cap *= 2;
     shift_ = 64 - std::countr_zero(cap);
-    keys_.resize(cap);
-    slots_.assign(cap, empty);
+    slots_.assign(cap, slot{T{0}, empty});
   }
 
-  // Returns the slot of `v`, inserting it (index unset) when absent.
-  size_t insert(T v, size_t& size) {
-    size_t const mask = keys_.size() - 1;
+  // The id of `v`, which becomes `next` (and next is bumped) when absent.
+  uint32_t id(T v, uint32_t& next) {
+    size_t const mask = slots_.size() - 1;
     for (size_t s = hash(v);; s = (s + 1) & mask) {
-      if (slots_[s] == empty) {
-        keys_[s] = v;
-        slots_[s] = unset;
-        ++size;
-        return s;
+      slot& e = slots_[s];
+      if (e.id == empty) {
+        e = slot{v, next};
+        return next++;
       }
-      if (keys_[s] == v) return s;
+      if (e.key == v) return e.id;
     }
-  }
-
-  uint32_t& index_at(size_t slot) { return slots_[slot]; }
-
-  // `v` must be present.
-  uint32_t find(T v) const {
-    size_t const mask = keys_.size() - 1;
-    size_t s = hash(v);
-    while (keys_[s] != v || slots_[s] == empty) s = (s + 1) & mask;
-    return slots_[s];
   }
 
  private:
   static constexpr uint32_t empty = ~uint32_t{0};
-  static constexpr uint32_t unset = empty - 1;
+  struct slot {
+    T key;
+    uint32_t id;
+  };
 
   size_t hash(T v) const {
     return static_cast<size_t>((uint64_t{v} * 0x9e3779b97f4a7c15ULL) >> shift_);
   }
 
   int shift_ = 0;
-  std::vector<T> keys_;
-  std::vector<uint32_t> slots_;
+  std::vector<slot> slots_;
 };
 
+// One hashing pass writes provisional ids (order of first appearance) as the
+// indices; sorting the distinct values gives each id its rank, and a
+// sequential pass renumbers the indices.
 template <typename T, typename I>
 void encode_by_hash(uint8_t const* in, size_t count, size_t max_k, bytes& dict,
                     bytes& indices) {
-  value_table<T> table(std::min(count, max_k + 1));
-  std::vector<T> values;
-  size_t size = 0;
+  first_seen_table<T> table(std::min(count, max_k + 1));
+  std::vector<T> values;  // by id
+  indices.resize(count * sizeof(I));
+  uint8_t* out = indices.data();
+  uint32_t next = 0;
+  uint32_t id = 0;
   for (size_t j = 0; j < count; ++j) {
     T const v = load_le<T>(in + j * sizeof(T));
     // Runs of one value are common (zeros): skip the probe for them.
-    if (j > 0 && v == load_le<T>(in + (j - 1) * sizeof(T))) continue;
-    size_t const before = size;
-    table.insert(v, size);
-    if (size != before) {
-      fail_if(size > max_k, errc::domain, "palette: too many distinct values");
-      values.push_back(v);
+    if (j == 0 || v != load_le<T>(in + (j - 1) * sizeof(T))) {
+      id = table.id(v, next);
+      if (id == values.size()) {
+        fail_if(next > max_k, errc::domain,
+                "palette: too many distinct values");
+        values.push_back(v);
+      }
     }
+    store_le<I>(out + j * sizeof(I), static_cast<I>(id));
   }
-  std::sort(values.begin(), values.end());
-  dict.resize(values.size() * sizeof(T));
-  for (size_t i = 0; i < values.size(); ++i) {
-    store_le<T>(dict.data() + i * sizeof(T), values[i]);
-    size_t ignored = 0;
-    table.index_at(table.insert(values[i], ignored)) = static_cast<uint32_t>(i);
+  // Sort (value, id) pairs: contiguous, no indirection in the comparisons.
+  std::vector<std::pair<T, uint32_t>> sorted(values.size());
+  for (uint32_t i = 0; i < sorted.size(); ++i) sorted[i] = {values[i], i};
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<I> rank(sorted.size());
+  dict.resize(sorted.size() * sizeof(T));
+  for (size_t r = 0; r < sorted.size(); ++r) {
+    rank[sorted[r].second] = static_cast<I>(r);
+    store_le<T>(dict.data() + r * sizeof(T), sorted[r].first);
   }
-  indices.resize(count * sizeof(I));
-  uint8_t* out = indices.data();
   for (size_t j = 0; j < count; ++j) {
-    store_le<I>(out + j * sizeof(I),
-                static_cast<I>(table.find(load_le<T>(in + j * sizeof(T)))));
+    store_le<I>(out + j * sizeof(I), rank[load_le<I>(out + j * sizeof(I))]);
   }
 }
 

@@ -181,10 +181,12 @@ TEST(ops_b_palette, roundtrips_adversarial) {
         if (!fits) return;
         // Dictionary: the distinct values, strictly ascending.
         ASSERT_EQ(e.kids[0].data.size(), k * w);
+        bool ascending = true;
         for (size_t i = 1; i < k; ++i) {
-          ASSERT_LT(get_lane(e.kids[0].data, i - 1, w),
-                    get_lane(e.kids[0].data, i, w));
+          ascending = ascending && get_lane(e.kids[0].data, i - 1, w) <
+                                       get_lane(e.kids[0].data, i, w);
         }
+        EXPECT_TRUE(ascending);
         EXPECT_EQ(e.kids[1].type, lane(iw, meaning::uint));
       });
     }
@@ -201,7 +203,7 @@ TEST(ops_b_palette, planted_distinct_counts) {
         values.push_back(w == 2 ? i : rng() >> (64 - 8 * w));
       }
       if (w == 2 && k > 65536) continue;  // u16 has only 65536 values
-      size_t const n = std::max<size_t>(k + 1000, 70000);
+      size_t const n = k + 2000;
       bytes data(n * w);
       for (size_t i = 0; i < n; ++i) {
         set_lane(data, i, w, values[i < k ? i : rng() % k]);
@@ -493,12 +495,11 @@ TEST(ops_b_bitplanes, roundtrips_adversarial_and_matches_layout) {
       size_t const count = data.size() / w;
       ASSERT_EQ(e.kids.size(), 8u * w);
       for (unsigned i = 0; i < 8 * w; ++i) {
-        ASSERT_EQ(e.kids[i].data.size(), (count + 7) / 8);
+        bytes plane((count + 7) / 8, 0);
         for (size_t j = 0; j < count; ++j) {
-          ASSERT_EQ((e.kids[i].data[j / 8] >> (j % 8)) & 1,
-                    (get_lane(data, j, w) >> i) & 1)
-              << "plane " << i << " element " << j;
+          plane[j / 8] |= ((get_lane(data, j, w) >> i) & 1) << (j % 8);
         }
+        ASSERT_EQ(e.kids[i].data, plane) << "plane " << i;
       }
     });
   }
