@@ -14,12 +14,21 @@ op_def const& xor_prev_op_def();
 op_def const& xor_row_op_def();
 op_def const& transpose_op_def();
 op_def const& map_op_def();
+op_def const& palette_op_def();
+op_def const& runs_op_def();
+op_def const& low_zero_op_def();
+op_def const& split_op_def();
+op_def const& bitfields_op_def();
+op_def const& bitplanes_op_def();
+op_def const& repeat_op_def();
 
 std::span<op_def const* const> all_ops() noexcept {
   static op_def const* const ops[] = {
-      &view_op_def(),      &fields_op_def(),   &planes_op_def(),
-      &delta_op_def(),     &xor_prev_op_def(), &xor_row_op_def(),
-      &transpose_op_def(), &map_op_def(),
+      &view_op_def(),      &fields_op_def(),    &planes_op_def(),
+      &delta_op_def(),     &xor_prev_op_def(),  &xor_row_op_def(),
+      &transpose_op_def(), &map_op_def(),       &palette_op_def(),
+      &runs_op_def(),      &low_zero_op_def(),  &split_op_def(),
+      &bitfields_op_def(), &bitplanes_op_def(), &repeat_op_def(),
   };
   return ops;
 }

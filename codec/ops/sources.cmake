@@ -7,4 +7,11 @@ list(APPEND BREVIS_CODEC_SOURCES
   ops/xor_prev.cpp
   ops/xor_row.cpp
   ops/transpose.cpp
-  ops/map.cpp)
+  ops/map.cpp
+  ops/palette.cpp
+  ops/runs.cpp
+  ops/low_zero.cpp
+  ops/split.cpp
+  ops/bitfields.cpp
+  ops/bitplanes.cpp
+  ops/repeat.cpp)

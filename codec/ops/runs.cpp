@@ -1,0 +1,140 @@
+// runs: elems<T> -> run values (same type) + run lengths (u32, each >= 1).
+// Captures zero and constant regions. A run longer than 2^32 - 1 elements is
+// cut into several. Side data: varint r, the number of runs.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "codec/dsl/operator.h"
+#include "codec/ops/lane_width.h"
+
+namespace brevis::codec {
+namespace {
+
+constexpr value_type length_type{4, meaning::uint};
+constexpr uint64_t max_run = 0xffffffffu;
+
+// Calls f(value, length) for each run, in order.
+template <typename T, typename F>
+void for_each_run(uint8_t const* in, size_t count, F&& f) {
+  size_t j = 0;
+  while (j < count) {
+    T const v = load_le<T>(in + j * sizeof(T));
+    size_t end = j + 1;
+    while (end < count && end - j < max_run &&
+           load_le<T>(in + end * sizeof(T)) == v) {
+      ++end;
+    }
+    f(v, static_cast<uint32_t>(end - j));
+    j = end;
+  }
+}
+
+// Two passes (count, then fill) so the outputs are sized exactly once.
+template <typename T>
+void encode_lanes(uint8_t const* in, size_t count, bytes& values,
+                  bytes& lengths) {
+  size_t r = 0;
+  for_each_run<T>(in, count, [&](T, uint32_t) { ++r; });
+  values.resize(r * sizeof(T));
+  lengths.resize(r * 4);
+  size_t i = 0;
+  for_each_run<T>(in, count, [&](T v, uint32_t len) {
+    store_le<T>(values.data() + i * sizeof(T), v);
+    store_le<uint32_t>(lengths.data() + i * 4, len);
+    ++i;
+  });
+}
+
+template <typename T>
+void decode_lanes(uint8_t const* values, uint8_t const* lengths, size_t runs,
+                  uint8_t* out) {
+  size_t j = 0;
+  for (size_t i = 0; i < runs; ++i) {
+    T const v = load_le<T>(values + i * sizeof(T));
+    size_t const len = load_le<uint32_t>(lengths + i * 4);
+    if constexpr (sizeof(T) == 1) {
+      std::memset(out + j, v, len);
+    } else {
+      for (size_t e = 0; e < len; ++e)
+        store_le<T>(out + (j + e) * sizeof(T), v);
+    }
+    j += len;
+  }
+}
+
+class runs_op final : public op_def {
+ public:
+  opcode code() const override { return opcode::runs; }
+  std::string_view name() const override { return "runs"; }
+
+  std::vector<value_type> child_types(node const& n,
+                                      value_type in) const override {
+    lanes::expect_valid_width(in);
+    lanes::expect_params(n, 0, "runs takes no parameters");
+    return {in, length_type};
+  }
+
+  void encode(node const& n, stream const& in, std::vector<stream>& out,
+              bytes& side) const override {
+    std::vector<value_type> const types = child_types(n, in.type);
+    stream values{{}, types[0]};
+    stream lengths{{}, types[1]};
+    lanes::with_lane(in.type.width, [&]<typename T>() {
+      encode_lanes<T>(in.data.data(), in.count(), values.data, lengths.data);
+    });
+    put_varint(side, lengths.count());
+    out.push_back(std::move(values));
+    out.push_back(std::move(lengths));
+  }
+
+  std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
+                                  byte_reader& side) const override {
+    child_types(n, in);
+    size_t const count = lanes::element_count(out_size, in);
+    size_t const r = read_runs(side, count);
+    return {r * in.width, r * length_type.width};
+  }
+
+  void decode(node const& n, value_type in, std::span<stream const> children,
+              size_t out_size, byte_view side, uint8_t* out) const override {
+    child_types(n, in);
+    size_t const count = lanes::element_count(out_size, in);
+    byte_reader reader(side);
+    size_t const r = read_runs(reader, count);
+    fail_if(children.size() != 2 || children[0].data.size() != r * in.width ||
+                children[1].data.size() != r * length_type.width,
+            errc::corrupt, "runs child sizes do not match");
+    // Every length >= 1 and their sum == count, checked before writing; the
+    // running sum stays <= count + 2^32, so it cannot overflow.
+    uint8_t const* lengths = children[1].data.data();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < r; ++i) {
+      uint32_t const len = load_le<uint32_t>(lengths + i * 4);
+      fail_if(len == 0, errc::corrupt, "run of length zero");
+      sum += len;
+      fail_if(sum > count, errc::corrupt, "run lengths exceed the output");
+    }
+    fail_if(sum != count, errc::corrupt,
+            "run lengths fall short of the output");
+    lanes::with_lane(in.width, [&]<typename T>() {
+      decode_lanes<T>(children[0].data.data(), lengths, r, out);
+    });
+  }
+
+ private:
+  static size_t read_runs(byte_reader& side, size_t count) {
+    uint64_t const r = side.varint();
+    fail_if(r > count, errc::corrupt, "more runs than elements");
+    return static_cast<size_t>(r);
+  }
+};
+
+}  // namespace
+
+op_def const& runs_op_def() {
+  static runs_op const instance;
+  return instance;
+}
+
+}  // namespace brevis::codec
