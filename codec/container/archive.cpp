@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -73,14 +72,11 @@ void archive_writer::choose_program(size_t r) {
 }
 
 void archive_writer::plan_chunks() {
-  // Deduplicate programs by their serialized form.
-  std::map<bytes, uint32_t> known;
-  known.emplace(serialize_program(programs_[0]), 0);
+  // Deduplicate programs; there are few, so a linear search does.
   for (size_t r = 0; r < regions_.size(); ++r) {
-    auto [it, fresh] = known.emplace(serialize_program(chosen_[r]),
-                                     static_cast<uint32_t>(programs_.size()));
-    if (fresh) programs_.push_back(chosen_[r]);
-    regions_[r].program = it->second;
+    auto it = std::find(programs_.begin(), programs_.end(), chosen_[r]);
+    if (it == programs_.end()) it = programs_.insert(it, chosen_[r]);
+    regions_[r].program = static_cast<uint32_t>(it - programs_.begin());
   }
 
   // Cut regions into element-aligned chunks; a chunk equal to an earlier
@@ -118,13 +114,11 @@ void archive_writer::plan_chunks() {
 }
 
 bytes archive_writer::header() const {
-  bytes h;
-  put_bytes(h, brv::magic);
-  put_u8(h, brv::version_major);
-  put_u8(h, brv::version_minor);
-  put_le<uint16_t>(h, 0);  // flags, reserved
-  put_le<uint32_t>(h, chunk_size_);
-  put_le<uint32_t>(h, 0);  // reserved
+  bytes h(brv::header_size, 0);  // flags and reserved stay zero
+  std::memcpy(h.data(), brv::magic.data(), brv::magic.size());
+  h[4] = brv::version_major;
+  h[5] = brv::version_minor;
+  store_le<uint32_t>(h.data() + 8, chunk_size_);
   return h;
 }
 
