@@ -68,18 +68,28 @@ void histogram(byte_view data, unsigned width, std::vector<uint64_t>& hist) {
 }
 
 table normalize(std::span<uint64_t const> hist, unsigned scale) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (size_t s = 0; s < hist.size(); ++s) {
+    if (hist[s] == 0) continue;
+    symbols.push_back(static_cast<uint32_t>(s));
+    counts.push_back(hist[s]);
+  }
+  return normalize(symbols, counts, scale);
+}
+
+table normalize(std::span<uint32_t const> symbols,
+                std::span<uint64_t const> counts, unsigned scale) {
   fail_if(scale < 1 || scale > max_scale, errc::domain,
           "rans_static: precision out of range");
   uint32_t const total = 1u << scale;
   table t;
   t.scale = scale;
+  t.symbols.assign(symbols.begin(), symbols.end());
   uint64_t n = 0;
-  for (size_t s = 0; s < hist.size(); ++s) {
-    if (hist[s] == 0) continue;
-    t.symbols.push_back(static_cast<uint32_t>(s));
-    n += hist[s];
-  }
-  fail_if(t.symbols.empty(), errc::domain, "rans_static: empty histogram");
+  for (uint64_t c : counts) n += c;
+  fail_if(t.symbols.empty() || n == 0, errc::domain,
+          "rans_static: empty histogram");
   fail_if(t.symbols.size() > total, errc::domain,
           "rans_static: more symbols than the precision allows");
   size_t const k = t.symbols.size();
@@ -87,7 +97,7 @@ table normalize(std::span<uint64_t const> hist, unsigned scale) {
   t.freqs.resize(k);
   uint64_t sum = 0;
   for (size_t i = 0; i < k; ++i) {
-    uint64_t const cnt = hist[t.symbols[i]];
+    uint64_t const cnt = counts[i];
     c[i] = static_cast<double>(cnt);
     auto const f = static_cast<uint64_t>(
         (static_cast<unsigned __int128>(cnt) * total) / n);
@@ -157,13 +167,19 @@ table normalize(std::span<uint64_t const> hist, unsigned scale) {
 }
 
 double coded_bits(std::span<uint64_t const> hist, table const& t) {
+  std::vector<uint64_t> counts(t.symbols.size());
+  for (size_t i = 0; i < t.symbols.size(); ++i) {
+    counts[i] = t.symbols[i] < hist.size() ? hist[t.symbols[i]] : 0;
+  }
+  return coded_bits_of_counts(counts, t);
+}
+
+double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t) {
   double bits = 0;
   uint64_t n = 0;
-  for (size_t i = 0; i < t.symbols.size(); ++i) {
-    if (t.symbols[i] >= hist.size()) continue;
-    uint64_t const cnt = hist[t.symbols[i]];
-    n += cnt;
-    bits += static_cast<double>(cnt) *
+  for (size_t i = 0; i < t.symbols.size() && i < counts.size(); ++i) {
+    n += counts[i];
+    bits += static_cast<double>(counts[i]) *
             (t.scale - std::log2(static_cast<double>(t.freqs[i])));
   }
   if (n == 0 || t.symbols.size() == 1) return 0;

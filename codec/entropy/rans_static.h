@@ -49,10 +49,15 @@ void histogram(byte_view data, unsigned width, std::vector<uint64_t>& hist);
 /// source with histogram `hist` (indexed by symbol), every present symbol
 /// getting at least 1. Requires 1 <= present symbols <= 2^scale.
 table normalize(std::span<uint64_t const> hist, unsigned scale);
+/// The same from the present symbols (increasing) and their counts (> 0).
+table normalize(std::span<uint32_t const> symbols,
+                std::span<uint64_t const> counts, unsigned scale);
 
 /// Coded payload size in bits of a source with histogram `hist` under `t`
 /// (counts of symbols absent from `t` are ignored), framing included.
 double coded_bits(std::span<uint64_t const> hist, table const& t);
+/// The same with counts[i] the count of t.symbols[i].
+double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 
 /// Order-0 empirical entropy of a histogram, in bits (the whole source).
 double entropy_bits(std::span<uint64_t const> hist);

@@ -70,18 +70,26 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
 }
 
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
-  size_t present = 0;
-  for (uint64_t c : hist) present += c != 0;
-  fail_if(present == 0, errc::domain, "rans_static: no symbols");
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (size_t s = 0; s < hist.size(); ++s) {
+    if (hist[s] == 0) continue;
+    symbols.push_back(static_cast<uint32_t>(s));
+    counts.push_back(hist[s]);
+  }
+  fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
   rans_static::table best =
-      rans_static::normalize(hist, rans_static::max_scale);
-  double const best_bits = rans_static::coded_bits(hist, best);
-  // A smaller precision shrinks the decoder's slot table (cache misses); take
-  // it only when it costs under 0.05% more.
+      rans_static::normalize(symbols, counts, rans_static::max_scale);
+  double const best_bits = rans_static::coded_bits_of_counts(counts, best);
+  // A smaller precision shrinks the decoder's slot table (cache misses, build
+  // time); take it only when it costs under 0.05% more.
   for (unsigned scale : {11u, 13u, 15u}) {
-    if ((size_t{1} << scale) < present) continue;
-    rans_static::table t = rans_static::normalize(hist, scale);
-    if (rans_static::coded_bits(hist, t) <= best_bits * 1.0005 + 64) return t;
+    if ((size_t{1} << scale) < symbols.size()) continue;
+    rans_static::table t = rans_static::normalize(symbols, counts, scale);
+    if (rans_static::coded_bits_of_counts(counts, t) <=
+        best_bits * 1.0005 + 64) {
+      return t;
+    }
   }
   return best;
 }
