@@ -261,7 +261,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
     absent |= idx == ~uint32_t{0};
     enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
     uint32_t s = st;
-    // Arithmetic instead of a branch: renormalization is unpredictable.
+    // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
+    // unpredictable.
     uint32_t const r = s >= e.x_max;
     store_le<uint16_t>(p - 2, static_cast<uint16_t>(s));
     p -= r << 1;
@@ -295,7 +296,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   out.resize(base + used);
 }
 
-template <typename sym>
+template <typename sym, unsigned fixed_scale>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   size_t const head = 4 * lanes;
   fail_if(payload.size() < head, errc::truncated,
@@ -309,8 +310,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   }
   uint8_t const* p = payload.data() + head;
   uint8_t const* const end = payload.data() + payload.size();
-  uint32_t const mask = (1u << scale_) - 1;
-  unsigned const scale = scale_;
+  // A compile-time precision turns the shifts into immediates.
+  unsigned const scale = fixed_scale ? fixed_scale : scale_;
+  uint32_t const mask = (1u << scale) - 1;
   dec_entry const* const tab = dec_.data();
   uint16_t const* const syms = dec_sym_.data();
 
@@ -323,7 +325,8 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
       dec_entry const e = tab[slot];
       store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(syms[slot]));
       s = e.freq * (s >> scale) + e.offset;
-      // Arithmetic instead of a branch: renormalization is unpredictable.
+      // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
+      // unpredictable.
       uint32_t const r = s < state_low;
       uint32_t const w = load_le<uint16_t>(p);
       s = (s << (r << 4)) | (w & (0u - r));
@@ -347,6 +350,23 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   fail_if(p != end, errc::corrupt, "rans_static: trailing payload words");
   for (uint32_t s : x) {
     fail_if(s != state_low, errc::corrupt, "rans_static: final state mismatch");
+  }
+}
+
+template <typename sym>
+void coder::dispatch_decode(byte_view payload, size_t count,
+                            uint8_t* out) const {
+  switch (scale_) {  // the precisions choose_rans_static_table picks
+    case 16:
+      return decode_impl<sym, 16>(payload, count, out);
+    case 15:
+      return decode_impl<sym, 15>(payload, count, out);
+    case 13:
+      return decode_impl<sym, 13>(payload, count, out);
+    case 11:
+      return decode_impl<sym, 11>(payload, count, out);
+    default:
+      return decode_impl<sym, 0>(payload, count, out);
   }
 }
 
@@ -391,9 +411,9 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
   }
   std::call_once(dec_once_, [this] { build_decoder(); });
   if (width_ == 1) {
-    decode_impl<uint8_t>(payload, count, out);
+    dispatch_decode<uint8_t>(payload, count, out);
   } else {
-    decode_impl<uint16_t>(payload, count, out);
+    dispatch_decode<uint16_t>(payload, count, out);
   }
 }
 

@@ -95,8 +95,10 @@ class coder {
 
   template <typename sym>
   void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
-  template <typename sym>
+  template <typename sym, unsigned fixed_scale>
   void decode_impl(byte_view payload, size_t count, uint8_t* out) const;
+  template <typename sym>
+  void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
 
   void build_encoder() const;
   void build_decoder() const;
