@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <queue>
@@ -227,6 +228,7 @@ void coder::build_encoder() const {
 }
 
 void coder::build_decoder() const {
+  static_assert(sizeof(dec_entry) == 4 && offsetof(dec_entry, offset) == 2);
   uint32_t const total = 1u << scale_;
   dec_.resize(total);
   dec_sym_.resize(total);
@@ -234,9 +236,10 @@ void coder::build_decoder() const {
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
     auto const s = static_cast<uint16_t>(table_.symbols[i]);
-    for (uint32_t k = 0; k < f; ++k) {
-      dec_[start + k] = {static_cast<uint16_t>(f), static_cast<uint16_t>(k)};
-    }
+    // Entries as u32 words (freq low, offset high) so the loop vectorizes.
+    uint8_t* const base = reinterpret_cast<uint8_t*>(dec_.data() + start);
+    for (uint32_t k = 0; k < f; ++k)
+      store_le<uint32_t>(base + 4 * k, f | k << 16);
     std::fill_n(dec_sym_.data() + start, f, s);
     start += f;
   }

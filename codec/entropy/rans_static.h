@@ -88,7 +88,7 @@ class coder {
     uint32_t cmpl;   // 2^scale - freq
     uint32_t freq;   // 0 marks an absent symbol
   };
-  struct dec_entry {
+  struct dec_entry {  // layout fixed: built as little-endian u32 words
     uint16_t freq;    // freq - 1 would not help: freq < 2^16 when >1 symbol
     uint16_t offset;  // slot - start
   };
