@@ -12,10 +12,6 @@ namespace {
 // The library takes sizes as unsigned int; stay far below its limits.
 constexpr size_t max_size = size_t{1} << 30;
 
-}  // namespace
-
-namespace {
-
 // Appends the stream for `flags`; false if the library failed.
 bool compress(byte_view in, int flags, bytes& out) {
   auto const size = static_cast<unsigned>(in.size());
