@@ -10,8 +10,12 @@ namespace {
 
 TEST(core_test, varint_roundtrip_edges) {
   std::vector<uint64_t> const values = {
-      0, 1, 127, 128, 255, 16383, 16384, (1ULL << 32) - 1, 1ULL << 32,
-      (1ULL << 63) - 1, 1ULL << 63, std::numeric_limits<uint64_t>::max()};
+      0,          1,
+      127,        128,
+      255,        16383,
+      16384,      (1ULL << 32) - 1,
+      1ULL << 32, (1ULL << 63) - 1,
+      1ULL << 63, std::numeric_limits<uint64_t>::max()};
   bytes out;
   for (uint64_t v : values) put_varint(out, v);
   byte_reader r(out);

@@ -1,0 +1,423 @@
+#include "codec/entropy/rans_static.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <queue>
+#include <string>
+
+#include "codec/core/error.h"
+
+namespace brevis::codec::rans_static {
+namespace {
+
+constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
+
+inline uint32_t divide(uint32_t x, uint64_t rcp) {
+  // floor(x / f) with rcp = ceil(2^63 / f): exact because x * f < 2^63.
+  return static_cast<uint32_t>((static_cast<unsigned __int128>(x) * rcp) >> 63);
+}
+
+}  // namespace
+
+void validate(table const& t, unsigned symbol_bits) {
+  fail_if(t.scale < 1 || t.scale > max_scale, errc::corrupt,
+          "rans_static: table precision out of range");
+  fail_if(t.symbols.empty() || t.symbols.size() != t.freqs.size(),
+          errc::corrupt, "rans_static: table is empty or ragged");
+  uint64_t const alphabet = uint64_t{1} << symbol_bits;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < t.symbols.size(); ++i) {
+    fail_if(t.symbols[i] >= alphabet, errc::corrupt,
+            "rans_static: table symbol out of range");
+    fail_if(i > 0 && t.symbols[i] <= t.symbols[i - 1], errc::corrupt,
+            "rans_static: table symbols not strictly increasing");
+    fail_if(t.freqs[i] == 0, errc::corrupt, "rans_static: zero frequency");
+    sum += t.freqs[i];
+    fail_if(sum > (uint64_t{1} << t.scale), errc::corrupt,
+            "rans_static: frequencies exceed the precision");
+  }
+  fail_if(sum != (uint64_t{1} << t.scale), errc::corrupt,
+          "rans_static: frequencies do not sum to the precision");
+}
+
+void histogram(byte_view data, unsigned width, std::vector<uint64_t>& hist) {
+  fail_if(width != 1 && width != 2, errc::domain,
+          "rans_static: symbols are 8 or 16 bits");
+  hist.assign(size_t{1} << (8 * width), 0);
+  size_t const n = data.size() / width;
+  if (width == 1) {
+    // Four sub-histograms hide the store-to-load latency of repeated symbols.
+    std::vector<uint32_t> sub(4 * 256, 0);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      ++sub[data[i]];
+      ++sub[256 + data[i + 1]];
+      ++sub[512 + data[i + 2]];
+      ++sub[768 + data[i + 3]];
+      if ((i & 0xfffffff) == 0xfffffff - 3) {  // keep u32 counters exact
+        for (size_t k = 0; k < 1024; ++k) hist[k & 255] += sub[k], sub[k] = 0;
+      }
+    }
+    for (; i < n; ++i) ++hist[data[i]];
+    for (size_t k = 0; k < 1024; ++k) hist[k & 255] += sub[k];
+  } else {
+    for (size_t i = 0; i < n; ++i) ++hist[load_le<uint16_t>(&data[2 * i])];
+  }
+}
+
+table normalize(std::span<uint64_t const> hist, unsigned scale) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (size_t s = 0; s < hist.size(); ++s) {
+    if (hist[s] == 0) continue;
+    symbols.push_back(static_cast<uint32_t>(s));
+    counts.push_back(hist[s]);
+  }
+  return normalize(symbols, counts, scale);
+}
+
+table normalize(std::span<uint32_t const> symbols,
+                std::span<uint64_t const> counts, unsigned scale) {
+  fail_if(scale < 1 || scale > max_scale, errc::domain,
+          "rans_static: precision out of range");
+  uint32_t const total = 1u << scale;
+  table t;
+  t.scale = scale;
+  t.symbols.assign(symbols.begin(), symbols.end());
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  fail_if(t.symbols.empty() || n == 0, errc::domain,
+          "rans_static: empty histogram");
+  fail_if(t.symbols.size() > total, errc::domain,
+          "rans_static: more symbols than the precision allows");
+  size_t const k = t.symbols.size();
+  std::vector<double> c(k);
+  t.freqs.resize(k);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < k; ++i) {
+    uint64_t const cnt = counts[i];
+    c[i] = static_cast<double>(cnt);
+    auto const f = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(cnt) * total) / n);
+    t.freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
+    sum += t.freqs[i];
+  }
+
+  // The cost sum_i c_i * -log2(f_i / total) is separable and convex in each
+  // f_i, so moving one unit from the symbol where it is cheapest to remove to
+  // the symbol where it gains most, until no move gains, reaches the optimum.
+  // Heaps hold (marginal, index, freq when pushed); stale entries are skipped.
+  struct item {
+    double v;
+    uint32_t i;
+    uint32_t f;
+  };
+  auto less_v = [](item const& a, item const& b) { return a.v < b.v; };
+  auto more_v = [](item const& a, item const& b) { return a.v > b.v; };
+  std::priority_queue<item, std::vector<item>, decltype(less_v)> inc(less_v);
+  std::priority_queue<item, std::vector<item>, decltype(more_v)> dec(more_v);
+  auto gain = [&](size_t i) {  // bits saved by f_i + 1
+    double const f = t.freqs[i];
+    return c[i] * std::log2((f + 1) / f);
+  };
+  auto cost = [&](size_t i) {  // bits lost by f_i - 1
+    double const f = t.freqs[i];
+    return t.freqs[i] <= 1 ? std::numeric_limits<double>::infinity()
+                           : c[i] * std::log2(f / (f - 1));
+  };
+  auto push = [&](size_t i) {
+    inc.push({gain(i), static_cast<uint32_t>(i), t.freqs[i]});
+    if (t.freqs[i] > 1)
+      dec.push({cost(i), static_cast<uint32_t>(i), t.freqs[i]});
+  };
+  auto top_inc = [&]() -> item {
+    while (inc.top().f != t.freqs[inc.top().i]) inc.pop();
+    return inc.top();
+  };
+  auto top_dec = [&]() -> item {
+    while (!dec.empty() && dec.top().f != t.freqs[dec.top().i]) dec.pop();
+    return dec.empty() ? item{std::numeric_limits<double>::infinity(), 0, 0}
+                       : dec.top();
+  };
+  for (size_t i = 0; i < k; ++i) push(i);
+  while (sum < total) {
+    item const b = top_inc();
+    ++t.freqs[b.i];
+    ++sum;
+    push(b.i);
+  }
+  while (sum > total) {
+    item const w = top_dec();  // exists: k <= total
+    --t.freqs[w.i];
+    --sum;
+    push(w.i);
+  }
+  for (size_t iter = 0; iter < 4 * size_t{total}; ++iter) {
+    item const b = top_inc();
+    item const w = top_dec();
+    if (!(b.v > w.v * (1 + 1e-12) + 1e-9) || b.i == w.i) break;
+    ++t.freqs[b.i];
+    --t.freqs[w.i];
+    push(b.i);
+    push(w.i);
+  }
+  return t;
+}
+
+double coded_bits(std::span<uint64_t const> hist, table const& t) {
+  std::vector<uint64_t> counts(t.symbols.size());
+  for (size_t i = 0; i < t.symbols.size(); ++i) {
+    counts[i] = t.symbols[i] < hist.size() ? hist[t.symbols[i]] : 0;
+  }
+  return coded_bits_of_counts(counts, t);
+}
+
+double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t) {
+  double bits = 0;
+  uint64_t n = 0;
+  for (size_t i = 0; i < t.symbols.size() && i < counts.size(); ++i) {
+    n += counts[i];
+    bits += static_cast<double>(counts[i]) *
+            (t.scale - std::log2(static_cast<double>(t.freqs[i])));
+  }
+  if (n == 0 || t.symbols.size() == 1) return 0;
+  return bits + 32.0 * lanes;
+}
+
+double entropy_bits(std::span<uint64_t const> hist) {
+  uint64_t n = 0;
+  for (uint64_t c : hist) n += c;
+  if (n == 0) return 0;
+  double bits = 0;
+  double const dn = static_cast<double>(n);
+  for (uint64_t c : hist) {
+    if (c) bits -= static_cast<double>(c) * std::log2(c / dn);
+  }
+  return bits;
+}
+
+coder::coder(table const& t, unsigned width)
+    : table_(t),
+      width_(width),
+      scale_(t.scale),
+      single_(t.symbols.size() == 1) {
+  fail_if(width != 1 && width != 2, errc::bad_program,
+          "rans_static: symbols are 8 or 16 bits");
+  if (single_) single_symbol_ = t.symbols[0];
+}
+
+void coder::build_encoder() const {
+  uint32_t const total = 1u << scale_;
+  enc_index_.assign(size_t{1} << (8 * width_), ~uint32_t{0});
+  enc_.resize(table_.symbols.size());
+  uint32_t start = 0;
+  for (size_t i = 0; i < table_.symbols.size(); ++i) {
+    uint32_t const f = table_.freqs[i];
+    enc_index_[table_.symbols[i]] = static_cast<uint32_t>(i);
+    enc_entry& e = enc_[i];
+    e.rcp = ((uint64_t{1} << 63) + f - 1) / f;
+    e.x_max = f << (32 - scale_);  // f < 2^scale: fits
+    e.bias = start;
+    e.cmpl = total - f;
+    e.freq = f;
+    start += f;
+  }
+}
+
+void coder::build_decoder() const {
+  static_assert(sizeof(dec_entry) == 4 && offsetof(dec_entry, offset) == 2);
+  uint32_t const total = 1u << scale_;
+  dec_.resize(total);
+  dec_sym_.resize(total);
+  uint32_t start = 0;
+  for (size_t i = 0; i < table_.symbols.size(); ++i) {
+    uint32_t const f = table_.freqs[i];
+    auto const s = static_cast<uint16_t>(table_.symbols[i]);
+    // Entries as u32 words (freq low, offset high) so the loop vectorizes.
+    uint8_t* const base = reinterpret_cast<uint8_t*>(dec_.data() + start);
+    for (uint32_t k = 0; k < f; ++k)
+      store_le<uint32_t>(base + 4 * k, f | k << 16);
+    std::fill_n(dec_sym_.data() + start, f, s);
+    start += f;
+  }
+}
+
+template <typename sym>
+void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
+  size_t const base = out.size();
+  size_t const head = 4 * lanes;
+  // At most one word per symbol; words are written backwards from the end.
+  out.resize(base + head + 2 * count);
+  uint8_t* const words_end = out.data() + out.size();
+  uint8_t* p = words_end;
+  uint32_t x[lanes];
+  for (uint32_t& s : x) s = state_low;
+  uint32_t const* const index = enc_index_.data();
+  enc_entry const* const tab = enc_.data();
+  bool absent = false;
+
+  auto step = [&](uint32_t& st, size_t sym_value) {
+    uint32_t const idx = index[sym_value];
+    absent |= idx == ~uint32_t{0};
+    enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
+    uint32_t s = st;
+    // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
+    // unpredictable.
+    uint32_t const r = s >= e.x_max;
+    store_le<uint16_t>(p - 2, static_cast<uint16_t>(s));
+    p -= r << 1;
+    s >>= r << 4;
+    uint32_t const q = divide(s, e.rcp);
+    st = s + e.bias + q * e.cmpl;
+  };
+
+  size_t i = count;
+  // The tail that does not fill a round of lanes goes first (encoding runs
+  // backwards), then whole rounds.
+  while (i % lanes != 0) {
+    --i;
+    step(x[i % lanes], load_le<sym>(in + i * sizeof(sym)));
+  }
+  while (i > 0) {
+    i -= lanes;
+    uint8_t const* blk = in + i * sizeof(sym);
+    for (int j = lanes - 1; j >= 0; --j) {
+      step(x[j], load_le<sym>(blk + j * sizeof(sym)));
+    }
+  }
+  if (absent) {
+    out.resize(base);
+    fail(errc::domain, "rans_static: symbol absent from the table");
+  }
+  uint8_t* const states = p - head;
+  for (unsigned j = 0; j < lanes; ++j) store_le<uint32_t>(states + 4 * j, x[j]);
+  size_t const used = static_cast<size_t>(words_end - states);
+  std::memmove(out.data() + base, states, used);
+  out.resize(base + used);
+}
+
+template <typename sym, unsigned fixed_scale>
+void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
+  size_t const head = 4 * lanes;
+  fail_if(payload.size() < head, errc::truncated,
+          "rans_static: payload shorter than its states");
+  fail_if((payload.size() - head) % 2 != 0, errc::corrupt,
+          "rans_static: odd payload length");
+  uint32_t x[lanes];
+  for (unsigned j = 0; j < lanes; ++j) {
+    x[j] = load_le<uint32_t>(payload.data() + 4 * j);
+    fail_if(x[j] < state_low, errc::corrupt, "rans_static: bad state");
+  }
+  uint8_t const* p = payload.data() + head;
+  uint8_t const* const end = payload.data() + payload.size();
+  // A compile-time precision turns the shifts into immediates.
+  unsigned const scale = fixed_scale ? fixed_scale : scale_;
+  uint32_t const mask = (1u << scale) - 1;
+  dec_entry const* const tab = dec_.data();
+  uint16_t const* const syms = dec_sym_.data();
+
+  size_t i = 0;
+  // Fast rounds: enough words remain for every lane to renormalize once.
+  while (count - i >= lanes && static_cast<size_t>(end - p) >= 2 * lanes) {
+    for (unsigned j = 0; j < lanes; ++j) {
+      uint32_t s = x[j];
+      uint32_t const slot = s & mask;
+      dec_entry const e = tab[slot];
+      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(syms[slot]));
+      s = e.freq * (s >> scale) + e.offset;
+      // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
+      // unpredictable.
+      uint32_t const r = s < state_low;
+      uint32_t const w = load_le<uint16_t>(p);
+      s = (s << (r << 4)) | (w & (0u - r));
+      p += r << 1;
+      x[j] = s;
+    }
+    i += lanes;
+  }
+  for (; i < count; ++i) {
+    uint32_t& s = x[i % lanes];
+    uint32_t const slot = s & mask;
+    dec_entry const e = tab[slot];
+    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(syms[slot]));
+    s = e.freq * (s >> scale) + e.offset;
+    if (s < state_low) {
+      fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
+      s = (s << 16) | load_le<uint16_t>(p);
+      p += 2;
+    }
+  }
+  fail_if(p != end, errc::corrupt, "rans_static: trailing payload words");
+  for (uint32_t s : x) {
+    fail_if(s != state_low, errc::corrupt, "rans_static: final state mismatch");
+  }
+}
+
+template <typename sym>
+void coder::dispatch_decode(byte_view payload, size_t count,
+                            uint8_t* out) const {
+  switch (scale_) {  // the precisions choose_rans_static_table picks
+    case 16:
+      return decode_impl<sym, 16>(payload, count, out);
+    case 15:
+      return decode_impl<sym, 15>(payload, count, out);
+    case 13:
+      return decode_impl<sym, 13>(payload, count, out);
+    case 11:
+      return decode_impl<sym, 11>(payload, count, out);
+    default:
+      return decode_impl<sym, 0>(payload, count, out);
+  }
+}
+
+void coder::encode(byte_view data, bytes& out) const {
+  size_t const count = data.size() / width_;
+  if (count == 0) return;
+  if (single_) {
+    // Every symbol must be the table's only one; it costs no bits.
+    if (width_ == 1) {
+      for (uint8_t b : data) {
+        fail_if(b != single_symbol_, errc::domain,
+                "rans_static: symbol absent from the table");
+      }
+    } else {
+      for (size_t i = 0; i < count; ++i) {
+        fail_if(load_le<uint16_t>(&data[2 * i]) != single_symbol_, errc::domain,
+                "rans_static: symbol absent from the table");
+      }
+    }
+    return;
+  }
+  std::call_once(enc_once_, [this] { build_encoder(); });
+  if (width_ == 1) {
+    encode_impl<uint8_t>(data.data(), count, out);
+  } else {
+    encode_impl<uint16_t>(data.data(), count, out);
+  }
+}
+
+void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
+  if (count == 0 || single_) {
+    fail_if(!payload.empty(), errc::corrupt,
+            "rans_static: payload where none is expected");
+    for (size_t i = 0; i < count; ++i) {
+      if (width_ == 1) {
+        out[i] = static_cast<uint8_t>(single_symbol_);
+      } else {
+        store_le<uint16_t>(out + 2 * i, static_cast<uint16_t>(single_symbol_));
+      }
+    }
+    return;
+  }
+  std::call_once(dec_once_, [this] { build_decoder(); });
+  if (width_ == 1) {
+    dispatch_decode<uint8_t>(payload, count, out);
+  } else {
+    dispatch_decode<uint16_t>(payload, count, out);
+  }
+}
+
+}  // namespace brevis::codec::rans_static

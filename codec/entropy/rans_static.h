@@ -1,0 +1,119 @@
+#pragma once
+// A static order-0 rANS coder over 8- or 16-bit symbols, with a frequency
+// table supplied from outside (the program blob holds it once per tensor).
+//
+// Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, 8 states
+// interleaved round-robin (symbol i belongs to state i % 8) so that decoding
+// is throughput-bound rather than latency-bound. Frequencies sum to 2^scale,
+// scale <= 16, which guarantees at most one 16-bit word per symbol.
+//
+// Payload (count > 0 and more than one symbol in the table):
+//   8 final encoder states, u32 LE each, then the renormalization words, u16
+//   LE, in the order the decoder consumes them. A table with a single symbol
+//   codes any count in zero bytes (the symbol costs no information).
+// The decoder checks that every word is consumed and that every state ends at
+// its initial value 2^16, so most corruption is detected.
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "codec/core/bytes.h"
+
+namespace brevis::codec::rans_static {
+
+inline constexpr unsigned max_scale = 16;
+inline constexpr unsigned lanes = 8;
+
+/// A normalized frequency table: symbols strictly increasing, every freq >= 1,
+/// freqs summing to exactly 2^scale.
+struct table {
+  unsigned scale = max_scale;
+  std::vector<uint32_t> symbols;
+  std::vector<uint32_t> freqs;
+
+  friend bool operator==(table const&, table const&) = default;
+};
+
+/// Throws errc::corrupt unless `t` is a valid table for symbols of
+/// `symbol_bits` bits (8 or 16).
+void validate(table const& t, unsigned symbol_bits);
+
+/// Histogram of the symbols (lanes of `width` bytes, 1 or 2) of `data`;
+/// `hist` gets 2^(8 width) entries.
+void histogram(byte_view data, unsigned width, std::vector<uint64_t>& hist);
+
+/// The frequencies summing to 2^scale that minimize the coded size of a
+/// source with histogram `hist` (indexed by symbol), every present symbol
+/// getting at least 1. Requires 1 <= present symbols <= 2^scale.
+table normalize(std::span<uint64_t const> hist, unsigned scale);
+/// The same from the present symbols (increasing) and their counts (> 0).
+table normalize(std::span<uint32_t const> symbols,
+                std::span<uint64_t const> counts, unsigned scale);
+
+/// Coded payload size in bits of a source with histogram `hist` under `t`
+/// (counts of symbols absent from `t` are ignored), framing included.
+double coded_bits(std::span<uint64_t const> hist, table const& t);
+/// The same with counts[i] the count of t.symbols[i].
+double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
+
+/// Order-0 empirical entropy of a histogram, in bits (the whole source).
+double entropy_bits(std::span<uint64_t const> hist);
+
+/// Per-table precomputed state for coding; cheap to build (proportional to
+/// the alphabet and to 2^scale), immutable afterwards, shareable by threads.
+class coder {
+ public:
+  /// `t` must have passed validate(t, 8 * width).
+  coder(table const& t, unsigned width);
+
+  unsigned width() const { return width_; }
+
+  /// Appends the payload coding data.size() / width symbols (data is a whole
+  /// number of lanes). Throws errc::domain on a symbol absent from the table.
+  void encode(byte_view data, bytes& out) const;
+
+  /// Decodes exactly `count` symbols (count * width bytes into `out`).
+  /// Throws errc::corrupt or errc::truncated on a malformed payload, never
+  /// reading outside it.
+  void decode(byte_view payload, size_t count, uint8_t* out) const;
+
+ private:
+  struct enc_entry {
+    uint64_t rcp;    // ceil(2^63 / freq): exact division for 32-bit states
+    uint32_t x_max;  // renormalize when state >= x_max
+    uint32_t bias;   // start
+    uint32_t cmpl;   // 2^scale - freq
+    uint32_t freq;   // 0 marks an absent symbol
+  };
+  struct dec_entry {  // layout fixed: built as little-endian u32 words
+    uint16_t freq;    // freq - 1 would not help: freq < 2^16 when >1 symbol
+    uint16_t offset;  // slot - start
+  };
+
+  template <typename sym>
+  void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
+  template <typename sym, unsigned fixed_scale>
+  void decode_impl(byte_view payload, size_t count, uint8_t* out) const;
+  template <typename sym>
+  void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
+
+  void build_encoder() const;
+  void build_decoder() const;
+
+  table table_;
+  unsigned width_;
+  unsigned scale_;
+  bool single_;
+  uint32_t single_symbol_ = 0;
+  // Built on first use (a coder usually only encodes or only decodes).
+  mutable std::once_flag enc_once_, dec_once_;
+  mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
+  mutable std::vector<enc_entry> enc_;
+  mutable std::vector<dec_entry> dec_;     // 2^scale slots
+  mutable std::vector<uint16_t> dec_sym_;  // 2^scale slots
+};
+
+}  // namespace brevis::codec::rans_static

@@ -1,0 +1,3 @@
+list(APPEND BREVIS_CODEC_SOURCES
+  entropy/htscodecs_rans.cpp
+  entropy/rans_static.cpp)

@@ -1,0 +1,54 @@
+// constant: every lane holds the same value; the payload is that lane (width
+// bytes), or nothing when the value is empty.
+#include <cstring>
+
+#include "codec/dsl/operator.h"
+
+namespace brevis::codec {
+namespace {
+
+class constant_leaf final : public leaf_def {
+ public:
+  opcode code() const override { return opcode::constant; }
+  std::string_view name() const override { return "constant"; }
+
+  void check(node const& n, value_type) const override {
+    fail_if(!n.params.empty() || !n.blob.empty(), errc::bad_program,
+            "constant takes no parameters");
+  }
+
+  void encode(node const&, stream const& in, bytes& out) const override {
+    size_t const w = in.type.width;
+    size_t const size = in.data.size();
+    fail_if(size % w != 0, errc::domain,
+            "constant: value is not a whole number of lanes");
+    if (size == 0) return;
+    uint8_t const* d = in.data.data();
+    for (size_t i = w; i < size; i += w) {
+      fail_if(std::memcmp(d, d + i, w) != 0, errc::domain,
+              "constant: lanes differ");
+    }
+    out.insert(out.end(), d, d + w);
+  }
+
+  void decode(node const&, value_type in, byte_view payload, size_t out_size,
+              uint8_t* out) const override {
+    size_t const w = in.width;
+    fail_if(out_size % w != 0, errc::corrupt,
+            "constant: size is not a whole number of lanes");
+    fail_if(payload.size() != (out_size == 0 ? 0 : w), errc::corrupt,
+            "constant: payload is not one lane");
+    for (size_t i = 0; i < out_size; i += w) {
+      std::memcpy(out + i, payload.data(), w);
+    }
+  }
+};
+
+}  // namespace
+
+leaf_def const& constant_leaf_def() {
+  static constant_leaf const instance;
+  return instance;
+}
+
+}  // namespace brevis::codec

@@ -1,0 +1,36 @@
+#pragma once
+// The rans_static leaf: static order-0 rANS over 8- or 16-bit lanes with its
+// frequency table in the node's blob (stored once per tensor in the program,
+// not once per chunk). See codec/entropy/rans_static.h for the coder.
+
+#include <cstdint>
+#include <span>
+
+#include "codec/dsl/program.h"
+#include "codec/dsl/types.h"
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec {
+
+/// A rans_static leaf whose table fits the symbols (lanes of `width` bytes, 1
+/// or 2) of `sample_or_whole_value`. Values with symbols the sample lacks
+/// will not encode (errc::domain). Throws errc::domain on an empty sample or
+/// a width other than 1 or 2.
+node make_rans_static(stream const& sample_or_whole_value, unsigned width);
+
+/// The normalized table make_rans_static would choose for a histogram
+/// (2^(8 width) entries): the smallest precision that costs almost nothing
+/// over 2^16 (smaller decode tables stay in cache).
+rans_static::table choose_rans_static_table(std::span<uint64_t const> hist);
+
+/// Estimated coded size in bits of a value with histogram `hist`: payload
+/// plus the table blob. Throws errc::domain on an empty histogram.
+double estimate_rans_static_bits(std::span<uint64_t const> hist);
+
+/// The blob format (see rans_static.cpp).
+bytes serialize_rans_static_table(rans_static::table const& t);
+/// Parses and validates a blob for symbols of `width` bytes; throws
+/// errc::corrupt (or errc::truncated) when it is malformed.
+rans_static::table parse_rans_static_table(byte_view blob, unsigned width);
+
+}  // namespace brevis::codec

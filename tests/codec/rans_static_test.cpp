@@ -1,0 +1,223 @@
+#include "codec/entropy/rans_static.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <random>
+
+#include "codec/dsl/interpreter.h"
+#include "codec/dsl/operator.h"
+#include "codec/leaves/rans_static.h"
+#include "tests/codec/generators.h"
+
+namespace brevis::codec {
+namespace {
+
+namespace rs = rans_static;
+
+bytes gaussian_bf16(size_t count, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0, 0.02f);
+  bytes d;
+  d.reserve(2 * count);
+  for (size_t i = 0; i < count; ++i)
+    testing::append(d, testing::to_bf16(g(rng)));
+  return d;
+}
+
+// Builds the table from `d` itself, codes, decodes, compares; returns the
+// payload size in bytes.
+size_t roundtrip(bytes const& d, unsigned width) {
+  value_type const t{static_cast<uint8_t>(width), meaning::none};
+  node const n = make_rans_static(stream{d, t}, width);
+  check_program(n, t);
+  leaf_def const* leaf = find_leaf(opcode::rans_static);
+  bytes payload;
+  leaf->encode(n, stream{d, t}, payload);
+  bytes back(d.size());
+  leaf->decode(n, t, payload, back.size(), back.data());
+  EXPECT_EQ(back, d);
+  return payload.size();
+}
+
+TEST(rans_static_test, gaussian_bf16_is_within_half_a_percent_of_entropy) {
+  bytes const d = gaussian_bf16(512 * 1024, 3);
+  std::vector<uint64_t> hist;
+  rs::histogram(d, 2, hist);
+  double const h = rs::entropy_bits(hist);
+  size_t const payload = roundtrip(d, 2);
+  node const n = make_rans_static(stream{d, {2, meaning::bf16}}, 2);
+  double const excess = 8.0 * static_cast<double>(payload) / h - 1;
+  std::cout << "  entropy " << h / 8 << " B, payload " << payload << " B (+"
+            << 100 * excess << "%), table blob " << n.blob.size()
+            << " B, scale " << unsigned{n.blob[0]} << "\n";
+  EXPECT_LT(excess, 0.005);
+  // The estimate matches the real size closely.
+  double const est = estimate_rans_static_bits(hist);
+  EXPECT_NEAR(est, 8.0 * static_cast<double>(payload + n.blob.size()),
+              0.001 * est);
+}
+
+TEST(rans_static_test, exponent_bytes_code_near_entropy) {
+  bytes const d = gaussian_bf16(200000, 4);
+  bytes hi;
+  for (size_t i = 1; i < d.size(); i += 2) hi.push_back(d[i]);
+  std::vector<uint64_t> hist;
+  rs::histogram(hi, 1, hist);
+  double const h = rs::entropy_bits(hist);
+  size_t const payload = roundtrip(hi, 1);
+  EXPECT_LT(8.0 * static_cast<double>(payload), h * 1.005 + 400);
+}
+
+TEST(rans_static_test, single_symbol_costs_nothing) {
+  bytes const d(1000, 0x42);
+  EXPECT_EQ(roundtrip(d, 1), 0u);
+  bytes d2;
+  for (int i = 0; i < 1000; ++i) testing::append<uint16_t>(d2, 0xbeef);
+  EXPECT_EQ(roundtrip(d2, 2), 0u);
+}
+
+TEST(rans_static_test, extreme_skew_roundtrips_and_stays_small) {
+  bytes d(1000001, 9);
+  d[123457] = 200;
+  size_t const payload = roundtrip(d, 1);
+  // The rare symbol costs ~16 bits, the common one ~2^-16 bits each.
+  EXPECT_LT(payload, 100u);
+  bytes d2;
+  for (size_t i = 0; i < 1000001; ++i) {
+    testing::append<uint16_t>(d2, i == 777 ? 0xffff : 0x3c00);
+  }
+  EXPECT_LT(roundtrip(d2, 2), 100u);
+}
+
+TEST(rans_static_test, all_65536_symbols_present) {
+  bytes d;
+  std::mt19937 rng(1);
+  for (uint32_t s = 0; s < 65536; ++s) testing::append<uint16_t>(d, s);
+  for (int i = 0; i < 100000; ++i) {
+    testing::append<uint16_t>(d, static_cast<uint16_t>(rng() % 512));
+  }
+  roundtrip(d, 2);
+  bytes b;
+  for (int i = 0; i < 5000; ++i) b.push_back(static_cast<uint8_t>(i));
+  roundtrip(b, 1);
+}
+
+TEST(rans_static_test, empty_input_is_empty_payload) {
+  node const n = make_rans_static(stream{bytes{1, 2, 3}, bytes_type}, 1);
+  leaf_def const* leaf = find_leaf(opcode::rans_static);
+  bytes payload;
+  leaf->encode(n, stream{bytes{}, bytes_type}, payload);
+  EXPECT_TRUE(payload.empty());
+  leaf->decode(n, bytes_type, payload, 0, nullptr);
+  EXPECT_THROW(leaf->decode(n, bytes_type, bytes{1}, 0, nullptr), error);
+}
+
+TEST(rans_static_test, normalization_is_optimal_on_small_cases) {
+  // Exhaustive check against every split of 2^4 for three symbols.
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<uint64_t> hist(256, 0);
+    hist[1] = 1 + rng() % 1000;
+    hist[5] = 1 + rng() % 30;
+    hist[200] = 1 + rng() % 3;
+    rs::table const t = rs::normalize(hist, 4);
+    double const got = rs::coded_bits(hist, t);
+    double best = 1e300;
+    for (uint32_t a = 1; a < 16; ++a) {
+      for (uint32_t b = 1; a + b < 16; ++b) {
+        rs::table u{4, {1, 5, 200}, {a, b, 16 - a - b}};
+        best = std::min(best, rs::coded_bits(hist, u));
+      }
+    }
+    EXPECT_LE(got, best + 1e-6);
+  }
+}
+
+TEST(rans_static_test, truncated_and_random_payloads_throw) {
+  bytes d;
+  std::mt19937 rng(2);
+  for (int i = 0; i < 300; ++i) d.push_back(static_cast<uint8_t>(rng() % 7));
+  node const n = make_rans_static(stream{d, bytes_type}, 1);
+  leaf_def const* leaf = find_leaf(opcode::rans_static);
+  bytes payload;
+  leaf->encode(n, stream{d, bytes_type}, payload);
+  bytes out(d.size());
+  for (size_t k = 0; k < payload.size(); ++k) {
+    bytes const p(payload.begin(), payload.begin() + k);
+    EXPECT_THROW(leaf->decode(n, bytes_type, p, out.size(), out.data()), error)
+        << k;
+  }
+  bytes longer = payload;
+  longer.push_back(0);
+  longer.push_back(0);
+  EXPECT_THROW(leaf->decode(n, bytes_type, longer, out.size(), out.data()),
+               error);
+  int accepted = 0;
+  for (int i = 0; i < 2000; ++i) {
+    bytes p(32 + rng() % 200);
+    for (uint8_t& b : p) b = static_cast<uint8_t>(rng());
+    try {
+      leaf->decode(n, bytes_type, p, out.size(), out.data());
+      ++accepted;
+    } catch (error const&) {
+    }
+  }
+  EXPECT_LT(accepted, 5);  // the final-state check catches almost all
+}
+
+bytes table_blob(unsigned scale, std::vector<uint64_t> gaps,
+                 std::vector<uint64_t> freqs_minus_1) {
+  bytes b{static_cast<uint8_t>(scale)};
+  put_varint(b, gaps.size());
+  for (uint64_t g : gaps) put_varint(b, g);
+  for (uint64_t f : freqs_minus_1) put_varint(b, f);
+  return b;
+}
+
+TEST(rans_static_test, corrupt_tables_are_rejected) {
+  node n = make_leaf(opcode::rans_static);
+  auto rejects = [&](bytes blob, unsigned width) {
+    n.blob = std::move(blob);
+    value_type const t{static_cast<uint8_t>(width), meaning::none};
+    EXPECT_THROW(check_program(n, t), error);
+    bytes out(2 * width);
+    EXPECT_THROW(find_leaf(opcode::rans_static)
+                     ->decode(n, t, bytes(40, 1), out.size(), out.data()),
+                 error);
+  };
+  n.blob = table_blob(4, {3, 0}, {7, 7});  // symbols 3, 4; 8 + 8 = 16
+  check_program(n, bytes_type);
+  rejects(table_blob(4, {3, 0}, {7, 6}), 1);           // sum 15
+  rejects(table_blob(4, {3, 0}, {7, 8}), 1);           // sum 17
+  rejects(table_blob(4, {3, 300}, {7, 7}), 1);         // symbol 304 > 255
+  rejects(table_blob(4, {255, 0}, {7, 7}), 1);         // 255 then 256
+  rejects(table_blob(17, {3, 0}, {65535, 65535}), 2);  // precision too high
+  rejects(table_blob(0, {3}, {0}), 1);                 // precision zero
+  rejects(table_blob(4, {3, 0}, {1ULL << 40, 7}), 1);  // huge count
+  rejects(table_blob(4, {}, {}), 1);                   // no symbols
+  rejects(bytes{4, 0x80, 0x80, 0x80, 0x80, 0x10}, 2);  // count 2^32
+  rejects(bytes{4, 2, 3}, 1);                          // truncated
+  bytes trailing = table_blob(4, {3, 0}, {7, 7});
+  trailing.push_back(0);
+  rejects(trailing, 1);
+  rejects(table_blob(4, {3, 0}, {7, 7}), 4);  // width 4
+  // Unsorted symbols cannot be expressed with gaps; check validate directly.
+  EXPECT_THROW(rs::validate(rs::table{4, {4, 3}, {8, 8}}, 8), error);
+  EXPECT_THROW(rs::validate(rs::table{4, {3, 3}, {8, 8}}, 8), error);
+  EXPECT_THROW(rs::validate(rs::table{4, {3, 4}, {16, 0}}, 8), error);
+  // Random blobs never crash.
+  std::mt19937 rng(4);
+  for (int i = 0; i < 3000; ++i) {
+    bytes b(rng() % 20);
+    for (uint8_t& x : b)
+      x = static_cast<uint8_t>(rng() % 4 ? rng() % 20 : rng());
+    try {
+      parse_rans_static_table(b, 1 + rng() % 2);
+    } catch (error const&) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
