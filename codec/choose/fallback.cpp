@@ -4,9 +4,9 @@
 namespace brevis::codec {
 
 node fallback_program() {
-  // TODO(merge): zstd — return make_leaf(opcode::zstd, {3}) when the zstd
-  // leaf is in the registry; raw is the only leaf on this branch.
-  return make_leaf(opcode::raw);
+  // zstd accepts any bytes and never expands them by more than a few bytes;
+  // the archive writer still keeps raw when that is smaller.
+  return make_leaf(opcode::zstd, {3});
 }
 
 }  // namespace brevis::codec

@@ -1,0 +1,1 @@
+brevis_add_test(choose_test codec/choose_test.cpp)

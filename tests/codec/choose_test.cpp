@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codec/choose/chooser.h"
+#include "codec/dsl/interpreter.h"
+#include "generators.h"
+
+namespace brevis::codec {
+namespace {
+
+region tensor_region(dtype t, size_t bytes) {
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = t;
+  r.length = bytes;
+  r.name = "w";
+  return r;
+}
+
+bytes gaussian_f32(size_t n, uint32_t mask, uint32_t seed = 3) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  bytes out;
+  for (size_t i = 0; i < n; ++i) {
+    float f = g(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    testing::append(out, u & mask);
+  }
+  return out;
+}
+
+bytes gaussian_bf16(size_t n) {
+  bytes f32 = gaussian_f32(n, 0xffffffff);
+  bytes out;
+  for (size_t i = 0; i < n; ++i) {
+    testing::append(out,
+                    static_cast<uint16_t>(load_le<uint32_t>(&f32[4 * i]) >> 16));
+  }
+  return out;
+}
+
+// Whatever the chooser picks must roundtrip the whole region.
+node choose_and_check(region const& r, bytes const& data) {
+  auto chooser = make_candidate_chooser();
+  node p = chooser->choose(r, data);
+  check_program(p);
+  EXPECT_TRUE(roundtrips(p, data)) << program_text(p);
+  return p;
+}
+
+bool uses(node const& n, opcode op) {
+  if (n.op == op) return true;
+  for (node const& c : n.children) {
+    if (uses(c, op)) return true;
+  }
+  return false;
+}
+
+TEST(choose_test, bf16_weights_get_whole_word_coding) {
+  bytes data = gaussian_bf16(1 << 20);
+  node p = choose_and_check(tensor_region(dtype::bf16, data.size()), data);
+  EXPECT_TRUE(uses(p, opcode::rans_static)) << program_text(p);
+}
+
+TEST(choose_test, fp32_upcast_from_bf16_drops_zero_bits) {
+  bytes data = gaussian_f32(1 << 19, 0xffff0000);
+  node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
+  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+}
+
+TEST(choose_test, fp32_upcast_from_fp16_drops_zero_bits) {
+  bytes data = gaussian_f32(1 << 19, 0xffffe000);
+  node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
+  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+}
+
+TEST(choose_test, few_distinct_values_use_a_palette) {
+  std::mt19937 rng(5);
+  bytes data;
+  std::vector<float> values;
+  for (int i = 0; i < 200; ++i) values.push_back(std::sin(i * 0.37f) * 3.1f);
+  for (int i = 0; i < 100000; ++i) testing::append(data, values[rng() % 200]);
+  node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
+  EXPECT_TRUE(uses(p, opcode::palette)) << program_text(p);
+}
+
+TEST(choose_test, constant_regions_cost_nothing) {
+  bytes zeros(100000, 0);
+  EXPECT_EQ(choose_and_check(tensor_region(dtype::f32, zeros.size()), zeros).op,
+            opcode::zero);
+  bytes sevens(1000, 7);
+  EXPECT_EQ(choose_and_check(tensor_region(dtype::u8, sevens.size()), sevens)
+                .op,
+            opcode::constant);
+}
+
+TEST(choose_test, every_dtype_and_adversarial_input_roundtrips) {
+  for (dtype t : {dtype::none, dtype::boolean, dtype::u8, dtype::i8,
+                  dtype::f8_e5m2, dtype::f8_e4m3, dtype::i16, dtype::u16,
+                  dtype::f16, dtype::bf16, dtype::i32, dtype::u32, dtype::f32,
+                  dtype::f64, dtype::i64, dtype::u64}) {
+    unsigned const w = std::max(1u, dtype_width(t));
+    for (size_t n : {0, 1, 7, 64, 1000, 4099}) {
+      for (auto const& s : testing::adversarial(n, w)) {
+        SCOPED_TRACE(dtype_name(t) + " " + s.name + " " + std::to_string(n));
+        choose_and_check(tensor_region(t, s.data.size()), s.data);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
