@@ -31,7 +31,7 @@ struct chunk_entry {
   uint64_t ref_offset = 0;      // when is_ref: where the copy comes from
   uint64_t payload_offset = 0;  // in the archive
   uint64_t payload_length = 0;
-  uint64_t checksum = 0;        // XXH3-64 of the original bytes
+  uint64_t checksum = 0;  // XXH3-64 of the original bytes
 };
 
 struct region_entry {
@@ -56,6 +56,16 @@ class archive_writer {
   archive_writer(byte_view file, std::string_view name,
                  program_chooser const& chooser,
                  uint32_t chunk_size = default_chunk_size);
+  /// Same, with regions the caller already has (they must cover the file
+  /// exactly, in order; throws errc::corrupt otherwise).
+  archive_writer(byte_view file, std::vector<region> regions,
+                 program_chooser const& chooser,
+                 uint32_t chunk_size = default_chunk_size);
+
+  /// When on (the default), encode() decodes every payload it produces and
+  /// falls back to fallback_program() unless the bytes come back exactly,
+  /// so a faulty operator can never make an unreadable archive.
+  void set_verify(bool on) { verify_ = on; }
 
   size_t region_count() const { return regions_.size(); }
   std::span<region_entry const> regions() const { return regions_; }
@@ -78,14 +88,24 @@ class archive_writer {
   bytes finish();
 
  private:
+  bool try_encode(uint32_t program, byte_view in, bytes& payload) const;
+
   byte_view file_;
   program_chooser const& chooser_;
   uint32_t chunk_size_;
+  bool verify_ = true;
   std::vector<region_entry> regions_;
+  std::vector<node> chosen_;    // per region, from choose_program
   std::vector<node> programs_;  // programs_[0] is fallback_program()
   std::vector<chunk_entry> chunks_;
-  uint64_t written_ = 0;
+  uint64_t written_ = 0;  // payload bytes appended so far
+  size_t appended_ = 0;   // chunks appended so far
 };
+
+/// Writes a whole archive of `file` in memory, serially (tests, small files).
+bytes write_archive(byte_view file, std::string_view name,
+                    program_chooser const& chooser,
+                    uint32_t chunk_size = default_chunk_size);
 
 /// Reads any byte range of an archive's original file.
 /// Errors: throws codec::error naming the problem (bad magic, unsupported
@@ -94,12 +114,15 @@ class archive_reader {
  public:
   /// Reads `length` bytes at `offset` of the archive into `out`; throws
   /// codec::error(errc::truncated or errc::io) when it cannot.
-  using read_fn = std::function<void(uint64_t offset, size_t length,
-                                     uint8_t* out)>;
+  using read_fn =
+      std::function<void(uint64_t offset, size_t length, uint8_t* out)>;
 
   /// Opens an archive of `archive_size` bytes: reads the header, the trailer
   /// and the index, and validates them (without decoding payloads).
+  /// `read_at` must be thread-safe if the reader is used from many threads.
   archive_reader(read_fn read_at, uint64_t archive_size);
+  /// Opens an archive held in memory; `archive` must outlive the reader.
+  explicit archive_reader(byte_view archive);
 
   uint64_t original_size() const { return original_size_; }
   uint64_t original_checksum() const { return original_checksum_; }
@@ -112,13 +135,17 @@ class archive_reader {
   /// XXH3. Thread-safe.
   void decode_chunk(size_t i, uint8_t* out) const;
   /// Decodes original bytes [offset, offset + length) into out, decoding
-  /// only the chunks that cover them. Thread-safe.
+  /// only the chunks that cover them; a read of the whole file also checks
+  /// the file's XXH3. Throws errc::corrupt for a range past the end.
+  /// Thread-safe.
   void read(uint64_t offset, size_t length, uint8_t* out) const;
   /// Indices [first, last) of the chunks covering a range.
   std::pair<size_t, size_t> chunks_covering(uint64_t offset,
                                             uint64_t length) const;
 
  private:
+  void decode_stored(chunk_entry const& c, uint8_t* out) const;
+
   read_fn read_at_;
   uint64_t archive_size_ = 0;
   uint64_t original_size_ = 0;

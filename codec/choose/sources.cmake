@@ -1,0 +1,3 @@
+list(APPEND BREVIS_CODEC_SOURCES
+  choose/fallback.cpp
+  choose/candidates.cpp)

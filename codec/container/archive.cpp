@@ -1,0 +1,332 @@
+#include "codec/container/archive.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "codec/container/format.h"
+#include "codec/container/index.h"
+#include "codec/core/checksum.h"
+#include "codec/dsl/interpreter.h"
+
+namespace brevis::codec {
+namespace {
+
+void check_chunk_size(uint32_t chunk_size) {
+  if (chunk_size < min_chunk_size || chunk_size > max_chunk_size) {
+    fail(errc::limit, "chunk size " + std::to_string(chunk_size) +
+                          " is outside [" + std::to_string(min_chunk_size) +
+                          ", " + std::to_string(max_chunk_size) + "]");
+  }
+}
+
+std::vector<region_entry> to_entries(std::vector<region> regions) {
+  std::vector<region_entry> out(regions.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    out[i].info = std::move(regions[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- writer
+
+archive_writer::archive_writer(byte_view file, std::string_view name,
+                               program_chooser const& chooser,
+                               uint32_t chunk_size)
+    : archive_writer(file, parse_regions(file, name).regions, chooser,
+                     chunk_size) {}
+
+archive_writer::archive_writer(byte_view file, std::vector<region> regions,
+                               program_chooser const& chooser,
+                               uint32_t chunk_size)
+    : file_(file), chooser_(chooser), chunk_size_(chunk_size) {
+  check_chunk_size(chunk_size);
+  fail_if(!regions_cover(regions, file.size()), errc::corrupt,
+          "regions do not cover the file exactly");
+  regions_ = to_entries(std::move(regions));
+  chosen_.assign(regions_.size(), fallback_program());
+  programs_.push_back(fallback_program());
+}
+
+void archive_writer::choose_program(size_t r) {
+  region const& g = regions_.at(r).info;
+  node p = chooser_.choose(g, file_.subspan(g.offset, g.length));
+  try {
+    check_program(p);
+  } catch (error const&) {
+    p = fallback_program();  // encode() must never fail: keep to the safe one
+  }
+  chosen_[r] = std::move(p);
+}
+
+void archive_writer::plan_chunks() {
+  // Deduplicate programs by their serialized form.
+  std::map<bytes, uint32_t> known;
+  known.emplace(serialize_program(programs_[0]), 0);
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    auto [it, fresh] = known.emplace(serialize_program(chosen_[r]),
+                                     static_cast<uint32_t>(programs_.size()));
+    if (fresh) programs_.push_back(chosen_[r]);
+    regions_[r].program = it->second;
+  }
+
+  // Cut regions into element-aligned chunks; a chunk equal to an earlier
+  // one becomes a ref to it.
+  chunks_.clear();
+  std::unordered_map<uint64_t, size_t> first_seen;  // key: xxh3 ^ length
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    region const& g = regions_[r].info;
+    uint32_t const width = std::max(1u, dtype_width(g.type));
+    uint32_t const step = chunk_size_ / width * width;
+    for (uint64_t done = 0; done < g.length;) {
+      chunk_entry c;
+      c.offset = g.offset + done;
+      c.length =
+          static_cast<uint32_t>(std::min<uint64_t>(step, g.length - done));
+      c.region = static_cast<uint32_t>(r);
+      c.program = regions_[r].program;
+      byte_view data = file_.subspan(c.offset, c.length);
+      c.checksum = xxh3(data);
+      uint64_t const key =
+          c.checksum ^ (uint64_t{c.length} * 0x9e3779b97f4a7c15);
+      auto [it, fresh] = first_seen.emplace(key, chunks_.size());
+      if (!fresh) {
+        chunk_entry const& e = chunks_[it->second];
+        if (e.length == c.length && e.checksum == c.checksum &&
+            std::memcmp(file_.data() + e.offset, data.data(), c.length) == 0) {
+          c.is_ref = true;
+          c.ref_offset = e.offset;
+        }
+      }
+      chunks_.push_back(c);
+      done += c.length;
+    }
+  }
+}
+
+bytes archive_writer::header() const {
+  bytes h;
+  put_bytes(h, brv::magic);
+  put_u8(h, brv::version_major);
+  put_u8(h, brv::version_minor);
+  put_le<uint16_t>(h, 0);  // flags, reserved
+  put_le<uint32_t>(h, chunk_size_);
+  put_le<uint32_t>(h, 0);  // reserved
+  return h;
+}
+
+bool archive_writer::try_encode(uint32_t program, byte_view in,
+                                bytes& payload) const {
+  payload.clear();
+  try {
+    encode_chunk(programs_[program], in, payload);
+    if (!verify_) return true;
+    bytes back(in.size());
+    decode_chunk(programs_[program], payload, back.size(), back.data());
+    return std::equal(back.begin(), back.end(), in.begin(), in.end());
+  } catch (error const&) {
+    // errc::domain is the expected refusal; anything else is an operator
+    // fault, and the fallback still gives a correct archive.
+    return false;
+  }
+}
+
+encoded_chunk archive_writer::encode(size_t i) const {
+  chunk_entry const& c = chunks_.at(i);
+  encoded_chunk out;
+  out.index = i;
+  out.program = c.program;
+  if (c.is_ref) return out;
+  byte_view in = file_.subspan(c.offset, c.length);
+  bool ok = c.program != 0 && try_encode(c.program, in, out.payload);
+  if (ok && out.payload.size() < c.length) return out;
+  // Not encodable, or it did not shrink: use the fallback when it is smaller.
+  bytes fallback;
+  encode_chunk(programs_[0], in, fallback);
+  if (!ok || fallback.size() < out.payload.size()) {
+    out.payload = std::move(fallback);
+    out.program = 0;
+  }
+  return out;
+}
+
+byte_view archive_writer::append(encoded_chunk const& c) {
+  fail_if(c.index != appended_ || c.index >= chunks_.size(), errc::corrupt,
+          "chunks must be appended once each, in order");
+  chunk_entry& e = chunks_[c.index];
+  fail_if(e.is_ref && !c.payload.empty(), errc::corrupt,
+          "a ref chunk has no payload");
+  e.program = c.program;
+  e.payload_offset = brv::header_size + written_;
+  e.payload_length = c.payload.size();
+  written_ += c.payload.size();
+  ++appended_;
+  return c.payload;
+}
+
+bytes archive_writer::finish() {
+  fail_if(appended_ != chunks_.size(), errc::corrupt,
+          "finish() before every chunk was appended");
+  brv::archive_index x;
+  x.original_size = file_.size();
+  x.original_checksum = xxh3(file_);
+  x.regions = regions_;
+  x.programs = programs_;
+  x.chunks = chunks_;
+  bytes out = brv::encode_index(x);
+  uint64_t const index_length = out.size();
+  bytes checked = header();
+  put_bytes(checked, out);
+  put_le<uint64_t>(out, brv::header_size + written_);
+  put_le<uint64_t>(out, index_length);
+  put_le<uint64_t>(out, xxh3(checked));
+  put_bytes(out, brv::end_magic);
+  return out;
+}
+
+bytes write_archive(byte_view file, std::string_view name,
+                    program_chooser const& chooser, uint32_t chunk_size) {
+  archive_writer w(file, name, chooser, chunk_size);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  bytes out = w.header();
+  for (size_t i = 0; i < w.chunk_count(); ++i) {
+    put_bytes(out, w.append(w.encode(i)));
+  }
+  put_bytes(out, w.finish());
+  return out;
+}
+
+// ---------------------------------------------------------------- reader
+
+archive_reader::archive_reader(byte_view archive)
+    : archive_reader(
+          [archive](uint64_t offset, size_t length, uint8_t* out) {
+            fail_if(offset > archive.size() || length > archive.size() - offset,
+                    errc::truncated, "read past the end of the archive");
+            if (length > 0) std::memcpy(out, archive.data() + offset, length);
+          },
+          archive.size()) {}
+
+archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
+    : read_at_(std::move(read_at)), archive_size_(archive_size) {
+  using namespace brv;
+  fail_if(archive_size < header_size, errc::truncated,
+          "archive is shorter than its header");
+  uint8_t h[header_size];
+  read_at_(0, header_size, h);
+  fail_if(std::memcmp(h, magic.data(), magic.size()) != 0, errc::bad_magic,
+          "not a brevis archive (bad magic)");
+  if (h[4] != version_major) {
+    fail(errc::unsupported_version,
+         "archive format version " + std::to_string(h[4]) + "." +
+             std::to_string(h[5]) + " is not supported (this decoder reads " +
+             std::to_string(version_major) + ".x)");
+  }
+  fail_if(load_le<uint16_t>(h + 6) != 0, errc::reserved_nonzero,
+          "header flags are not zero");
+  fail_if(load_le<uint32_t>(h + 12) != 0, errc::reserved_nonzero,
+          "header reserved field is not zero");
+  chunk_size_ = load_le<uint32_t>(h + 8);
+  check_chunk_size(chunk_size_);
+
+  fail_if(archive_size < header_size + trailer_size, errc::truncated,
+          "archive is shorter than its header and trailer");
+  uint8_t t[trailer_size];
+  read_at_(archive_size - trailer_size, trailer_size, t);
+  fail_if(std::memcmp(t + 24, end_magic.data(), end_magic.size()) != 0,
+          errc::truncated, "archive trailer is missing (cut short?)");
+  uint64_t const index_offset = load_le<uint64_t>(t);
+  uint64_t const index_length = load_le<uint64_t>(t + 8);
+  uint64_t const index_sum = load_le<uint64_t>(t + 16);
+  uint64_t const index_end = archive_size - trailer_size;
+  fail_if(index_offset < header_size || index_offset > index_end ||
+              index_length != index_end - index_offset,
+          errc::corrupt, "trailer does not locate the index");
+  fail_if(index_length > max_index_length, errc::limit,
+          "index is larger than the decoder accepts");
+
+  // The index checksum covers the header too, so no header field that
+  // passed the checks above can be silently wrong.
+  bytes buf(header_size + index_length);
+  std::memcpy(buf.data(), h, header_size);
+  read_at_(index_offset, index_length, buf.data() + header_size);
+  fail_if(xxh3(buf) != index_sum, errc::checksum, "index checksum mismatch");
+
+  archive_index x = decode_index(byte_view(buf).subspan(header_size),
+                                 chunk_size_, index_offset - header_size);
+  original_size_ = x.original_size;
+  original_checksum_ = x.original_checksum;
+  regions_ = std::move(x.regions);
+  programs_ = std::move(x.programs);
+  chunks_ = std::move(x.chunks);
+}
+
+void archive_reader::decode_stored(chunk_entry const& c, uint8_t* out) const {
+  bytes payload(c.payload_length);
+  read_at_(c.payload_offset, payload.size(), payload.data());
+  codec::decode_chunk(programs_[c.program], payload, c.length, out);
+}
+
+void archive_reader::decode_chunk(size_t i, uint8_t* out) const {
+  fail_if(i >= chunks_.size(), errc::corrupt, "chunk index out of range");
+  chunk_entry const& c = chunks_[i];
+  try {
+    if (c.is_ref) {
+      // decode_index checked that the source holds stored chunks only.
+      read(c.ref_offset, c.length, out);
+    } else {
+      decode_stored(c, out);
+    }
+  } catch (error const& e) {
+    fail(e.code(), "chunk " + std::to_string(i) + ": " + e.what());
+  }
+  if (xxh3(byte_view(out, c.length)) != c.checksum) {
+    fail(errc::checksum, "chunk " + std::to_string(i) + " (original bytes " +
+                             std::to_string(c.offset) + ".." +
+                             std::to_string(c.offset + c.length) +
+                             "): checksum mismatch");
+  }
+}
+
+std::pair<size_t, size_t> archive_reader::chunks_covering(
+    uint64_t offset, uint64_t length) const {
+  fail_if(offset > original_size_ || length > original_size_ - offset,
+          errc::limit, "range extends past the end of the original");
+  if (length == 0) return {0, 0};
+  auto holding = [this](uint64_t pos) {
+    auto it = std::upper_bound(
+        chunks_.begin(), chunks_.end(), pos,
+        [](uint64_t p, chunk_entry const& c) { return p < c.offset; });
+    return static_cast<size_t>(it - chunks_.begin()) - 1;
+  };
+  return {holding(offset), holding(offset + length - 1) + 1};
+}
+
+void archive_reader::read(uint64_t offset, size_t length, uint8_t* out) const {
+  auto [first, last] = chunks_covering(offset, length);
+  bytes scratch;
+  for (size_t i = first; i < last; ++i) {
+    chunk_entry const& c = chunks_[i];
+    uint64_t const from = std::max(offset, c.offset);
+    uint64_t const to = std::min(offset + length, c.offset + c.length);
+    uint8_t* dst = out + (from - offset);
+    if (from == c.offset && to == c.offset + c.length) {
+      decode_chunk(i, dst);
+    } else {
+      scratch.resize(c.length);
+      decode_chunk(i, scratch.data());
+      std::memcpy(dst, scratch.data() + (from - c.offset), to - from);
+    }
+  }
+  if (offset == 0 && length == original_size_ &&
+      xxh3(byte_view(out, length)) != original_checksum_) {
+    fail(errc::checksum, "whole-file checksum mismatch");
+  }
+}
+
+}  // namespace brevis::codec

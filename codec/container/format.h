@@ -1,0 +1,39 @@
+#pragma once
+// Constants of the .brv layout (FORMAT.md, 3 and 7). Changing any of them is
+// a format change: bump the version and log it in FORMAT.md.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace brevis::codec::brv {
+
+/// First bytes of an archive. The non-ASCII first byte catches 7-bit
+/// transfers and tells the file from text, as PNG's signature does.
+inline constexpr std::array<uint8_t, 4> magic = {0x89, 'B', 'R', 'V'};
+/// Last bytes of an archive: a missing end magic means a cut-short file.
+inline constexpr std::array<uint8_t, 8> end_magic = {0x89, 'B', 'R', 'V',
+                                                     'I',  'D', 'X', 0x0A};
+
+inline constexpr uint8_t version_major = 1;
+inline constexpr uint8_t version_minor = 0;
+
+inline constexpr size_t header_size = 16;
+inline constexpr size_t trailer_size = 32;
+
+/// Chunk entry flag bits (FORMAT.md, 3.3.3); the other bits are reserved.
+inline constexpr uint8_t chunk_flag_ref = 0x01;
+
+// Decoder limits (FORMAT.md, 7).
+inline constexpr uint64_t max_index_length = 1ull << 30;
+inline constexpr uint64_t max_regions = 1u << 24;
+inline constexpr uint64_t max_programs = 1u << 16;
+inline constexpr uint64_t max_program_length = 2u << 20;
+inline constexpr uint64_t max_name_length = 4096;
+inline constexpr uint64_t max_rank = 32;
+/// Smallest encodings, which bound counts by the index length.
+inline constexpr uint64_t min_region_entry = 6;
+inline constexpr uint64_t min_program_entry = 5;
+inline constexpr uint64_t min_chunk_entry = 12;
+
+}  // namespace brevis::codec::brv

@@ -1,0 +1,188 @@
+#include "codec/container/index.h"
+
+#include <algorithm>
+#include <string>
+
+#include "codec/container/format.h"
+
+namespace brevis::codec::brv {
+namespace {
+
+// Counts are bounded both by a fixed limit and by how many of the smallest
+// entries the rest of the index could hold, so a forged count fails before
+// anything is allocated for it.
+uint64_t read_count(byte_reader& r, uint64_t limit, uint64_t min_entry,
+                    char const* what) {
+  uint64_t const n = r.varint_max(limit, what);
+  if (n > r.remaining() / min_entry) {
+    fail(errc::corrupt, std::string(what) + " " + std::to_string(n) +
+                            " does not fit in the index");
+  }
+  return n;
+}
+
+bool known_dtype(uint8_t t) { return t <= 15 || (t >= 64 && t < 128); }
+
+void put_region(bytes& out, region_entry const& e) {
+  put_u8(out, static_cast<uint8_t>(e.info.kind));
+  put_u8(out, static_cast<uint8_t>(e.info.type));
+  put_varint(out, e.info.length);
+  put_blob(out, as_bytes(e.info.name));
+  put_varint(out, e.info.shape.size());
+  for (uint64_t d : e.info.shape) put_varint(out, d);
+  put_varint(out, e.program);
+}
+
+region_entry get_region(byte_reader& r, uint64_t offset,
+                        uint64_t program_count) {
+  region_entry e;
+  uint8_t const kind = r.u8();
+  fail_if(kind > 1, errc::corrupt, "unknown region kind");
+  e.info.kind = static_cast<region_kind>(kind);
+  uint8_t const type = r.u8();
+  fail_if(!known_dtype(type), errc::corrupt, "unknown region dtype");
+  e.info.type = static_cast<dtype>(type);
+  e.info.offset = offset;
+  e.info.length = r.varint();
+  byte_view name = r.blob(max_name_length, "region name length");
+  e.info.name.assign(name.begin(), name.end());
+  uint64_t const rank = r.varint_max(max_rank, "region rank");
+  e.info.shape.resize(rank);
+  for (uint64_t& d : e.info.shape) d = r.varint();
+  uint64_t const program = r.varint();
+  fail_if(program >= program_count, errc::corrupt,
+          "region names a program outside the program table");
+  e.program = static_cast<uint32_t>(program);
+  return e;
+}
+
+}  // namespace
+
+bytes encode_index(archive_index const& index) {
+  bytes out;
+  put_varint(out, index.original_size);
+  put_le<uint64_t>(out, index.original_checksum);
+  put_varint(out, index.programs.size());
+  for (node const& p : index.programs) put_blob(out, serialize_program(p));
+  put_varint(out, index.regions.size());
+  for (region_entry const& e : index.regions) put_region(out, e);
+  put_varint(out, index.chunks.size());
+  for (chunk_entry const& c : index.chunks) {
+    put_varint(out, c.length);
+    put_varint(out, c.region);
+    put_u8(out, c.is_ref ? chunk_flag_ref : 0);
+    if (c.is_ref) {
+      put_varint(out, c.ref_offset);
+    } else {
+      put_varint(out, c.program);
+      put_varint(out, c.payload_length);
+    }
+    put_le<uint64_t>(out, c.checksum);
+  }
+  return out;
+}
+
+archive_index decode_index(byte_view data, uint32_t chunk_size,
+                           uint64_t payload_area) {
+  byte_reader r(data);
+  archive_index x;
+  x.original_size = r.varint();
+  x.original_checksum = r.le<uint64_t>();
+
+  uint64_t const nprograms =
+      read_count(r, max_programs, min_program_entry, "program count");
+  x.programs.reserve(nprograms);
+  for (uint64_t i = 0; i < nprograms; ++i) {
+    byte_view p = r.blob(max_program_length, "program length");
+    x.programs.push_back(parse_program(p));
+  }
+
+  uint64_t const nregions =
+      read_count(r, max_regions, min_region_entry, "region count");
+  x.regions.reserve(nregions);
+  uint64_t offset = 0;
+  for (uint64_t i = 0; i < nregions; ++i) {
+    x.regions.push_back(get_region(r, offset, nprograms));
+    uint64_t const len = x.regions.back().info.length;
+    fail_if(len > x.original_size - offset, errc::corrupt,
+            "regions extend past the original size");
+    offset += len;
+  }
+  fail_if(offset != x.original_size, errc::corrupt,
+          "regions do not cover the original exactly");
+
+  uint64_t const nchunks =
+      read_count(r, UINT64_MAX, min_chunk_entry, "chunk count");
+  x.chunks.reserve(nchunks);
+  offset = 0;
+  uint64_t payload = 0;
+  uint32_t cur_region = 0;
+  for (uint64_t i = 0; i < nchunks; ++i) {
+    chunk_entry c;
+    c.offset = offset;
+    uint64_t const len = r.varint();
+    fail_if(len == 0 || len > chunk_size, errc::corrupt,
+            "chunk length is zero or above the chunk size");
+    c.length = static_cast<uint32_t>(len);
+    uint64_t const reg = r.varint();
+    fail_if(reg >= nregions || reg < cur_region, errc::corrupt,
+            "chunk region is out of range or out of order");
+    cur_region = static_cast<uint32_t>(reg);
+    c.region = cur_region;
+    region const& g = x.regions[cur_region].info;
+    fail_if(offset < g.offset || len > g.offset + g.length - offset,
+            errc::corrupt, "chunk is not inside its region");
+    uint8_t const flags = r.u8();
+    fail_if((flags & ~chunk_flag_ref) != 0, errc::reserved_nonzero,
+            "reserved chunk flag bits are set");
+    c.is_ref = (flags & chunk_flag_ref) != 0;
+    if (c.is_ref) {
+      c.ref_offset = r.varint();
+      fail_if(len > offset || c.ref_offset > offset - len, errc::corrupt,
+              "chunk ref does not point strictly backward");
+      c.program = x.regions[cur_region].program;
+      c.payload_offset = header_size + payload;
+    } else {
+      uint64_t const prog = r.varint();
+      fail_if(prog >= nprograms, errc::corrupt,
+              "chunk names a program outside the program table");
+      c.program = static_cast<uint32_t>(prog);
+      c.payload_length = r.varint();
+      fail_if(c.payload_length > payload_area - payload, errc::corrupt,
+              "chunk payloads extend past the payload area");
+      c.payload_offset = header_size + payload;
+      payload += c.payload_length;
+    }
+    c.checksum = r.le<uint64_t>();
+    offset += len;  // <= original_size: each chunk lies inside a region
+    x.chunks.push_back(c);
+  }
+  fail_if(!r.empty(), errc::corrupt, "trailing bytes after the index");
+  fail_if(offset != x.original_size, errc::corrupt,
+          "chunk lengths do not add up to the original size");
+  fail_if(payload != payload_area, errc::corrupt,
+          "chunk payloads do not fill the payload area");
+
+  // A ref's source must be stored chunks only, so decoding follows at most
+  // one ref. Prefix counts of refs check each source range in O(log n).
+  std::vector<uint64_t> refs_before(x.chunks.size() + 1, 0);
+  for (size_t i = 0; i < x.chunks.size(); ++i) {
+    refs_before[i + 1] = refs_before[i] + (x.chunks[i].is_ref ? 1 : 0);
+  }
+  auto chunk_at = [&](uint64_t pos) {  // index of the chunk holding pos
+    auto it = std::upper_bound(
+        x.chunks.begin(), x.chunks.end(), pos,
+        [](uint64_t p, chunk_entry const& c) { return p < c.offset; });
+    return static_cast<size_t>(it - x.chunks.begin()) - 1;
+  };
+  for (chunk_entry const& c : x.chunks) {
+    if (!c.is_ref) continue;
+    size_t const first = chunk_at(c.ref_offset);
+    size_t const last = chunk_at(c.ref_offset + c.length - 1);
+    fail_if(refs_before[last + 1] != refs_before[first], errc::corrupt,
+            "chunk ref points at another ref");
+  }
+  return x;
+}
+
+}  // namespace brevis::codec::brv

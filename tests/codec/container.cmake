@@ -1,0 +1,1 @@
+brevis_add_test(container_test codec/container_test.cpp)

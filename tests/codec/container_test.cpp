@@ -1,0 +1,598 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "codec/choose/chooser.h"
+#include "codec/container/archive.h"
+#include "codec/container/format.h"
+#include "codec/container/index.h"
+#include "codec/core/checksum.h"
+#include "tests/codec/generators.h"
+
+namespace brevis::codec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Chooses one fixed program for every region.
+class fixed_chooser final : public program_chooser {
+ public:
+  explicit fixed_chooser(node p) : p_(std::move(p)) {}
+  node choose(region const&, byte_view) const override { return p_; }
+
+ private:
+  node p_;
+};
+
+bytes random_bytes(size_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  bytes out(n);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+bytes archive_of(byte_view file, uint32_t chunk_size = 4096) {
+  auto chooser = make_candidate_chooser();
+  return write_archive(file, "test.bin", *chooser, chunk_size);
+}
+
+bytes read_all(archive_reader const& r) {
+  bytes out(r.original_size());
+  r.read(0, out.size(), out.data());
+  return out;
+}
+
+void expect_roundtrip(byte_view file, uint32_t chunk_size = 4096) {
+  bytes a = archive_of(file, chunk_size);
+  archive_reader r(a);
+  EXPECT_EQ(r.original_size(), file.size());
+  EXPECT_EQ(r.original_checksum(), xxh3(file));
+  EXPECT_EQ(r.chunk_size(), chunk_size);
+  bytes back = read_all(r);
+  ASSERT_TRUE(std::equal(back.begin(), back.end(), file.begin(), file.end()));
+  for (size_t i = 0; i < r.chunks().size(); ++i) {
+    chunk_entry const& c = r.chunks()[i];
+    bytes one(c.length);
+    r.decode_chunk(i, one.data());
+    ASSERT_EQ(0, std::memcmp(one.data(), file.data() + c.offset, c.length));
+  }
+}
+
+errc error_of(std::function<void()> f) {
+  try {
+    f();
+  } catch (error const& e) {
+    return e.code();
+  }
+  return errc::ok;
+}
+
+errc open_and_read(byte_view archive) {
+  return error_of([&] {
+    archive_reader r(archive);
+    bytes back = read_all(r);
+  });
+}
+
+// Rewrites an archive's index (and the trailer, so the index checksum holds):
+// builds well-checksummed archives whose content is a lie.
+bytes forge(bytes const& archive,
+            std::function<void(brv::archive_index&)> const& edit) {
+  uint64_t const n = archive.size();
+  uint64_t const at = load_le<uint64_t>(archive.data() + n - 32);
+  uint64_t const len = load_le<uint64_t>(archive.data() + n - 24);
+  uint32_t const chunk_size = load_le<uint32_t>(archive.data() + 8);
+  brv::archive_index x = brv::decode_index(byte_view(archive).subspan(at, len),
+                                           chunk_size, at - brv::header_size);
+  edit(x);
+  bytes index = brv::encode_index(x);
+  bytes out(archive.begin(), archive.begin() + at);
+  put_bytes(out, index);
+  bytes checked(archive.begin(), archive.begin() + brv::header_size);
+  put_bytes(checked, index);
+  put_le<uint64_t>(out, at);
+  put_le<uint64_t>(out, index.size());
+  put_le<uint64_t>(out, xxh3(checked));
+  put_bytes(out, brv::end_magic);
+  return out;
+}
+
+bytes safetensors_file() {
+  std::string header =
+      R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+      R"("b":{"dtype":"BF16","shape":[5000],"data_offsets":[24,10024]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  bytes f;
+  put_le<uint64_t>(f, header.size());
+  put_bytes(f, as_bytes(header));
+  bytes data = random_bytes(10024, 9);
+  put_bytes(f, data);
+  return f;
+}
+
+// ------------------------------------------------------------ roundtrips
+
+TEST(container_test, roundtrip_empty_and_tiny) {
+  expect_roundtrip({});
+  bytes one = {42};
+  expect_roundtrip(one);
+  bytes a = archive_of({});
+  archive_reader r(a);
+  EXPECT_EQ(r.chunks().size(), 0u);
+  EXPECT_EQ(r.regions().size(), 0u);
+}
+
+TEST(container_test, roundtrip_sizes_around_chunk_boundaries) {
+  for (uint32_t cs : {4096u, 5000u, 65536u}) {
+    for (size_t n : {size_t{cs} - 1, size_t{cs}, size_t{cs} + 1,
+                     2 * size_t{cs} - 1, 2 * size_t{cs}, 3 * size_t{cs} + 7}) {
+      SCOPED_TRACE(std::to_string(cs) + "/" + std::to_string(n));
+      expect_roundtrip(random_bytes(n, static_cast<uint32_t>(n)), cs);
+    }
+  }
+}
+
+TEST(container_test, roundtrip_adversarial_samples) {
+  for (auto const& s : testing::adversarial(9000, 4)) {
+    SCOPED_TRACE(s.name);
+    expect_roundtrip(s.data);
+  }
+}
+
+TEST(container_test, repeated_chunks_become_refs) {
+  bytes block = random_bytes(4096, 1);
+  bytes file;
+  for (int i = 0; i < 4; ++i) put_bytes(file, block);
+  put_bytes(file, random_bytes(4096, 2));
+  put_bytes(file, block);
+  put_bytes(file, bytes(100, 7));
+  bytes a = archive_of(file);
+  archive_reader r(a);
+  size_t refs = 0;
+  for (chunk_entry const& c : r.chunks()) {
+    if (c.is_ref) {
+      ++refs;
+      EXPECT_EQ(c.ref_offset, 0u);
+      EXPECT_EQ(c.payload_length, 0u);
+    }
+  }
+  EXPECT_EQ(refs, 4u);
+  EXPECT_LT(a.size(), 3 * 4096u + 1000);
+  bytes back = read_all(r);
+  EXPECT_EQ(back, file);
+}
+
+TEST(container_test, equal_hash_needs_equal_bytes) {
+  // Same length, different bytes: never a ref.
+  bytes file = random_bytes(4096, 3);
+  put_bytes(file, random_bytes(4096, 4));
+  bytes a = archive_of(file);
+  archive_reader r(a);
+  for (chunk_entry const& c : r.chunks()) EXPECT_FALSE(c.is_ref);
+}
+
+TEST(container_test, safetensors_roundtrip) {
+  bytes f = safetensors_file();
+  expect_roundtrip(f);
+  bytes a = archive_of(f);
+  archive_reader r(a);
+  uint64_t total = 0;
+  for (region_entry const& g : r.regions()) {
+    EXPECT_EQ(g.info.offset, total);
+    total += g.info.length;
+  }
+  EXPECT_EQ(total, f.size());
+}
+
+TEST(container_test, typed_regions_are_cut_element_aligned) {
+  bytes file = random_bytes(3 + 20000 + 9000 + 17, 5);
+  std::vector<region> regions(4);
+  regions[0] = {0, 3, region_kind::opaque, dtype::none, {}, "head"};
+  regions[1] = {3, 20000, region_kind::tensor, dtype::f64, {2500}, "w"};
+  regions[2] = {20003, 9000, region_kind::tensor, dtype::f32, {2250}, "v"};
+  regions[3] = {29003, 17, region_kind::opaque, dtype::none, {}, "pad"};
+  fixed_chooser chooser(make_leaf(opcode::raw));
+  archive_writer w(file, regions, chooser, 5000);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  bytes a = w.header();
+  for (size_t i = 0; i < w.chunk_count(); ++i)
+    put_bytes(a, w.append(w.encode(i)));
+  put_bytes(a, w.finish());
+  archive_reader r(a);
+  ASSERT_EQ(r.regions().size(), 4u);
+  EXPECT_EQ(r.regions()[1].info.name, "w");
+  EXPECT_EQ(r.regions()[1].info.type, dtype::f64);
+  EXPECT_EQ(r.regions()[2].info.shape, std::vector<uint64_t>{2250});
+  for (chunk_entry const& c : r.chunks()) {
+    region const& g = r.regions()[c.region].info;
+    unsigned const wd = std::max(1u, dtype_width(g.type));
+    EXPECT_GE(c.offset, g.offset);
+    EXPECT_LE(c.offset + c.length, g.offset + g.length);
+    EXPECT_EQ((c.offset - g.offset) % wd, 0u);
+    EXPECT_LE(c.length, 5000u);
+  }
+  EXPECT_EQ(read_all(r), file);
+}
+
+TEST(container_test, ill_typed_choice_falls_back) {
+  bytes file = random_bytes(10000, 6);
+  fixed_chooser chooser(make_op(opcode::delta, {}, {}));  // not registered
+  bytes a = write_archive(file, "x", chooser, 4096);
+  archive_reader r(a);
+  EXPECT_EQ(r.programs().size(), 1u);
+  EXPECT_EQ(read_all(r), file);
+}
+
+TEST(container_test, random_access_reads) {
+  bytes file;
+  for (auto const& s : testing::adversarial(7001, 2)) put_bytes(file, s.data);
+  bytes a = archive_of(file, 4096);
+  archive_reader r(a);
+  std::mt19937_64 rng(11);
+  for (int k = 0; k < 300; ++k) {
+    uint64_t const off = rng() % (file.size() + 1);
+    size_t const len = rng() % std::min<uint64_t>(file.size() - off + 1, 20000);
+    bytes out(len);
+    r.read(off, len, out.data());
+    ASSERT_EQ(0, std::memcmp(out.data(), file.data() + off, len))
+        << off << "+" << len;
+  }
+  EXPECT_EQ(error_of([&] {
+              uint8_t b;
+              r.read(file.size(), 1, &b);
+            }),
+            errc::limit);
+}
+
+TEST(container_test, chunks_covering_counts) {
+  bytes file = random_bytes(4096 * 5 + 10, 12);
+  bytes a = archive_of(file, 4096);
+  archive_reader r(a);
+  ASSERT_EQ(r.chunks().size(), 6u);
+  using p = std::pair<size_t, size_t>;
+  EXPECT_EQ(r.chunks_covering(0, 0), p(0, 0));
+  EXPECT_EQ(r.chunks_covering(0, 1), p(0, 1));
+  EXPECT_EQ(r.chunks_covering(0, 4096), p(0, 1));
+  EXPECT_EQ(r.chunks_covering(0, 4097), p(0, 2));
+  EXPECT_EQ(r.chunks_covering(4095, 2), p(0, 2));
+  EXPECT_EQ(r.chunks_covering(4096, 4096 * 2), p(1, 3));
+  EXPECT_EQ(r.chunks_covering(file.size() - 1, 1), p(5, 6));
+  EXPECT_EQ(r.chunks_covering(0, file.size()), p(0, 6));
+  EXPECT_EQ(error_of([&] { r.chunks_covering(1, file.size()); }), errc::limit);
+}
+
+TEST(container_test, streaming_parallel_writer_matches_serial) {
+  bytes file = random_bytes(4096 * 9 + 123, 13);
+  put_bytes(file, bytes(file.begin(), file.begin() + 8192));  // refs
+  auto chooser = make_candidate_chooser();
+  archive_writer w(file, "f", *chooser, 4096);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  std::vector<encoded_chunk> enc(w.chunk_count());
+  std::thread t1([&] {
+    for (size_t i = 0; i < enc.size(); i += 2) enc[i] = w.encode(i);
+  });
+  std::thread t2([&] {
+    for (size_t i = 1; i < enc.size(); i += 2) enc[i] = w.encode(i);
+  });
+  t1.join();
+  t2.join();
+  bytes streamed = w.header();
+  for (auto const& e : enc) put_bytes(streamed, w.append(e));
+  put_bytes(streamed, w.finish());
+  EXPECT_EQ(streamed, write_archive(file, "f", *chooser, 4096));
+  archive_reader r(streamed);
+  EXPECT_EQ(read_all(r), file);
+  // Out of order append is refused.
+  archive_writer w2(file, "f", *chooser, 4096);
+  w2.plan_chunks();
+  EXPECT_THROW(w2.append(w2.encode(1)), error);
+}
+
+TEST(container_test, reader_through_read_fn) {
+  bytes file = random_bytes(20000, 14);
+  bytes a = archive_of(file);
+  size_t calls = 0;
+  archive_reader r(
+      [&](uint64_t off, size_t len, uint8_t* out) {
+        ++calls;
+        ASSERT_LE(off + len, a.size());
+        std::memcpy(out, a.data() + off, len);
+      },
+      a.size());
+  size_t const opened = calls;
+  bytes out(10);
+  r.read(5000, 10, out.data());
+  EXPECT_EQ(calls, opened + 1);  // one chunk payload read
+  EXPECT_EQ(0, std::memcmp(out.data(), file.data() + 5000, 10));
+}
+
+// ------------------------------------------------------------ bad input
+
+TEST(container_test, every_truncation_fails) {
+  bytes file = random_bytes(4096 + 300, 21);
+  bytes a = archive_of(file);
+  for (size_t cut = 0; cut < a.size(); ++cut) {
+    bytes t(a.begin(), a.begin() + cut);
+    errc e = open_and_read(t);
+    ASSERT_NE(e, errc::ok) << "cut at " << cut;
+    if (cut >= brv::header_size) {
+      ASSERT_EQ(e, errc::truncated) << cut;
+    }
+  }
+}
+
+void flip_every_bit(bytes const& file, bytes const& a, size_t payload_stride) {
+  size_t caught = 0;
+  size_t const payload_end = a.size() - 32 - 200;
+  for (size_t bit = 0; bit < a.size() * 8; ++bit) {
+    size_t const byte = bit / 8;
+    bool const in_payload = byte >= brv::header_size && byte < payload_end;
+    if (in_payload && bit % payload_stride != 0) continue;
+    bytes b = a;
+    b[byte] ^= static_cast<uint8_t>(1u << (bit % 8));
+    try {
+      archive_reader r(b);
+      bytes back = read_all(r);
+      // Only a flip that changes nothing the decoder uses may succeed, and
+      // then the bytes must be right.
+      ASSERT_EQ(back, file) << "bit " << bit << " decoded wrong bytes";
+    } catch (error const&) {
+      ++caught;
+    }
+  }
+  EXPECT_GT(caught, 0u);
+}
+
+TEST(container_test, every_bit_flip_is_caught_small) {
+  bytes file = random_bytes(700, 22);
+  flip_every_bit(file, archive_of(file), 1);
+}
+
+TEST(container_test, every_bit_flip_is_caught_with_refs) {
+  bytes file = random_bytes(4096, 23);
+  put_bytes(file, bytes(file));
+  put_bytes(file, random_bytes(50, 24));
+  flip_every_bit(file, archive_of(file), 61);
+}
+
+TEST(container_test, header_checks) {
+  bytes a = archive_of(random_bytes(5000, 25));
+  auto with = [&](size_t at, uint8_t v) {
+    bytes b = a;
+    b[at] = v;
+    return open_and_read(b);
+  };
+  EXPECT_EQ(with(0, 0x88), errc::bad_magic);
+  EXPECT_EQ(with(3, 'X'), errc::bad_magic);
+  EXPECT_EQ(with(4, 2), errc::unsupported_version);
+  EXPECT_EQ(with(4, 0), errc::unsupported_version);
+  EXPECT_EQ(with(6, 1), errc::reserved_nonzero);
+  EXPECT_EQ(with(7, 0x80), errc::reserved_nonzero);
+  EXPECT_EQ(with(15, 1), errc::reserved_nonzero);
+  EXPECT_EQ(with(11, 0x40), errc::limit);             // a 1 GiB chunk size
+  EXPECT_EQ(with(9, 0x00), errc::limit);              // 0 -> below the minimum
+  EXPECT_EQ(with(a.size() - 1, 0), errc::truncated);  // end magic
+  // A minor version bump is readable; the header is under the index
+  // checksum, so flipping it alone is caught there.
+  EXPECT_EQ(with(5, 1), errc::checksum);
+}
+
+TEST(container_test, forged_indexes_are_rejected) {
+  bytes file = random_bytes(4096 * 3, 26);
+  put_bytes(file, bytes(file.begin(), file.begin() + 4096));
+  bytes a = archive_of(file);
+  ASSERT_EQ(open_and_read(forge(a, [](auto&) {})), errc::ok);
+  auto expect = [&](errc want, std::function<void(brv::archive_index&)> f) {
+    EXPECT_EQ(open_and_read(forge(a, f)), want);
+  };
+  expect(errc::corrupt, [](auto& x) { x.original_size += 1; });
+  expect(errc::corrupt, [](auto& x) { x.original_size = 1ull << 50; });
+  expect(errc::corrupt, [](auto& x) {
+    x.original_size = 1ull << 50;
+    x.regions[0].info.length = 1ull << 50;
+  });
+  expect(errc::corrupt, [](auto& x) { x.chunks.pop_back(); });
+  expect(errc::corrupt, [](auto& x) { x.chunks[0].payload_length += 1; });
+  expect(errc::corrupt, [](auto& x) { x.chunks[1].region = 5; });
+  expect(errc::corrupt, [](auto& x) { x.chunks[1].program = 9; });
+  expect(errc::corrupt, [](auto& x) { x.regions[0].program = 9; });
+  expect(errc::corrupt, [](auto& x) {  // overlaps its own chunk
+    x.chunks[3].ref_offset = 2 * 4096 + 1;
+  });
+  expect(errc::corrupt, [](auto& x) {  // a ref to itself
+    x.chunks[3].ref_offset = 3 * 4096;
+  });
+  expect(errc::corrupt, [](auto& x) {  // a ref to a ref
+    x.chunks.push_back(x.chunks[3]);
+    x.chunks.back().ref_offset = 3 * 4096;
+    x.original_size += 4096;
+    x.regions[0].info.length += 4096;
+  });
+  expect(errc::checksum, [](auto& x) { x.chunks[2].checksum ^= 1; });
+  expect(errc::checksum, [](auto& x) { x.chunks[3].ref_offset = 4096 + 1; });
+  expect(errc::checksum, [](auto& x) { x.original_checksum ^= 1; });
+  expect(errc::bad_program,
+         [](auto& x) { x.programs[0] = make_leaf(opcode::raw, {1}); });
+  expect(errc::bad_program,
+         [](auto& x) { x.programs[0] = make_leaf(static_cast<opcode>(99)); });
+}
+
+// Hand-built index bytes: counts the encoder would never write.
+bytes with_index(bytes const& index, uint32_t chunk_size = 4096) {
+  bytes out;
+  put_bytes(out, brv::magic);
+  put_u8(out, 1);
+  put_u8(out, 0);
+  put_le<uint16_t>(out, 0);
+  put_le<uint32_t>(out, chunk_size);
+  put_le<uint32_t>(out, 0);
+  bytes checked = out;
+  put_bytes(checked, index);
+  put_bytes(out, index);
+  put_le<uint64_t>(out, brv::header_size);
+  put_le<uint64_t>(out, index.size());
+  put_le<uint64_t>(out, xxh3(checked));
+  put_bytes(out, brv::end_magic);
+  return out;
+}
+
+bytes petabyte_index() {
+  bytes ix;
+  put_varint(ix, 1ull << 50);  // original size: a petabyte
+  put_le<uint64_t>(ix, 0);
+  put_varint(ix, 1);  // one program: raw
+  put_blob(ix, serialize_program(make_leaf(opcode::raw)));
+  put_varint(ix, 1);  // one region covering it
+  ix.insert(ix.end(), {0, 0});
+  put_varint(ix, 1ull << 50);
+  ix.insert(ix.end(), {0, 0, 0});
+  put_varint(ix, 1ull << 50);  // 2^50 chunks
+  return ix;
+}
+
+TEST(container_test, absurd_counts_fail_fast) {
+  EXPECT_EQ(open_and_read(with_index(petabyte_index())), errc::corrupt);
+  bytes ix;
+  put_varint(ix, 0);
+  put_le<uint64_t>(ix, xxh3({}));
+  put_varint(ix, 1ull << 40);  // programs
+  EXPECT_EQ(open_and_read(with_index(ix)), errc::limit);
+  ix.resize(9);
+  put_varint(ix, 0);
+  put_varint(ix, 1ull << 30);  // regions
+  EXPECT_EQ(open_and_read(with_index(ix)), errc::limit);
+  ix.resize(10);
+  put_varint(ix, 1000);  // regions: under the limit, over the index
+  EXPECT_EQ(open_and_read(with_index(ix)), errc::corrupt);
+  ix.resize(10);
+  put_varint(ix, 0);
+  put_varint(ix, 0);  // a valid empty archive
+  EXPECT_EQ(open_and_read(with_index(ix)), errc::ok);
+  ix.push_back(0);
+  EXPECT_EQ(open_and_read(with_index(ix)), errc::corrupt);  // trailing byte
+  // Trailer pointing anywhere but just before itself.
+  bytes a = archive_of(random_bytes(100, 27));
+  for (uint64_t v :
+       {uint64_t{0}, uint64_t{15}, uint64_t{1} << 62, ~uint64_t{0}}) {
+    bytes b = a;
+    store_le<uint64_t>(b.data() + b.size() - 32, v);
+    EXPECT_EQ(open_and_read(b), errc::corrupt);
+    b = a;
+    store_le<uint64_t>(b.data() + b.size() - 24, v);
+    EXPECT_EQ(open_and_read(b), errc::corrupt);
+  }
+}
+
+TEST(container_test, random_bytes_are_rejected) {
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    bytes b = random_bytes(seed * 7, seed);
+    EXPECT_NE(open_and_read(b), errc::ok);
+    if (b.size() >= 4) {  // with a good magic and version
+      std::copy(brv::magic.begin(), brv::magic.end(), b.begin());
+      if (b.size() > 4) b[4] = 1;
+      EXPECT_NE(open_and_read(b), errc::ok);
+    }
+  }
+}
+
+// ------------------------------------------------------------ corpora
+
+struct bad_case {
+  char const* file;
+  errc code;
+};
+bad_case const bad_cases[] = {
+    {"truncated.brv", errc::truncated},
+    {"bitflip.brv", errc::checksum},
+    {"bad_magic.brv", errc::bad_magic},
+    {"future_version.brv", errc::unsupported_version},
+    {"reserved_flags.brv", errc::reserved_nonzero},
+    {"huge_chunk_size.brv", errc::limit},
+    {"petabyte.brv", errc::corrupt},
+    {"forward_ref.brv", errc::corrupt},
+    {"random.brv", errc::bad_magic},
+    {"empty.brv", errc::truncated},
+};
+
+fs::path bad_dir() { return fs::path(BREVIS_SOURCE_DIR) / "tests/data/bad"; }
+
+bytes load(fs::path const& p) {
+  std::ifstream in(p, std::ios::binary);
+  return bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(container_test, bad_inputs_fail_with_their_code) {
+  for (bad_case const& c : bad_cases) {
+    SCOPED_TRACE(c.file);
+    fs::path p = bad_dir() / c.file;
+    ASSERT_TRUE(fs::exists(p));
+    EXPECT_EQ(open_and_read(load(p)), c.code);
+  }
+}
+
+// Writes tests/data/bad/ and the valid seeds of the fuzz corpus. Run once by
+// hand: container_test --gtest_also_run_disabled_tests
+//   --gtest_filter='*generate*'
+TEST(container_test, DISABLED_generate_corpora) {
+  auto save = [](fs::path const& p, bytes const& b) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<char const*>(b.data()),
+               static_cast<std::streamsize>(b.size()));
+  };
+  bytes file = random_bytes(4096 + 200, 31);
+  bytes a = archive_of(file);
+  fs::path const bad = bad_dir();
+  save(bad / "truncated.brv", bytes(a.begin(), a.begin() + a.size() / 2));
+  bytes b = a;
+  b[100] ^= 0x10;
+  save(bad / "bitflip.brv", b);
+  b = a;
+  b[1] = 'X';
+  save(bad / "bad_magic.brv", b);
+  b = a;
+  b[4] = 2;
+  save(bad / "future_version.brv", b);
+  b = a;
+  b[6] = 1;
+  save(bad / "reserved_flags.brv", b);
+  b = a;
+  store_le<uint32_t>(b.data() + 8, 1u << 31);
+  save(bad / "huge_chunk_size.brv", b);
+  save(bad / "petabyte.brv", with_index(petabyte_index()));
+  bytes twice(file.begin(), file.begin() + 4096);
+  put_bytes(twice, file);
+  save(bad / "forward_ref.brv", forge(archive_of(twice), [](auto& x) {
+         x.chunks[1].ref_offset = 4096;
+       }));
+  b = random_bytes(300, 32);
+  b[0] = 0;
+  save(bad / "random.brv", b);
+  save(bad / "empty.brv", {});
+
+  fs::path const seeds =
+      fs::path(BREVIS_SOURCE_DIR) / "tests/fuzz/corpus/decode";
+  save(seeds / "valid_empty.brv", archive_of({}));
+  save(seeds / "valid_one_byte.brv", archive_of(bytes{42}));
+  save(seeds / "valid_small.brv", archive_of(random_bytes(300, 33)));
+  bytes refs = bytes(4096, 5);
+  put_bytes(refs, bytes(4096, 5));
+  put_bytes(refs, random_bytes(64, 34));
+  save(seeds / "valid_refs.brv", archive_of(refs));
+  save(seeds / "valid_safetensors.brv", archive_of(safetensors_file()));
+  for (bad_case const& c : bad_cases) {
+    fs::copy_file(bad / c.file, seeds / c.file,
+                  fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
