@@ -1,13 +1,21 @@
 #include "src/archive_io.h"
 
 #include <algorithm>
-#include <cstring>
+#include <memory>
 
 #include "codec/core/error.h"
 #include "src/file_hash.h"
 #include "src/ordered_pipeline.h"
 
 namespace brevis::cli {
+namespace {
+
+struct decoded {
+  std::unique_ptr<uint8_t[]> data;
+  size_t length = 0;
+};
+
+}  // namespace
 
 codec::archive_reader open_archive(codec::byte_view archive) {
   return codec::archive_reader(archive);
@@ -38,14 +46,17 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
   ordered_pipeline(
       chunks.size(), 2 * size_t{std::max(threads, 1u)},
       [&](size_t i) {
-        codec::bytes out(chunks[i].length);
-        reader.decode_chunk(i, out.data());
-        return out;
+        // Uninitialized: decode_chunk writes every byte.
+        decoded d{std::make_unique_for_overwrite<uint8_t[]>(chunks[i].length),
+                  chunks[i].length};
+        reader.decode_chunk(i, d.data.get());
+        return d;
       },
-      [&](codec::bytes const& b) {
+      [&](decoded const& d) {
+        codec::byte_view const b(d.data.get(), d.length);
         hash.update(b);
         sink(b);
-        done += b.size();
+        done += d.length;
         bar.update(done);
       });
   if (hash.digest() != reader.original_checksum()) {

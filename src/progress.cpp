@@ -16,6 +16,9 @@ progress::~progress() { finish(); }
 void progress::update(uint64_t done) {
   if (!enabled_) return;
   auto now = clock::now();
+  // Nothing for the first quarter second (short jobs, meaningless rates),
+  // then at most ten redraws a second.
+  if (now - start_ < std::chrono::milliseconds(250)) return;
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
   drawn_ = true;
