@@ -72,7 +72,8 @@ struct parsed_file {
 /// `name_hint` (the file name) only orders which parsers are tried first.
 parsed_file parse_regions(byte_view file, std::string_view name_hint = {});
 
-/// Checks the invariant: regions are in order, cover [0, size) exactly.
+/// Checks the invariant: regions are in order, cover [0, size) exactly,
+/// and none is empty.
 bool regions_cover(std::vector<region> const& regions, uint64_t size);
 
 }  // namespace brevis::codec

@@ -263,6 +263,7 @@ TEST(parse_zip_test, real_torch_save) {
       " 'f16': torch.randn(17, generator=g).to(torch.float16),\n"
       "}\n"
       "torch.save(t, d + '/model.pt')\n"
+      "torch.save(t, d + '/legacy.pt', _use_new_zipfile_serialization=False)\n"
       "for k, v in t.items():\n"
       "  open(d + '/' + k + '.raw', 'wb').write(\n"
       "    v.contiguous().view(torch.uint8).numpy().tobytes())\n";
@@ -296,6 +297,11 @@ TEST(parse_zip_test, real_torch_save) {
     }
     EXPECT_EQ(matches, 1);
   }
+  // The pre-1.6 format is not a zip: one untyped region.
+  bytes const legacy = read_file(dir / "legacy.pt");
+  parsed_file const l = parse_regions(legacy, "legacy.pt");
+  expect_covers(l, legacy.size());
+  EXPECT_EQ(l.format, file_format::unknown);
   std::filesystem::remove_all(dir);
 }
 
