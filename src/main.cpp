@@ -1,6 +1,3 @@
-#include <cstdio>
+#include "src/commands.h"
 
-int main() {
-  std::puts("brevis");
-  return 0;
-}
+int main(int argc, char** argv) { return brevis::cli::run_cli(argc, argv); }

@@ -1,0 +1,68 @@
+#include "src/archive_io.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "codec/core/error.h"
+#include "src/file_hash.h"
+#include "src/ordered_pipeline.h"
+
+namespace brevis::cli {
+namespace {
+
+struct decoded {
+  std::unique_ptr<uint8_t[]> data;
+  size_t length = 0;
+};
+
+}  // namespace
+
+codec::archive_reader open_archive(codec::byte_view archive) {
+  return codec::archive_reader(archive);
+}
+
+void decode_all(codec::archive_reader const& reader, unsigned threads,
+                std::function<void(codec::byte_view)> const& sink,
+                progress& bar) {
+  auto const chunks = reader.chunks();
+  // The reader validates the index; the CLI still refuses to write a file
+  // whose chunks do not tile it exactly, and bounds each allocation.
+  uint64_t pos = 0;
+  for (auto const& c : chunks) {
+    if (c.offset != pos) {
+      codec::fail(codec::errc::corrupt, "chunk table does not tile the file");
+    }
+    if (c.length > codec::max_chunk_size) {
+      codec::fail(codec::errc::limit, "chunk larger than the chunk size limit");
+    }
+    pos += c.length;
+  }
+  if (pos != reader.original_size()) {
+    codec::fail(codec::errc::corrupt, "chunk table does not tile the file");
+  }
+
+  file_hash hash;
+  uint64_t done = 0;
+  ordered_pipeline(
+      chunks.size(), 2 * size_t{std::max(threads, 1u)},
+      [&](size_t i) {
+        // Uninitialized: decode_chunk writes every byte.
+        decoded d{std::make_unique_for_overwrite<uint8_t[]>(chunks[i].length),
+                  chunks[i].length};
+        reader.decode_chunk(i, d.data.get());
+        return d;
+      },
+      [&](decoded const& d) {
+        codec::byte_view const b(d.data.get(), d.length);
+        hash.update(b);
+        sink(b);
+        done += d.length;
+        bar.update(done);
+      });
+  if (hash.digest() != reader.original_checksum()) {
+    codec::fail(codec::errc::checksum,
+                "whole-file checksum mismatch (archive is corrupt)");
+  }
+}
+
+}  // namespace brevis::cli

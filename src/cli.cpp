@@ -1,0 +1,210 @@
+// Command-line parsing (CLI11) and dispatch to the subcommands.
+
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codec/container/archive.h"
+#include "src/commands.h"
+#include "src/output_file.h"
+#include "src/size_arg.h"
+
+namespace brevis::cli {
+namespace {
+
+// Options every subcommand takes; resolved into common_options after parsing.
+struct raw_common {
+  unsigned threads = 0;
+  int verbose = 0;
+  int quiet = 0;
+  bool force = false;
+};
+
+void add_common(CLI::App& sub, raw_common& c, bool writes) {
+  sub.add_option("-T,--threads", c.threads,
+                 "Worker threads (0 = all cores, the default)");
+  sub.add_flag("-v,--verbose", c.verbose, "Print a summary per file");
+  sub.add_flag("-q,--quiet", c.quiet, "No progress display");
+  if (writes) {
+    sub.add_flag("-f,--force", c.force,
+                 "Overwrite existing output files; compress .brv inputs; "
+                 "write to a terminal");
+  }
+}
+
+common_options resolve(raw_common const& c) {
+  common_options o;
+  o.threads = c.threads ? c.threads
+                        : static_cast<unsigned>(
+                              std::max(1, tbb::info::default_concurrency()));
+  o.verbosity = std::clamp(1 + c.verbose - c.quiet, 0, 2);
+  o.force = c.force;
+  return o;
+}
+
+// zstd-style shortcuts: `brevis -d F.brv` is `brevis decompress F.brv`,
+// `-z` compress and `-t` verify.
+std::vector<std::string> rewrite_shortcuts(std::vector<std::string> args) {
+  static constexpr std::pair<char const*, char const*> shortcuts[] = {
+      {"-d", "decompress"}, {"--decompress", "decompress"},
+      {"-z", "compress"},   {"--compress", "compress"},
+      {"-t", "verify"},     {"--test", "verify"}};
+  if (args.size() < 2) return args;
+  for (auto const& s : {"compress", "decompress", "inspect", "verify"}) {
+    if (args[1] == s) return args;
+  }
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    for (auto const& [flag, command] : shortcuts) {
+      if (args[i] == flag) {
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+        args.insert(args.begin() + 1, command);
+        return args;
+      }
+    }
+  }
+  return args;
+}
+
+// With no file named, read stdin when it is not a terminal (as zstd does).
+bool default_to_stdin(std::vector<std::string>& inputs) {
+  if (!inputs.empty()) return true;
+  if (::isatty(STDIN_FILENO) == 1) {
+    std::fprintf(stderr, "brevis: no input files (use - for stdin)\n");
+    return false;
+  }
+  inputs.push_back("-");
+  return true;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  install_cleanup_handlers();
+  std::vector<std::string> args =
+      rewrite_shortcuts(std::vector<std::string>(argv, argv + argc));
+
+  CLI::App app{
+      "brevis: lossless compression for ML model checkpoints.\n"
+      "Shortcuts: -z = compress, -d = decompress, -t = verify."};
+  app.set_version_flag("--version", "brevis 0.1.0");
+  app.require_subcommand(1);
+
+  raw_common common;
+  compress_options copt;
+  std::string chunk_size_text;
+  bool keep = false;
+  CLI::App* compress = app.add_subcommand(
+      "compress",
+      "Compress FILE to FILE.brv. Inputs are kept (as zstd does); --rm "
+      "deletes them after success. - is stdin/stdout.");
+  compress->add_option("files", copt.inputs, "Files to compress (- = stdin)");
+  compress->add_option("-o,--output", copt.output,
+                       "Output file (one input only; - = stdout)");
+  compress->add_flag("-c,--stdout", copt.to_stdout, "Write to stdout");
+  compress->add_flag("-k,--keep", keep,
+                     "Keep the input (the default; for compatibility)");
+  compress->add_flag("--rm", copt.remove_input,
+                     "Delete the input after it was compressed successfully");
+  compress->add_option("--chunk-size", chunk_size_text,
+                       "Chunk size, e.g. 1M (K/M/G = KiB/MiB/GiB; default 1M)");
+  add_common(*compress, common, true);
+
+  decompress_options dopt;
+  CLI::App* decompress = app.add_subcommand(
+      "decompress",
+      "Decompress FILE.brv to FILE (inputs are kept unless --rm). - is "
+      "stdin/stdout.");
+  decompress->add_option("files", dopt.inputs,
+                         "Archives to decompress (- = stdin)");
+  decompress->add_option("-o,--output", dopt.output,
+                         "Output file (one input only; - = stdout)");
+  decompress->add_flag("-c,--stdout", dopt.to_stdout, "Write to stdout");
+  decompress->add_flag("-k,--keep", keep,
+                       "Keep the input (the default; for compatibility)");
+  decompress->add_flag("--rm", dopt.remove_input,
+                       "Delete the archive after successful decompression");
+  add_common(*decompress, common, true);
+
+  inspect_options iopt;
+  std::string range_text;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "List an archive's regions, their programs and sizes");
+  inspect->add_option("files", iopt.inputs, "Archives")->required();
+  inspect->add_option(
+      "--range", range_text,
+      "OFFSET:LENGTH of the original: how many chunks it needs");
+  add_common(*inspect, common, false);
+
+  verify_options vopt;
+  CLI::App* verify = app.add_subcommand(
+      "verify", "Decode archives fully and check every checksum");
+  verify->add_option("files", vopt.inputs, "Archives")->required();
+  add_common(*verify, common, false);
+
+  try {
+    std::vector<char*> cargs;
+    for (std::string& a : args) cargs.push_back(a.data());
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
+  } catch (CLI::ParseError const& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+
+  common_options const resolved = resolve(common);
+  // Bounds TBB's worker count for the whole run.
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            resolved.threads);
+
+  if (compress->parsed()) {
+    copt.common = resolved;
+    if (!chunk_size_text.empty()) {
+      auto size = parse_size(chunk_size_text);
+      if (!size || *size < codec::min_chunk_size ||
+          *size > codec::max_chunk_size) {
+        std::fprintf(stderr,
+                     "brevis: --chunk-size %s: expected a size from 4K to "
+                     "64M\n",
+                     chunk_size_text.c_str());
+        return 1;
+      }
+      copt.chunk_size = static_cast<uint32_t>(*size);
+    }
+    if (!default_to_stdin(copt.inputs)) return 1;
+    return run_compress(copt);
+  }
+  if (decompress->parsed()) {
+    dopt.common = resolved;
+    if (!default_to_stdin(dopt.inputs)) return 1;
+    return run_decompress(dopt);
+  }
+  if (inspect->parsed()) {
+    iopt.common = resolved;
+    if (!range_text.empty()) {
+      size_t colon = range_text.find(':');
+      std::optional<uint64_t> off, len;
+      if (colon != std::string::npos) {
+        off = parse_size(std::string_view(range_text).substr(0, colon));
+        len = parse_size(std::string_view(range_text).substr(colon + 1));
+      }
+      if (!off || !len) {
+        std::fprintf(stderr,
+                     "brevis: --range %s: expected OFFSET:LENGTH (sizes may "
+                     "use K/M/G)\n",
+                     range_text.c_str());
+        return 1;
+      }
+      iopt.range = std::pair{*off, *len};
+    }
+    return run_inspect(iopt);
+  }
+  vopt.common = resolved;
+  return run_verify(vopt);
+}
+
+}  // namespace brevis::cli

@@ -1,0 +1,119 @@
+// `brevis compress FILE...`: FILE -> FILE.brv, keeping FILE (zstd's habit;
+// --rm deletes it after success).
+
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "codec/choose/chooser.h"
+#include "codec/container/archive.h"
+#include "codec/core/error.h"
+#include "src/commands.h"
+#include "src/input.h"
+#include "src/ordered_pipeline.h"
+#include "src/output_file.h"
+#include "src/progress.h"
+#include "src/report.h"
+
+namespace brevis::cli {
+namespace {
+
+bool has_archive_suffix(std::string const& path) {
+  return path.ends_with(archive_suffix);
+}
+
+std::string output_for(compress_options const& opt, std::string const& in) {
+  if (opt.to_stdout) return "-";
+  if (!opt.output.empty()) return opt.output;
+  if (in == "-") return "-";
+  return in + archive_suffix;
+}
+
+void compress_one(compress_options const& opt,
+                  codec::program_chooser const& chooser,
+                  std::string const& path) {
+  auto const start = std::chrono::steady_clock::now();
+  bool const force = opt.common.force;
+  if (path != "-" && has_archive_suffix(path) && !force) {
+    codec::fail(codec::errc::io,
+                "already has the .brv suffix; ignored (use -f to compress "
+                "anyway)");
+  }
+  std::string const out_path = output_for(opt, path);
+  if (out_path == "-" && ::isatty(STDOUT_FILENO) == 1 && !force) {
+    codec::fail(codec::errc::io,
+                "refusing to write compressed data to a terminal (use -f)");
+  }
+  input in = load_input(path);
+  if (out_path != "-" && path != "-" && same_file(path, out_path)) {
+    codec::fail(codec::errc::io, "input and output are the same file");
+  }
+  codec::byte_view const data = in.data();
+
+  // Checks the output name before the expensive part.
+  output_file out(out_path, force, in.is_regular ? &in.st : nullptr);
+
+  uint32_t const chunk_size =
+      opt.chunk_size ? opt.chunk_size : codec::default_chunk_size;
+  codec::archive_writer writer(data, base_name(path), chooser, chunk_size);
+  tbb::parallel_for(size_t{0}, writer.region_count(),
+                    [&](size_t r) { writer.choose_program(r); });
+  writer.plan_chunks();
+
+  progress bar(path == "-" ? "stdin" : path, data.size(),
+               opt.common.verbosity < 1);
+  out.write(writer.header());
+  size_t const count = writer.chunk_count();
+  // Encodes in parallel, writes in chunk order: at most 2 x threads chunks
+  // are in flight, so memory stays bounded whatever the file size.
+  ordered_pipeline(
+      count, 2 * size_t{opt.common.threads},
+      [&](size_t i) { return writer.encode(i); },
+      [&](codec::encoded_chunk const& c) {
+        out.write(writer.append(c));
+        bar.update(data.size() * (c.index + 1) / count);
+      });
+  out.write(writer.finish());
+  out.commit();
+  bar.finish();
+
+  if (opt.remove_input && path != "-" && out_path != "-") {
+    if (::unlink(path.c_str()) != 0) {
+      codec::fail(codec::errc::io,
+                  std::string("cannot remove input: ") + std::strerror(errno));
+    }
+  }
+  if (opt.common.verbosity >= 2) {
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    double ratio = out.written() ? static_cast<double>(data.size()) /
+                                       static_cast<double>(out.written())
+                                 : 0.0;
+    std::fprintf(stderr, "%s: %s -> %s (ratio %.3f), %.2f s, %.1f MB/s -> %s\n",
+                 path == "-" ? "stdin" : path.c_str(),
+                 human_size(data.size()).c_str(),
+                 human_size(out.written()).c_str(), ratio, secs,
+                 secs > 0 ? static_cast<double>(data.size()) / 1e6 / secs : 0.0,
+                 out_path == "-" ? "stdout" : out_path.c_str());
+  }
+}
+
+}  // namespace
+
+int run_compress(compress_options const& opt) {
+  if (!opt.output.empty() && opt.inputs.size() > 1) {
+    report_error(opt.output, "-o takes exactly one input file");
+    return 1;
+  }
+  auto chooser = codec::make_candidate_chooser();
+  return for_each_input(opt.inputs, [&](std::string const& path) {
+    compress_one(opt, *chooser, path);
+  });
+}
+
+}  // namespace brevis::cli

@@ -1,0 +1,83 @@
+// `brevis decompress FILE.brv...`: FILE.brv -> FILE, keeping FILE.brv unless
+// --rm. The whole archive is needed (its index is at the end): files are
+// mapped, stdin is read into memory.
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "codec/core/error.h"
+#include "src/archive_io.h"
+#include "src/commands.h"
+#include "src/input.h"
+#include "src/output_file.h"
+#include "src/progress.h"
+#include "src/report.h"
+
+namespace brevis::cli {
+namespace {
+
+std::string output_for(decompress_options const& opt, std::string const& in) {
+  if (opt.to_stdout) return "-";
+  if (!opt.output.empty()) return opt.output;
+  if (in == "-") return "-";
+  std::string const base = base_name(in);
+  size_t const n = std::strlen(archive_suffix);
+  if (base.size() <= n || !base.ends_with(archive_suffix)) {
+    codec::fail(codec::errc::io,
+                "unknown suffix (expected .brv); use -o to name the output");
+  }
+  return in.substr(0, in.size() - n);
+}
+
+void decompress_one(decompress_options const& opt, std::string const& path) {
+  auto const start = std::chrono::steady_clock::now();
+  std::string const out_path = output_for(opt, path);
+  input in = load_input(path);
+  if (out_path != "-" && path != "-" && same_file(path, out_path)) {
+    codec::fail(codec::errc::io, "input and output are the same file");
+  }
+  codec::archive_reader reader = open_archive(in.data());
+  output_file out(out_path, opt.common.force, in.is_regular ? &in.st : nullptr);
+  progress bar(path == "-" ? "stdin" : path, reader.original_size(),
+               opt.common.verbosity < 1);
+  decode_all(
+      reader, opt.common.threads, [&](codec::byte_view v) { out.write(v); },
+      bar);
+  out.commit();
+  bar.finish();
+
+  if (opt.remove_input && path != "-" && out_path != "-") {
+    if (::unlink(path.c_str()) != 0) {
+      codec::fail(codec::errc::io,
+                  std::string("cannot remove input: ") + std::strerror(errno));
+    }
+  }
+  if (opt.common.verbosity >= 2) {
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    uint64_t size = reader.original_size();
+    std::fprintf(stderr, "%s: %s -> %s, %.2f s, %.1f MB/s -> %s\n",
+                 path == "-" ? "stdin" : path.c_str(),
+                 human_size(in.data().size()).c_str(), human_size(size).c_str(),
+                 secs, secs > 0 ? static_cast<double>(size) / 1e6 / secs : 0.0,
+                 out_path == "-" ? "stdout" : out_path.c_str());
+  }
+}
+
+}  // namespace
+
+int run_decompress(decompress_options const& opt) {
+  if (!opt.output.empty() && opt.inputs.size() > 1) {
+    report_error(opt.output, "-o takes exactly one input file");
+    return 1;
+  }
+  return for_each_input(
+      opt.inputs, [&](std::string const& path) { decompress_one(opt, path); });
+}
+
+}  // namespace brevis::cli

@@ -1,0 +1,59 @@
+#pragma once
+// The subcommands of `brevis`. Each takes its parsed options and returns the
+// process exit code (0 when every file succeeded, 1 otherwise); per-file
+// problems are reported as one line `brevis: FILE: problem` on stderr and
+// the command goes on with the next file, as zstd does.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace brevis::cli {
+
+inline constexpr char const* archive_suffix = ".brv";
+
+struct common_options {
+  unsigned threads = 1;  // resolved: >= 1
+  int verbosity = 1;     // 0 quiet, 1 normal, 2 verbose
+  bool force = false;
+};
+
+struct compress_options {
+  std::vector<std::string> inputs;  // "-" is stdin
+  std::string output;               // empty: FILE.brv; "-": stdout
+  bool to_stdout = false;           // -c
+  bool remove_input = false;        // --rm
+  uint32_t chunk_size = 0;          // 0: the codec's default
+  common_options common;
+};
+
+struct decompress_options {
+  std::vector<std::string> inputs;
+  std::string output;  // empty: strip .brv; "-": stdout
+  bool to_stdout = false;
+  bool remove_input = false;
+  common_options common;
+};
+
+struct inspect_options {
+  std::vector<std::string> inputs;
+  // --range OFFSET:LENGTH of the original file.
+  std::optional<std::pair<uint64_t, uint64_t>> range;
+  common_options common;
+};
+
+struct verify_options {
+  std::vector<std::string> inputs;
+  common_options common;
+};
+
+int run_compress(compress_options const& opt);
+int run_decompress(decompress_options const& opt);
+int run_inspect(inspect_options const& opt);
+int run_verify(verify_options const& opt);
+
+/// Parses the command line and runs a subcommand; main() is just this.
+int run_cli(int argc, char** argv);
+
+}  // namespace brevis::cli

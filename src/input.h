@@ -1,0 +1,34 @@
+#pragma once
+// An input file's bytes: regular files are memory-mapped; stdin ("-"), pipes
+// and other non-seekable files are read fully into memory (an archive's index
+// sits at its end, and compression parses the whole file first).
+// Errors: load_input throws codec::error(errc::io) with the system's message.
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "codec/core/bytes.h"
+#include "src/mapped_file.h"
+
+namespace brevis::cli {
+
+struct input {
+  std::string path;  // "-" for stdin
+  bool is_stdin = false;
+  bool is_regular = false;
+  struct stat st {};  // valid when is_regular
+  mapped_file map;
+  codec::bytes buffer;  // used when not mapped
+
+  codec::byte_view data() const {
+    return is_regular ? map.data() : codec::byte_view(buffer);
+  }
+};
+
+input load_input(std::string const& path);
+
+/// "dir/name.safetensors" -> "name.safetensors"; "-" stays "-".
+std::string base_name(std::string const& path);
+
+}  // namespace brevis::cli

@@ -1,0 +1,167 @@
+#include "src/output_file.h"
+
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "codec/core/error.h"
+
+namespace brevis::cli {
+namespace {
+
+// The temporary being written, for the signal handler (which may only call
+// async-signal-safe functions: unlink, signal, raise).
+char g_tmp_path[PATH_MAX];
+volatile sig_atomic_t g_tmp_set = 0;
+
+extern "C" void on_fatal_signal(int sig) {
+  if (g_tmp_set) ::unlink(g_tmp_path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void remember_tmp(std::string const& path) {
+  g_tmp_set = 0;
+  if (path.size() < sizeof g_tmp_path) {
+    std::memcpy(g_tmp_path, path.c_str(), path.size() + 1);
+    g_tmp_set = 1;
+  }
+}
+
+[[noreturn]] void fail_io(std::string const& path, char const* what) {
+  int e = errno;
+  codec::fail(codec::errc::io,
+              path + ": " + what + (*what ? ": " : "") + std::strerror(e));
+}
+
+[[noreturn]] void fail_exists(std::string const& path) {
+  codec::fail(codec::errc::io,
+              path + " already exists; not overwritten (use -f)");
+}
+
+bool exists(std::string const& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Renames without replacing: renameat2(RENAME_NOREPLACE) where supported,
+// else link + unlink, else a check then rename (racy, last resort).
+void rename_noreplace(std::string const& from, std::string const& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(),
+                  RENAME_NOREPLACE) == 0) {
+    return;
+  }
+  if (errno == EEXIST) fail_exists(to);
+  if (errno != EINVAL && errno != ENOSYS) fail_io(to, "cannot rename");
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    ::unlink(from.c_str());
+    return;
+  }
+  if (errno == EEXIST) fail_exists(to);
+  if (exists(to)) fail_exists(to);
+  if (::rename(from.c_str(), to.c_str()) != 0) fail_io(to, "cannot rename");
+}
+
+}  // namespace
+
+void install_cleanup_handlers() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);
+}
+
+bool same_file(std::string const& a, std::string const& b) {
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+output_file::output_file(std::string path, bool force, struct stat const* like)
+    : path_(std::move(path)), force_(force) {
+  if (like != nullptr) {
+    has_like_ = true;
+    like_ = *like;
+  }
+  if (path_ == "-") {
+    fd_ = STDOUT_FILENO;
+    return;
+  }
+  if (!force_ && exists(path_)) fail_exists(path_);
+  size_t slash = path_.find_last_of('/');
+  std::string dir =
+      slash == std::string::npos ? "" : path_.substr(0, slash + 1);
+  std::string base =
+      slash == std::string::npos ? path_ : path_.substr(slash + 1);
+  if (base.size() > 200) base.resize(200);  // stay under NAME_MAX
+  tmp_ = dir + "." + base + ".brevis-tmp-XXXXXX";
+  fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);
+  if (fd_ < 0) {
+    tmp_.clear();
+    fail_io(path_, "cannot create");
+  }
+  remember_tmp(tmp_);
+}
+
+output_file::~output_file() {
+  if (!committed_) discard();
+}
+
+void output_file::discard() noexcept {
+  if (fd_ > STDOUT_FILENO) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) {
+    ::unlink(tmp_.c_str());
+    g_tmp_set = 0;
+  }
+}
+
+void output_file::write(codec::byte_view data) {
+  uint8_t const* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_io(is_stdout() ? std::string("stdout") : path_, "write failed");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  written_ += data.size();
+}
+
+void output_file::commit() {
+  if (is_stdout()) {
+    committed_ = true;
+    return;
+  }
+  if (has_like_) {
+    // Best effort, as zstd: the input's permission bits and times.
+    (void)::fchmod(fd_, like_.st_mode & 07777);
+    struct timespec times[2] = {like_.st_atim, like_.st_mtim};
+    (void)::futimens(fd_, times);
+  } else {
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    (void)::fchmod(fd_, 0666 & ~mask);
+  }
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail_io(path_, "write failed");
+  if (force_) {
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      fail_io(path_, "cannot rename");
+    }
+  } else {
+    rename_noreplace(tmp_, path_);
+  }
+  g_tmp_set = 0;
+  committed_ = true;
+}
+
+}  // namespace brevis::cli

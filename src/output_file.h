@@ -1,0 +1,59 @@
+#pragma once
+// An output written atomically: bytes go to a temporary file in the target's
+// directory (`.NAME.brevis-tmp-XXXXXX`), which is renamed over the final name
+// only by commit(). If the object dies uncommitted, or the process is stopped
+// by SIGINT/SIGTERM/SIGHUP, the temporary is removed, so a failure never
+// leaves a partial file under the final name. "-" writes to stdout instead.
+// Errors: throws codec::error(errc::io) naming the file and the system error;
+// refuses to replace an existing file unless `force`.
+// @note No fsync before the rename: like zstd and xz the CLI leaves
+// durability to the filesystem; a crash may lose a just-written file but
+// never exposes a partial one under its final name on rename-atomic
+// filesystems.
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+
+#include "codec/core/bytes.h"
+
+namespace brevis::cli {
+
+class output_file {
+ public:
+  /// Opens `path` for writing (checks up front that it does not exist
+  /// unless `force`). `like`, when given, supplies the mode and times the
+  /// committed file gets (the input's, as zstd does).
+  output_file(std::string path, bool force, struct stat const* like);
+  ~output_file();
+  output_file(output_file const&) = delete;
+  output_file& operator=(output_file const&) = delete;
+
+  void write(codec::byte_view data);
+  /// Closes and renames into place; the file exists only after this.
+  void commit();
+  uint64_t written() const { return written_; }
+  std::string const& path() const { return path_; }
+  bool is_stdout() const { return fd_ == 1 && tmp_.empty(); }
+
+ private:
+  void discard() noexcept;
+
+  std::string path_;
+  std::string tmp_;
+  bool force_ = false;
+  bool has_like_ = false;
+  struct stat like_ {};
+  int fd_ = -1;
+  bool committed_ = false;
+  uint64_t written_ = 0;
+};
+
+/// Installs the signal handlers that remove an uncommitted temporary.
+void install_cleanup_handlers();
+
+/// True if `a` and `b` name the same existing file.
+bool same_file(std::string const& a, std::string const& b);
+
+}  // namespace brevis::cli

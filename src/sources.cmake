@@ -1,0 +1,14 @@
+list(APPEND BREVIS_CLI_SOURCES
+  archive_io.cpp
+  cli.cpp
+  cmd_compress.cpp
+  cmd_decompress.cpp
+  cmd_inspect.cpp
+  cmd_verify.cpp
+  file_hash.cpp
+  input.cpp
+  mapped_file.cpp
+  output_file.cpp
+  progress.cpp
+  report.cpp
+  size_arg.cpp)

@@ -1,0 +1,269 @@
+// compress -> decompress through the real binary is byte-identical, for
+// generated files and for files written by numpy and torch.
+
+#include <gtest/gtest.h>
+
+#include "tests/cli/helpers.h"
+
+namespace brevis::cli_test {
+namespace {
+
+// Compresses `name` (holding `data`) in `dir`, decompresses to NAME.out and
+// checks the bytes.
+void expect_roundtrip(temp_dir const& dir, std::string const& name,
+                      std::string const& data,
+                      std::vector<std::string> extra = {}) {
+  fs::path const in = dir / name;
+  write_file(in, data);
+  std::vector<std::string> args = {"compress", in.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  run_result c = brevis(args);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.err, "");
+  ASSERT_TRUE(fs::exists(in.string() + ".brv"));
+  EXPECT_TRUE(fs::exists(in)) << "compress keeps its input by default";
+  fs::path const out = dir / (name + ".out");
+  run_result d =
+      brevis({"decompress", in.string() + ".brv", "-o", out.string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(out) == data) << name << " differs after roundtrip";
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
+TEST(cli_roundtrip_test, random_bytes) {
+  temp_dir dir;
+  expect_roundtrip(dir, "random.bin", random_bytes(300000, 1));
+}
+
+TEST(cli_roundtrip_test, empty_file) {
+  temp_dir dir;
+  expect_roundtrip(dir, "empty.bin", "");
+}
+
+TEST(cli_roundtrip_test, small_chunks_and_threads) {
+  temp_dir dir;
+  expect_roundtrip(dir, "w.bin", bf16_weights(100000, 2),
+                   {"--chunk-size", "4K", "-T", "2"});
+  expect_roundtrip(dir, "w1.bin", bf16_weights(50000, 3),
+                   {"--chunk-size", "16KiB", "-T", "1"});
+}
+
+TEST(cli_roundtrip_test, safetensors_made_here) {
+  temp_dir dir;
+  std::string st = make_safetensors({
+      {"embed.weight", "BF16", {256, 128}, bf16_weights(256 * 128, 4)},
+      {"norm.weight", "F32", {1000}, random_bytes(4000, 5)},
+      {"odd.bias", "U8", {77}, random_bytes(77, 6)},
+      {"empty", "F16", {0}, ""},
+  });
+  expect_roundtrip(dir, "model.safetensors", st);
+}
+
+TEST(cli_roundtrip_test, default_names_and_decompress_shortcut) {
+  temp_dir dir;
+  std::string data = bf16_weights(20000, 7);
+  write_file(dir / "m.bin", data);
+  ASSERT_EQ(brevis({"compress", (dir / "m.bin").string()}).exit_code, 0);
+  fs::remove(dir / "m.bin");
+  run_result d = brevis({"-d", (dir / "m.bin.brv").string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(dir / "m.bin") == data);
+  EXPECT_TRUE(fs::exists(dir / "m.bin.brv")) << "archives are kept";
+}
+
+TEST(cli_roundtrip_test, rm_removes_input_after_success) {
+  temp_dir dir;
+  std::string data = random_bytes(5000, 8);
+  write_file(dir / "x", data);
+  ASSERT_EQ(brevis({"compress", "--rm", (dir / "x").string()}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir / "x"));
+  ASSERT_EQ(brevis({"decompress", "--rm", (dir / "x.brv").string()}).exit_code,
+            0);
+  EXPECT_FALSE(fs::exists(dir / "x.brv"));
+  EXPECT_TRUE(read_file(dir / "x") == data);
+}
+
+TEST(cli_roundtrip_test, stdin_and_stdout) {
+  temp_dir dir;
+  std::string data = bf16_weights(40000, 9);
+  write_file(dir / "in", data);
+  run_result c = brevis({"compress", "-"}, (dir / "in").string(),
+                        (dir / "a.brv").string());
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  run_result d = brevis({"decompress", "-"}, (dir / "a.brv").string(),
+                        (dir / "back").string());
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(dir / "back") == data);
+  // -c writes a named file's result to stdout; -o - does the same.
+  run_result c2 = brevis({"compress", "-c", (dir / "in").string()}, "/dev/null",
+                         (dir / "b.brv").string());
+  ASSERT_EQ(c2.exit_code, 0) << c2.err;
+  run_result d2 = brevis({"decompress", (dir / "b.brv").string(), "-o", "-"});
+  ASSERT_EQ(d2.exit_code, 0) << d2.err;
+  EXPECT_TRUE(d2.out == data);
+  EXPECT_FALSE(fs::exists(dir / "b"));
+}
+
+TEST(cli_roundtrip_test, multiple_files) {
+  temp_dir dir;
+  std::vector<std::string> names = {"a.bin", "b.bin", "c.bin"};
+  std::vector<std::string> args = {"compress"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    write_file(dir / names[i], random_bytes(1000 * (i + 1), 10 + i));
+    args.push_back((dir / names[i]).string());
+  }
+  ASSERT_EQ(brevis(args).exit_code, 0);
+  std::vector<std::string> dargs = {"decompress", "-f"};
+  for (auto const& n : names) dargs.push_back((dir / (n + ".brv")).string());
+  ASSERT_EQ(brevis(dargs).exit_code, 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_TRUE(read_file(dir / names[i]) ==
+                random_bytes(1000 * (i + 1), 10 + i));
+  }
+}
+
+TEST(cli_roundtrip_test, one_missing_file_does_not_stop_the_others) {
+  temp_dir dir;
+  write_file(dir / "ok", "hello");
+  run_result c =
+      brevis({"compress", (dir / "missing").string(), (dir / "ok").string()});
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_EQ(c.err_lines(), 1u) << c.err;
+  EXPECT_NE(c.err.find("missing"), std::string::npos) << c.err;
+  EXPECT_TRUE(fs::exists(dir / "ok.brv"));
+}
+
+TEST(cli_roundtrip_test, refuses_overwrite_without_force) {
+  temp_dir dir;
+  std::string data = random_bytes(4000, 20);
+  write_file(dir / "f", data);
+  write_file(dir / "f.brv", "precious");
+  run_result c = brevis({"compress", (dir / "f").string()});
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_EQ(c.err_lines(), 1u) << c.err;
+  EXPECT_EQ(read_file(dir / "f.brv"), "precious");
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+
+  run_result f = brevis({"compress", "-f", (dir / "f").string()});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(read_file(dir / "f.brv"), "precious");
+
+  // decompress onto the existing original: refused, then forced.
+  write_file(dir / "f", "also precious");
+  run_result d = brevis({"decompress", (dir / "f.brv").string()});
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_NE(d.err.find("f.brv"), std::string::npos) << d.err;
+  EXPECT_EQ(read_file(dir / "f"), "also precious");
+  run_result df = brevis({"decompress", "-f", (dir / "f.brv").string()});
+  ASSERT_EQ(df.exit_code, 0) << df.err;
+  EXPECT_TRUE(read_file(dir / "f") == data);
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
+TEST(cli_roundtrip_test, refuses_unknown_suffix_without_output) {
+  temp_dir dir;
+  write_file(dir / "x", "data");
+  ASSERT_EQ(brevis({"compress", (dir / "x").string()}).exit_code, 0);
+  fs::rename(dir / "x.brv", dir / "x.archive");
+  run_result d = brevis({"decompress", (dir / "x.archive").string()});
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_NE(d.err.find("x.archive"), std::string::npos);
+  run_result o = brevis(
+      {"decompress", (dir / "x.archive").string(), "-o", (dir / "y").string()});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(read_file(dir / "y"), "data");
+}
+
+TEST(cli_roundtrip_test, npy_written_by_numpy) {
+  if (!python_has("numpy")) GTEST_SKIP() << "no numpy in /usr/bin/python3";
+  temp_dir dir;
+  fs::path const npy = dir / "a.npy";
+  run_result py = run_program({"/usr/bin/python3", "-c",
+                               "import numpy as np, sys\n"
+                               "r = np.random.default_rng(1)\n"
+                               "np.save(sys.argv[1], r.standard_normal((300, "
+                               "70)).astype(np.float32))\n",
+                               npy.string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  expect_roundtrip(dir, "b.npy", read_file(npy));
+}
+
+TEST(cli_roundtrip_test, pt_written_by_torch) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  temp_dir dir;
+  fs::path const pt = dir / "m.pt";
+  run_result py = run_program(
+      {"/usr/bin/python3", "-c",
+       "import torch, sys\n"
+       "torch.manual_seed(0)\n"
+       "sd = {'w': torch.randn(128, 96).to(torch.bfloat16),\n"
+       "      'b': torch.randn(96), 'n': torch.arange(10, dtype=torch.int64),\n"
+       "      'h': torch.randn(33, 7).half()}\n"
+       "torch.save(sd, sys.argv[1])\n",
+       pt.string()});
+  // One interpreter start (importing torch takes seconds): skip on import
+  // failure rather than probing first.
+  if (py.exit_code != 0 &&
+      py.err.find("No module named") != std::string::npos) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
+  }
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  expect_roundtrip(dir, "copy.pt", read_file(pt));
+}
+
+// numpy writes a safetensors file; after the CLI roundtrip numpy parses the
+// copy and compares every array with the originals it regenerates.
+TEST(cli_roundtrip_test, safetensors_read_back_by_numpy) {
+  if (!python_has("numpy")) GTEST_SKIP() << "no numpy in /usr/bin/python3";
+  temp_dir dir;
+  std::string const script =
+      "import json, struct, sys\n"
+      "import numpy as np\n"
+      "def arrays():\n"
+      "  r = np.random.default_rng(7)\n"
+      "  w = (r.standard_normal((200, 64)).astype(np.float32) * 0.02)\n"
+      "  bf = (w.view(np.uint32) >> 16).astype(np.uint16)\n"
+      "  return {'layer.0.w': ('BF16', bf, w.shape),\n"
+      "          'layer.0.b': ('F32', "
+      "r.standard_normal(64).astype(np.float32), (64,)),\n"
+      "          'layer.0.h': ('F16', r.standard_normal((9, "
+      "5)).astype(np.float16), (9, 5)),\n"
+      "          'ids': ('I64', np.arange(-50, 50, dtype=np.int64), (100,))}\n"
+      "np_type = {'BF16': np.uint16, 'F32': np.float32, 'F16': np.float16, "
+      "'I64': np.int64}\n"
+      "if sys.argv[1] == 'write':\n"
+      "  head, blob, off = {}, b'', 0\n"
+      "  for k, (dt, a, shape) in arrays().items():\n"
+      "    b = a.tobytes(); head[k] = {'dtype': dt, 'shape': list(shape), "
+      "'data_offsets': [off, off + len(b)]}\n"
+      "    blob += b; off += len(b)\n"
+      "  h = json.dumps(head).encode(); h += b' ' * (-len(h) % 8)\n"
+      "  open(sys.argv[2], 'wb').write(struct.pack('<Q', len(h)) + h + blob)\n"
+      "else:\n"
+      "  raw = open(sys.argv[2], 'rb').read()\n"
+      "  n = struct.unpack('<Q', raw[:8])[0]; head = json.loads(raw[8:8 + n])\n"
+      "  for k, (dt, a, shape) in arrays().items():\n"
+      "    e = head[k]; s, t = e['data_offsets']\n"
+      "    got = np.frombuffer(raw[8 + n + s:8 + n + t], "
+      "dtype=np_type[dt]).reshape(e['shape'])\n"
+      "    assert e['dtype'] == dt and tuple(e['shape']) == tuple(shape), k\n"
+      "    assert np.array_equal(got.view(np.uint8), "
+      "a.reshape(shape).view(np.uint8)), k\n"
+      "  print('arrays equal')\n";
+  write_file(dir / "st.py", script);
+  fs::path const st = dir / "np.safetensors";
+  run_result w = run_program(
+      {"/usr/bin/python3", (dir / "st.py").string(), "write", st.string()});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(brevis({"compress", st.string()}).exit_code, 0);
+  fs::rename(st, dir / "orig.safetensors");
+  run_result d = brevis({"decompress", st.string() + ".brv"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  run_result r = run_program(
+      {"/usr/bin/python3", (dir / "st.py").string(), "read", st.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "arrays equal\n");
+}
+
+}  // namespace
+}  // namespace brevis::cli_test
