@@ -33,17 +33,25 @@ node planes_rans0(unsigned width) {
 
 meaning meaning_of(dtype t) {
   switch (t) {
-    case dtype::bf16: return meaning::bf16;
-    case dtype::f16: return meaning::fp16;
-    case dtype::f32: return meaning::fp32;
-    case dtype::f64: return meaning::fp64;
-    case dtype::f8_e4m3: return meaning::f8e4m3;
-    case dtype::f8_e5m2: return meaning::f8e5m2;
+    case dtype::bf16:
+      return meaning::bf16;
+    case dtype::f16:
+      return meaning::fp16;
+    case dtype::f32:
+      return meaning::fp32;
+    case dtype::f64:
+      return meaning::fp64;
+    case dtype::f8_e4m3:
+      return meaning::f8e4m3;
+    case dtype::f8_e5m2:
+      return meaning::f8e5m2;
     case dtype::i8:
     case dtype::i16:
     case dtype::i32:
-    case dtype::i64: return meaning::sint;
-    default: return meaning::uint;
+    case dtype::i64:
+      return meaning::sint;
+    default:
+      return meaning::uint;
   }
 }
 
@@ -64,6 +72,8 @@ size_t distinct_up_to(byte_view data, size_t limit) {
   }
   return seen.size();
 }
+
+constexpr size_t min_static_table_region = 64u << 10;
 
 bool all_bytes_equal(byte_view data) {
   return std::all_of(data.begin(), data.end(),
@@ -92,8 +102,11 @@ bool low_bits_zero(byte_view data, unsigned k) {
 
 std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
-  stream words = lane_stream(data, 2, meaning::uint);
-  out.push_back(view(2, m, make_rans_static(words, 2)));
+  // The static table costs a few KiB; below this it cannot pay for itself.
+  if (data.size() >= min_static_table_region) {
+    stream words = lane_stream(data, 2, meaning::uint);
+    out.push_back(view(2, m, make_rans_static(words, 2)));
+  }
   out.push_back(view(2, m, planes_rans0(2)));
   if (distinct_up_to<uint16_t>(data, 256) <= 256) {
     out.push_back(view(2, m,
@@ -106,27 +119,25 @@ std::vector<node> float16_candidates(byte_view data, meaning m) {
 std::vector<node> float32_candidates(byte_view data) {
   std::vector<node> out;
   meaning const m = meaning::fp32;
+  // Sign, exponent and the top 7 mantissa bits: coded as whole 16-bit words
+  // when the region is large enough to pay for a static table, else as bytes.
+  node const high = data.size() >= 2 * min_static_table_region
+                        ? make_rans_static(high_halves(data), 2)
+                        : planes_rans0(2);
   if (low_bits_zero(data, 16)) {
     // fp32 upcast from bf16: only the high halves carry information.
-    out.push_back(view(4, m,
-                       make_op(opcode::low_zero, {16},
-                               {make_rans_static(high_halves(data), 2)})));
+    out.push_back(view(4, m, make_op(opcode::low_zero, {16}, {high})));
   } else if (low_bits_zero(data, 13)) {
-    // fp32 upcast from fp16: 19 informative bits; the top 16 of them (sign,
-    // exponent, 7 mantissa bits) are the high halves of the original lanes.
+    // fp32 upcast from fp16: 19 informative bits; the top 16 of them are the
+    // high halves of the original lanes.
     out.push_back(view(
         4, m,
         make_op(opcode::low_zero, {13},
                 {make_op(opcode::bitfields, {3, 16, 13},
-                         {leaf(opcode::rans0),
-                          make_rans_static(high_halves(data), 2),
-                          leaf(opcode::zero)})})));
+                         {leaf(opcode::rans0), high, leaf(opcode::zero)})})));
   }
-  // Sign, exponent and top mantissa bits jointly; low mantissa bytes apart.
-  out.push_back(view(4, m,
-                     make_op(opcode::bitfields, {16, 16},
-                             {planes_rans0(2),
-                              make_rans_static(high_halves(data), 2)})));
+  out.push_back(view(
+      4, m, make_op(opcode::bitfields, {16, 16}, {planes_rans0(2), high})));
   out.push_back(view(4, m, planes_rans0(4)));
   if (distinct_up_to<uint32_t>(data, 256) <= 256) {
     out.push_back(view(4, m,
@@ -142,22 +153,20 @@ std::vector<node> integer_candidates(byte_view data, unsigned width,
   if (width == 1) {
     out.push_back(leaf(opcode::rans0));
     out.push_back(leaf(opcode::rans1));
-    out.push_back(make_rans_static(lane_stream(data, 1, meaning::uint), 1));
     return out;
   }
   out.push_back(view(width, m, planes_rans0(width)));
-  if (width == 2) {
-    out.push_back(view(2, m,
-                       make_rans_static(lane_stream(data, 2, meaning::uint),
-                                        2)));
+  if (width == 2 && data.size() >= min_static_table_region) {
+    out.push_back(
+        view(2, m, make_rans_static(lane_stream(data, 2, meaning::uint), 2)));
   }
   // Index-like and smooth integers: differences are small.
   std::vector<node> kids(width, leaf(opcode::rans0));
-  out.push_back(view(
-      width, m,
-      make_op(opcode::delta, {},
-              {make_op(opcode::map, {0, 0},
-                       {make_op(opcode::planes, {}, std::move(kids))})})));
+  out.push_back(
+      view(width, m,
+           make_op(opcode::delta, {},
+                   {make_op(opcode::map, {0, 0},
+                            {make_op(opcode::planes, {}, std::move(kids))})})));
   return out;
 }
 
@@ -168,17 +177,24 @@ std::vector<node> candidates_for(region const& r, byte_view data) {
     meaning const m = meaning_of(r.type);
     switch (r.type) {
       case dtype::bf16:
-      case dtype::f16: out = float16_candidates(data, m); break;
-      case dtype::f32: out = float32_candidates(data); break;
-      case dtype::f64: out.push_back(view(8, m, planes_rans0(8))); break;
-      case dtype::none: break;
+      case dtype::f16:
+        out = float16_candidates(data, m);
+        break;
+      case dtype::f32:
+        out = float32_candidates(data);
+        break;
+      case dtype::f64:
+        out.push_back(view(8, m, planes_rans0(8)));
+        break;
+      case dtype::none:
+        break;
       default:
         if (width > 0) out = integer_candidates(data, width, m);
         break;
     }
     if (r.type == dtype::none || dtype_width(r.type) == 0) {
       // Untyped tensor bytes: guess the common element widths.
-      out.push_back(make_rans_static(lane_stream(data, 1, meaning::uint), 1));
+      out.push_back(leaf(opcode::rans0));
       out.push_back(view(2, meaning::uint, planes_rans0(2)));
       out.push_back(view(4, meaning::uint, planes_rans0(4)));
     }
@@ -190,11 +206,13 @@ std::vector<node> candidates_for(region const& r, byte_view data) {
 // Evenly spaced slices of the region, 64 KiB + 1/32 of it in total, so that
 // choosing costs a small fraction of encoding; small regions are used whole.
 bytes sample_of(byte_view data, unsigned width) {
-  size_t const want = std::min<size_t>(data.size(), (64u << 10) + data.size() / 32);
+  size_t const want =
+      std::min<size_t>(data.size(), (64u << 10) + data.size() / 32);
   if (want >= data.size() || want == 0) return bytes(data.begin(), data.end());
   size_t const slices = 8;
   size_t slice = want / slices;
-  slice = std::max<size_t>(width, slice / std::max(1u, width) * std::max(1u, width));
+  slice = std::max<size_t>(width,
+                           slice / std::max(1u, width) * std::max(1u, width));
   bytes out;
   out.reserve(slice * slices);
   for (size_t i = 0; i < slices; ++i) {
@@ -210,8 +228,7 @@ class candidate_chooser final : public program_chooser {
   node choose(region const& r, byte_view data) const override {
     if (data.empty()) return leaf(opcode::raw);
     if (all_bytes_equal(data)) {
-      return data.front() == 0 ? leaf(opcode::zero)
-                               : leaf(opcode::constant);
+      return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
     }
     std::vector<node> cands = candidates_for(r, data);
     bytes const sample = sample_of(data, std::max(1u, dtype_width(r.type)));
@@ -227,9 +244,8 @@ class candidate_chooser final : public program_chooser {
         if (e.code() == errc::domain) continue;
         throw;
       }
-      double const cost =
-          static_cast<double>(serialize_program(c).size()) +
-          static_cast<double>(payload.size()) * scale;
+      double const cost = static_cast<double>(serialize_program(c).size()) +
+                          static_cast<double>(payload.size()) * scale;
       if (cost < best_cost) {
         best_cost = cost;
         best = std::move(c);
