@@ -20,9 +20,9 @@
 namespace brevis::codec {
 namespace {
 
-unsigned index_width(node const& n, value_type in) {
-  return n.params.empty() ? (in.width == 1 ? 1 : 2)
-                          : static_cast<unsigned>(n.params[0]);
+// Not narrowed before the caller checks it: a param of 2^32 + 1 is not 1.
+uint64_t index_width(node const& n, value_type in) {
+  return n.params.empty() ? (in.width == 1 ? 1 : 2) : n.params[0];
 }
 
 size_t max_entries(unsigned iw) { return iw == 1 ? 256 : 65536; }
@@ -161,7 +161,7 @@ class palette_op final : public op_def {
     op_util::expect_valid_width(in);
     fail_if(n.params.size() > 1 || !n.blob.empty(), errc::bad_program,
             "palette takes at most one parameter (index width)");
-    unsigned const iw = index_width(n, in);
+    uint64_t const iw = index_width(n, in);
     fail_if(iw != 1 && iw != 2, errc::bad_program,
             "palette index width must be 1 or 2");
     fail_if(iw > in.width, errc::bad_program,
