@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 template <typename T, typename N>
 void extract(uint8_t const* in, size_t count, unsigned shift, unsigned bits,
              uint8_t* out) {
-  T const mask = static_cast<T>(lanes::low_mask(bits));
+  T const mask = static_cast<T>(op_util::low_mask(bits));
   for (size_t j = 0; j < count; ++j) {
     T const v = load_le<T>(in + j * sizeof(T));
     store_le<N>(out + j * sizeof(N), static_cast<N>((v >> shift) & mask));
@@ -26,30 +26,13 @@ void extract(uint8_t const* in, size_t count, unsigned shift, unsigned bits,
 template <typename T, typename N>
 void insert(uint8_t const* in, size_t count, unsigned shift, unsigned bits,
             bool first, uint8_t* out) {
-  N const high = static_cast<N>(~lanes::low_mask(bits));
-  N bad = 0;
-  for (size_t j = 0; j < count; ++j)
-    bad |= load_le<N>(in + j * sizeof(N)) & high;
-  fail_if(bad != 0, errc::corrupt, "bitfields: value wider than its field");
+  fail_if(!op_util::lanes_fit<N>(in, count, bits), errc::corrupt,
+          "bitfields: value wider than its field");
   for (size_t j = 0; j < count; ++j) {
     T const v = static_cast<T>(T{load_le<N>(in + j * sizeof(N))} << shift);
     T const prev = first ? T{0} : load_le<T>(out + j * sizeof(T));
     store_le<T>(out + j * sizeof(T), static_cast<T>(prev | v));
   }
-}
-
-// Calls f<T, N>() for the input lane T and a field lane N no wider than T.
-template <typename F>
-void dispatch(unsigned width, unsigned narrow, F&& f) {
-  lanes::with_lane(width, [&]<typename T>() {
-    lanes::with_lane(narrow, [&]<typename N>() {
-      if constexpr (sizeof(N) <= sizeof(T)) {
-        f.template operator()<T, N>();
-      } else {
-        fail(errc::bad_program, "bitfields: field wider than its input");
-      }
-    });
-  });
 }
 
 class bitfields_op final : public op_def {
@@ -59,7 +42,7 @@ class bitfields_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
+    op_util::expect_valid_width(in);
     fail_if(n.params.empty() || !n.blob.empty(), errc::bad_program,
             "bitfields takes the field widths as parameters");
     std::vector<value_type> types;
@@ -68,8 +51,8 @@ class bitfields_op final : public op_def {
       fail_if(b == 0 || b > 64, errc::bad_program,
               "bitfields: field width must be 1 .. 64");
       total += b;
-      types.push_back(value_type{
-          lanes::narrowest_width(static_cast<unsigned>(b)), meaning::uint});
+      types.push_back(op_util::uint_type(
+          op_util::narrowest_width(static_cast<unsigned>(b))));
     }
     fail_if(total != 8u * in.width, errc::bad_program,
             "bitfields: field widths do not sum to the lane width");
@@ -83,10 +66,12 @@ class bitfields_op final : public op_def {
     unsigned shift = 0;
     for (size_t f = 0; f < types.size(); ++f) {
       unsigned const bits = static_cast<unsigned>(n.params[f]);
-      stream field{bytes(count * types[f].width), types[f]};
-      dispatch(in.type.width, types[f].width, [&]<typename T, typename N>() {
-        extract<T, N>(in.data.data(), count, shift, bits, field.data.data());
-      });
+      stream field = op_util::make_stream(count * types[f].width, types[f]);
+      op_util::with_lane_pair(in.type.width, types[f].width,
+                              [&]<typename T, typename N>() {
+                                extract<T, N>(in.data.data(), count, shift,
+                                              bits, field.data.data());
+                              });
       out.push_back(std::move(field));
       shift += bits;
     }
@@ -95,28 +80,27 @@ class bitfields_op final : public op_def {
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     std::vector<size_t> sizes;
     for (value_type t : types) sizes.push_back(count * t.width);
     return sizes;
   }
 
   void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+              size_t out_size, byte_view side, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
-    fail_if(children.size() != types.size(), errc::corrupt,
-            "bitfields: wrong number of fields");
-    for (size_t f = 0; f < types.size(); ++f) {
-      fail_if(children[f].data.size() != count * types[f].width, errc::corrupt,
-              "bitfields child size does not match");
-    }
+    size_t const count = op_util::element_count(out_size, in);
+    byte_reader no_side(side);
+    op_util::expect_children(children, child_sizes(n, in, out_size, no_side),
+                             name());
     unsigned shift = 0;
     for (size_t f = 0; f < types.size(); ++f) {
       unsigned const bits = static_cast<unsigned>(n.params[f]);
-      dispatch(in.width, types[f].width, [&]<typename T, typename N>() {
-        insert<T, N>(children[f].data.data(), count, shift, bits, f == 0, out);
-      });
+      op_util::with_lane_pair(in.width, types[f].width,
+                              [&]<typename T, typename N>() {
+                                insert<T, N>(children[f].data.data(), count,
+                                             shift, bits, f == 0, out);
+                              });
       shift += bits;
     }
   }

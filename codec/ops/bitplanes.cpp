@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
@@ -91,8 +91,8 @@ class bitplanes_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
-    lanes::expect_params(n, 0, "bitplanes takes no parameters");
+    op_util::expect_valid_width(in);
+    op_util::expect_params(n, 0, "bitplanes takes no parameters");
     return std::vector<value_type>(8u * in.width, bytes_type);
   }
 
@@ -103,11 +103,12 @@ class bitplanes_op final : public op_def {
     size_t const plane_size = (count + 7) / 8;
     size_t const first = out.size();
     std::vector<uint8_t*> planes;
-    for (value_type t : types) out.push_back(stream{bytes(plane_size), t});
+    for (value_type t : types)
+      out.push_back(op_util::make_stream(plane_size, t));
     for (size_t i = 0; i < types.size(); ++i) {
       planes.push_back(out[first + i].data.data());
     }
-    lanes::with_lane(in.type.width, [&]<typename T>() {
+    op_util::with_lane(in.type.width, [&]<typename T>() {
       encode_lanes<T>(in.data.data(), count, planes.data());
     });
   }
@@ -115,28 +116,26 @@ class bitplanes_op final : public op_def {
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     return std::vector<size_t>(types.size(), (count + 7) / 8);
   }
 
   void decode(node const& n, value_type in, std::span<stream const> children,
               size_t out_size, byte_view, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     size_t const plane_size = (count + 7) / 8;
-    fail_if(children.size() != types.size(), errc::corrupt,
-            "bitplanes: wrong number of planes");
+    op_util::expect_children(
+        children, std::vector<size_t>(types.size(), plane_size), name());
     uint8_t const pad =
         static_cast<uint8_t>(count % 8 == 0 ? 0 : 0xff << (count % 8));
     std::vector<uint8_t const*> planes;
     for (stream const& c : children) {
-      fail_if(c.data.size() != plane_size, errc::corrupt,
-              "bitplanes child size does not match");
       fail_if(plane_size > 0 && (c.data[plane_size - 1] & pad) != 0,
               errc::corrupt, "bitplanes: nonzero padding bits");
       planes.push_back(c.data.data());
     }
-    lanes::with_lane(in.width, [&]<typename T>() {
+    op_util::with_lane(in.width, [&]<typename T>() {
       decode_lanes<T>(planes.data(), count, out);
     });
   }

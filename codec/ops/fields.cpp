@@ -134,10 +134,9 @@ class fields_op final : public op_def {
               size_t out_size, byte_view, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
-    fail_if(children.size() != 3, errc::corrupt, "fields needs three children");
-    op_util::expect_size(children[0], count);
-    op_util::expect_size(children[1], count * types[1].width);
-    op_util::expect_size(children[2], count * types[2].width);
+    op_util::expect_children(
+        children, {count, count * types[1].width, count * types[2].width},
+        name());
     with_layout(in.kind, [&]<typename L>() {
       join<L>(children[0].data.data(), children[1].data.data(),
               children[2].data.data(), count, out);

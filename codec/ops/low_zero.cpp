@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
 
 template <typename T, typename N>
 void encode_lanes(uint8_t const* in, size_t count, unsigned k, uint8_t* out) {
-  T const low = static_cast<T>(lanes::low_mask(k));
+  T const low = static_cast<T>(op_util::low_mask(k));
   T bad = 0;  // OR of the low bits: one branch after the loop
   for (size_t j = 0; j < count; ++j)
     bad |= load_le<T>(in + j * sizeof(T)) & low;
@@ -26,11 +26,8 @@ void encode_lanes(uint8_t const* in, size_t count, unsigned k, uint8_t* out) {
 
 template <typename T, typename N>
 void decode_lanes(uint8_t const* in, size_t count, unsigned k, uint8_t* out) {
-  N const high = static_cast<N>(~lanes::low_mask(8 * sizeof(T) - k));
-  N bad = 0;
-  for (size_t j = 0; j < count; ++j)
-    bad |= load_le<N>(in + j * sizeof(N)) & high;
-  fail_if(bad != 0, errc::corrupt, "low_zero: value wider than its bits");
+  fail_if(!op_util::lanes_fit<N>(in, count, 8 * sizeof(T) - k), errc::corrupt,
+          "low_zero: value wider than its bits");
   for (size_t j = 0; j < count; ++j) {
     store_le<T>(out + j * sizeof(T),
                 static_cast<T>(T{load_le<N>(in + j * sizeof(N))} << k));
@@ -44,13 +41,13 @@ class low_zero_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
-    lanes::expect_params(n, 1, "low_zero takes one parameter (k)");
+    op_util::expect_valid_width(in);
+    op_util::expect_params(n, 1, "low_zero takes one parameter (k)");
     uint64_t const k = n.params[0];
     fail_if(k == 0 || k >= 8u * in.width, errc::bad_program,
             "low_zero: k must be in 1 .. 8 * width - 1");
     unsigned const bits = 8 * in.width - static_cast<unsigned>(k);
-    return {value_type{lanes::narrowest_width(bits), meaning::uint}};
+    return {op_util::uint_type(op_util::narrowest_width(bits))};
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
@@ -58,43 +55,28 @@ class low_zero_op final : public op_def {
     value_type const t = child_types(n, in.type)[0];
     unsigned const k = static_cast<unsigned>(n.params[0]);
     size_t const count = in.count();
-    stream narrow{bytes(count * t.width), t};
-    dispatch(in.type.width, t.width, [&]<typename T, typename N>() {
-      encode_lanes<T, N>(in.data.data(), count, k, narrow.data.data());
-    });
+    stream narrow = op_util::make_stream(count * t.width, t);
+    op_util::with_lane_pair(
+        in.type.width, t.width, [&]<typename T, typename N>() {
+          encode_lanes<T, N>(in.data.data(), count, k, narrow.data.data());
+        });
     out.push_back(std::move(narrow));
   }
 
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     value_type const t = child_types(n, in)[0];
-    return {lanes::element_count(out_size, in) * t.width};
+    return {op_util::element_count(out_size, in) * t.width};
   }
 
   void decode(node const& n, value_type in, std::span<stream const> children,
               size_t out_size, byte_view, uint8_t* out) const override {
     value_type const t = child_types(n, in)[0];
     unsigned const k = static_cast<unsigned>(n.params[0]);
-    size_t const count = lanes::element_count(out_size, in);
-    fail_if(children.size() != 1 || children[0].data.size() != count * t.width,
-            errc::corrupt, "low_zero child size does not match");
-    dispatch(in.width, t.width, [&]<typename T, typename N>() {
+    size_t const count = op_util::element_count(out_size, in);
+    op_util::expect_children(children, {count * t.width}, name());
+    op_util::with_lane_pair(in.width, t.width, [&]<typename T, typename N>() {
       decode_lanes<T, N>(children[0].data.data(), count, k, out);
-    });
-  }
-
- private:
-  // Calls f<T, N>() for the input lane T and the narrower-or-equal lane N.
-  template <typename F>
-  static void dispatch(unsigned width, unsigned narrow, F&& f) {
-    lanes::with_lane(width, [&]<typename T>() {
-      lanes::with_lane(narrow, [&]<typename N>() {
-        if constexpr (sizeof(N) <= sizeof(T)) {
-          f.template operator()<T, N>();
-        } else {
-          fail(errc::bad_program, "low_zero: lane wider than its input");
-        }
-      });
     });
   }
 };

@@ -77,7 +77,7 @@ void run(map_kind kind, uint64_t arg, bool inverse, uint8_t const* in,
   fail(errc::bad_program, "unknown map kind");
 }
 
-class map_op final : public op_def {
+class map_op final : public op_util::same_size_op {
  public:
   opcode code() const override { return opcode::map; }
   std::string_view name() const override { return "map"; }
@@ -89,15 +89,13 @@ class map_op final : public op_def {
     uint64_t const kind = n.params[0];
     uint64_t const arg = n.params[1];
     unsigned const bits = 8u * in.width;
-    uint64_t const lane_max =
-        bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     switch (static_cast<map_kind>(kind)) {
       case map_kind::zigzag:
         fail_if(arg != 0, errc::bad_program, "map zigzag takes arg 0");
         break;
       case map_kind::xor_const:
       case map_kind::add_const:
-        fail_if(arg > lane_max, errc::bad_program,
+        fail_if(arg > op_util::low_mask(bits), errc::bad_program,
                 "map constant does not fit the lane");
         break;
       case map_kind::rotate:
@@ -110,34 +108,20 @@ class map_op final : public op_def {
     return {op_util::uint_type(in.width)};
   }
 
-  void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    std::vector<value_type> const types = child_types(n, in.type);
-    size_t const count = op_util::element_count(in.data.size(), in.type);
-    stream s = op_util::make_stream(in.data.size(), types[0]);
-    op_util::with_lane(in.type.width, [&]<typename T>() {
-      run<T>(static_cast<map_kind>(n.params[0]), n.params[1], false,
-             in.data.data(), count, s.data.data());
+ private:
+  void forward(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    op_util::with_lane(width, [&]<typename T>() {
+      run<T>(static_cast<map_kind>(n.params[0]), n.params[1], false, in, count,
+             out);
     });
-    out.push_back(std::move(s));
   }
 
-  std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
-                                  byte_reader&) const override {
-    child_types(n, in);
-    op_util::element_count(out_size, in);
-    return {out_size};
-  }
-
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
-    child_types(n, in);
-    size_t const count = op_util::element_count(out_size, in);
-    fail_if(children.size() != 1, errc::corrupt, "map needs one child");
-    op_util::expect_size(children[0], out_size);
-    op_util::with_lane(in.width, [&]<typename T>() {
-      run<T>(static_cast<map_kind>(n.params[0]), n.params[1], true,
-             children[0].data.data(), count, out);
+  void inverse(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    op_util::with_lane(width, [&]<typename T>() {
+      run<T>(static_cast<map_kind>(n.params[0]), n.params[1], true, in, count,
+             out);
     });
   }
 };

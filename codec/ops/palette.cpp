@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
 
-unsigned index_width(node const& n, value_type in) {
-  return n.params.empty() ? (in.width == 1 ? 1 : 2)
-                          : static_cast<unsigned>(n.params[0]);
+// Not narrowed before the caller checks it: a param of 2^32 + 1 is not 1.
+uint64_t index_width(node const& n, value_type in) {
+  return n.params.empty() ? (in.width == 1 ? 1 : 2) : n.params[0];
 }
 
 size_t max_entries(unsigned iw) { return iw == 1 ? 256 : 65536; }
@@ -158,15 +158,15 @@ class palette_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
+    op_util::expect_valid_width(in);
     fail_if(n.params.size() > 1 || !n.blob.empty(), errc::bad_program,
             "palette takes at most one parameter (index width)");
-    unsigned const iw = index_width(n, in);
+    uint64_t const iw = index_width(n, in);
     fail_if(iw != 1 && iw != 2, errc::bad_program,
             "palette index width must be 1 or 2");
     fail_if(iw > in.width, errc::bad_program,
             "palette indices wider than the values");
-    return {in, value_type{static_cast<uint8_t>(iw), meaning::uint}};
+    return {in, op_util::uint_type(static_cast<uint8_t>(iw))};
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
@@ -177,7 +177,7 @@ class palette_op final : public op_def {
     stream dict{{}, types[0]};
     stream indices{{}, types[1]};
     uint8_t const* data = in.data.data();
-    lanes::with_lane(in.type.width, [&]<typename T>() {
+    op_util::with_lane(in.type.width, [&]<typename T>() {
       auto run = [&]<typename I>() {
         // A table over all 64K u16 values pays off only on large inputs.
         if constexpr (sizeof(T) <= 2) {
@@ -202,7 +202,7 @@ class palette_op final : public op_def {
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader& side) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     size_t const k = read_k(side, count, types[1].width);
     return {k * in.width, count * types[1].width};
   }
@@ -210,14 +210,12 @@ class palette_op final : public op_def {
   void decode(node const& n, value_type in, std::span<stream const> children,
               size_t out_size, byte_view side, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     byte_reader r(side);
     size_t const k = read_k(r, count, types[1].width);
     unsigned const iw = types[1].width;
-    fail_if(children.size() != 2 || children[0].data.size() != k * in.width ||
-                children[1].data.size() != count * iw,
-            errc::corrupt, "palette child sizes do not match");
-    lanes::with_lane(in.width, [&]<typename T>() {
+    op_util::expect_children(children, {k * in.width, count * iw}, name());
+    op_util::with_lane(in.width, [&]<typename T>() {
       if (iw == 1) {
         decode_lanes<T, uint8_t>(children[0].data, children[1].data, count, k,
                                  out);

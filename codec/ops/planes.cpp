@@ -87,9 +87,8 @@ class planes_op final : public op_def {
               size_t out_size, byte_view, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
-    fail_if(children.size() != types.size(), errc::corrupt,
-            "planes needs one child per byte");
-    for (stream const& c : children) op_util::expect_size(c, count);
+    op_util::expect_children(children, std::vector<size_t>(types.size(), count),
+                             name());
     op_util::with_lane(in.width, [&]<typename T>() {
       constexpr size_t N = sizeof(T);
       std::array<uint8_t const*, N> planes;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
@@ -19,8 +19,8 @@ class repeat_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
-    lanes::expect_params(n, 1, "repeat takes one parameter (period)");
+    op_util::expect_valid_width(in);
+    op_util::expect_params(n, 1, "repeat takes one parameter (period)");
     fail_if(n.params[0] == 0, errc::bad_program, "repeat: period is zero");
     return {in};
   }
@@ -43,17 +43,16 @@ class repeat_op final : public op_def {
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     child_types(n, in);
-    lanes::element_count(out_size, in);
+    op_util::element_count(out_size, in);
     return {period_bytes(n, in, out_size)};
   }
 
   void decode(node const& n, value_type in, std::span<stream const> children,
               size_t out_size, byte_view, uint8_t* out) const override {
     child_types(n, in);
-    lanes::element_count(out_size, in);
+    op_util::element_count(out_size, in);
     size_t const period = period_bytes(n, in, out_size);
-    fail_if(children.size() != 1 || children[0].data.size() != period,
-            errc::corrupt, "repeat child size does not match");
+    op_util::expect_children(children, {period}, name());
     if (period == 0) return;
     std::memcpy(out, children[0].data.data(), period);
     // Double the filled prefix each step: O(log(n / p)) memcpy calls.

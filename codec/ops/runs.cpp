@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
 
-constexpr value_type length_type{4, meaning::uint};
+constexpr value_type length_type = op_util::uint_type(4);
 constexpr uint64_t max_run = 0xffffffffu;
 
 // Calls f(value, length) for each run, in order.
@@ -70,8 +70,8 @@ class runs_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_valid_width(in);
-    lanes::expect_params(n, 0, "runs takes no parameters");
+    op_util::expect_valid_width(in);
+    op_util::expect_params(n, 0, "runs takes no parameters");
     return {in, length_type};
   }
 
@@ -80,7 +80,7 @@ class runs_op final : public op_def {
     std::vector<value_type> const types = child_types(n, in.type);
     stream values{{}, types[0]};
     stream lengths{{}, types[1]};
-    lanes::with_lane(in.type.width, [&]<typename T>() {
+    op_util::with_lane(in.type.width, [&]<typename T>() {
       encode_lanes<T>(in.data.data(), in.count(), values.data, lengths.data);
     });
     put_varint(side, lengths.count());
@@ -91,7 +91,7 @@ class runs_op final : public op_def {
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader& side) const override {
     child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     size_t const r = read_runs(side, count);
     return {r * in.width, r * length_type.width};
   }
@@ -99,12 +99,11 @@ class runs_op final : public op_def {
   void decode(node const& n, value_type in, std::span<stream const> children,
               size_t out_size, byte_view side, uint8_t* out) const override {
     child_types(n, in);
-    size_t const count = lanes::element_count(out_size, in);
+    size_t const count = op_util::element_count(out_size, in);
     byte_reader reader(side);
     size_t const r = read_runs(reader, count);
-    fail_if(children.size() != 2 || children[0].data.size() != r * in.width ||
-                children[1].data.size() != r * length_type.width,
-            errc::corrupt, "runs child sizes do not match");
+    op_util::expect_children(children, {r * in.width, r * length_type.width},
+                             name());
     // Every length >= 1 and their sum == count, checked before writing; the
     // running sum stays <= count + 2^32, so it cannot overflow.
     uint8_t const* lengths = children[1].data.data();
@@ -117,7 +116,7 @@ class runs_op final : public op_def {
     }
     fail_if(sum != count, errc::corrupt,
             "run lengths fall short of the output");
-    lanes::with_lane(in.width, [&]<typename T>() {
+    op_util::with_lane(in.width, [&]<typename T>() {
       decode_lanes<T>(children[0].data.data(), lengths, r, out);
     });
   }

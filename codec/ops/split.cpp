@@ -2,11 +2,10 @@
 // region whose parts differ (a header before a table, say). Both sizes follow
 // from the output size: no side data.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/lane_width.h"
+#include "codec/ops/op_util.h"
 
 namespace brevis::codec {
 namespace {
@@ -18,7 +17,7 @@ class split_op final : public op_def {
 
   std::vector<value_type> child_types(node const& n,
                                       value_type in) const override {
-    lanes::expect_params(n, 1, "split takes one parameter (offset)");
+    op_util::expect_params(n, 1, "split takes one parameter (offset)");
     fail_if(in.width != 1, errc::bad_program, "split needs a byte stream");
     return {in, in};
   }
@@ -43,13 +42,8 @@ class split_op final : public op_def {
               size_t out_size, byte_view, uint8_t* out) const override {
     child_types(n, in);
     size_t const head = head_size(n, out_size);
-    fail_if(children.size() != 2 || children[0].data.size() != head ||
-                children[1].data.size() != out_size - head,
-            errc::corrupt, "split child sizes do not match");
-    if (head > 0) std::memcpy(out, children[0].data.data(), head);
-    if (out_size > head) {
-      std::memcpy(out + head, children[1].data.data(), out_size - head);
-    }
+    op_util::expect_children(children, {head, out_size - head}, name());
+    op_util::concat(children, out);
   }
 
  private:

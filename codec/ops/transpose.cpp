@@ -40,7 +40,7 @@ void transpose_matrix(uint8_t const* src, size_t rows, size_t cols,
   }
 }
 
-class transpose_op final : public op_def {
+class transpose_op final : public op_util::same_size_op {
  public:
   opcode code() const override { return opcode::transpose; }
   std::string_view name() const override { return "transpose"; }
@@ -53,42 +53,28 @@ class transpose_op final : public op_def {
     return {in};
   }
 
-  void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    child_types(n, in.type);
-    stream s = op_util::make_stream(in.data.size(), in.type);
-    run(n.params[0], in.type, in.data.data(), in.data.size(), s.data.data(),
-        false);
-    out.push_back(std::move(s));
-  }
-
-  std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
-                                  byte_reader&) const override {
-    child_types(n, in);
-    op_util::element_count(out_size, in);
-    return {out_size};
-  }
-
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
-    child_types(n, in);
-    fail_if(children.size() != 1, errc::corrupt, "transpose needs one child");
-    op_util::expect_size(children[0], out_size);
-    run(n.params[0], in, children[0].data.data(), out_size, out, true);
-  }
-
  private:
+  void forward(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    run(n.params[0], width, in, count, out, false);
+  }
+
+  void inverse(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    run(n.params[0], width, in, count, out, true);
+  }
+
   // Forward: rows x cols -> cols x rows. Inverse: the same with rows and cols
   // swapped. The leftover elements are copied as they are.
-  static void run(uint64_t cols_param, value_type t, uint8_t const* src,
-                  size_t size, uint8_t* dst, bool inverse) {
-    size_t const count = op_util::element_count(size, t);
+  static void run(uint64_t cols_param, unsigned width, uint8_t const* src,
+                  size_t count, uint8_t* dst, bool inverse) {
     if (count == 0) return;
     size_t const cols =
         cols_param >= count ? count : static_cast<size_t>(cols_param);
     size_t const rows = count / cols;
-    size_t const whole = rows * cols * t.width;
-    op_util::with_lane(t.width, [&]<typename T>() {
+    size_t const whole = rows * cols * width;
+    size_t const size = count * width;
+    op_util::with_lane(width, [&]<typename T>() {
       if (inverse) {
         transpose_matrix<T>(src, cols, rows, dst);
       } else {

@@ -1,8 +1,6 @@
 // view:width:meaning: reads bytes as lanes of `width` bytes holding `meaning`.
 // Child 0 gets the whole elements, child 1 the n % width tail bytes (a chunk
 // need not end on an element boundary, and the tail must survive bit-exactly).
-#include <cstring>
-
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -49,13 +47,8 @@ class view_op final : public op_def {
               size_t out_size, byte_view, uint8_t* out) const override {
     size_t const width = child_types(n, in)[0].width;
     size_t const whole = out_size / width * width;
-    fail_if(children.size() != 2, errc::corrupt, "view needs two children");
-    op_util::expect_size(children[0], whole);
-    op_util::expect_size(children[1], out_size - whole);
-    if (whole > 0) std::memcpy(out, children[0].data.data(), whole);
-    if (out_size > whole) {
-      std::memcpy(out + whole, children[1].data.data(), out_size - whole);
-    }
+    op_util::expect_children(children, {whole, out_size - whole}, name());
+    op_util::concat(children, out);
   }
 };
 

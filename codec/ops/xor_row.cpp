@@ -12,7 +12,7 @@ namespace brevis::codec {
 namespace {
 
 template <typename T>
-void forward(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
+void encode_lanes(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
   size_t const head = cols < count ? cols : count;
   std::memcpy(out, in, head * sizeof(T));
   for (size_t i = head; i < count; ++i) {
@@ -24,7 +24,7 @@ void forward(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
 
 // Reads the rows already rebuilt in `out`: row r needs row r - 1 finished.
 template <typename T>
-void inverse(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
+void decode_lanes(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
   size_t const head = cols < count ? cols : count;
   std::memcpy(out, in, head * sizeof(T));
   for (size_t i = head; i < count; ++i) {
@@ -34,7 +34,7 @@ void inverse(uint8_t const* in, size_t count, size_t cols, uint8_t* out) {
   }
 }
 
-class xor_row_op final : public op_def {
+class xor_row_op final : public op_util::same_size_op {
  public:
   opcode code() const override { return opcode::xor_row; }
   std::string_view name() const override { return "xor_row"; }
@@ -47,39 +47,21 @@ class xor_row_op final : public op_def {
     return {op_util::uint_type(in.width)};
   }
 
-  void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    std::vector<value_type> const types = child_types(n, in.type);
-    size_t const count = op_util::element_count(in.data.size(), in.type);
-    stream s = op_util::make_stream(in.data.size(), types[0]);
-    if (count > 0) {
-      op_util::with_lane(in.type.width, [&]<typename T>() {
-        forward<T>(in.data.data(), count, cols(n), s.data.data());
-      });
-    }
-    out.push_back(std::move(s));
-  }
-
-  std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
-                                  byte_reader&) const override {
-    child_types(n, in);
-    op_util::element_count(out_size, in);
-    return {out_size};
-  }
-
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
-    child_types(n, in);
-    size_t const count = op_util::element_count(out_size, in);
-    fail_if(children.size() != 1, errc::corrupt, "xor_row needs one child");
-    op_util::expect_size(children[0], out_size);
-    if (count == 0) return;
-    op_util::with_lane(in.width, [&]<typename T>() {
-      inverse<T>(children[0].data.data(), count, cols(n), out);
-    });
-  }
-
  private:
+  void forward(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    if (count == 0) return;
+    op_util::with_lane(
+        width, [&]<typename T>() { encode_lanes<T>(in, count, cols(n), out); });
+  }
+
+  void inverse(node const& n, unsigned width, uint8_t const* in, size_t count,
+               uint8_t* out) const override {
+    if (count == 0) return;
+    op_util::with_lane(
+        width, [&]<typename T>() { decode_lanes<T>(in, count, cols(n), out); });
+  }
+
   // A cols beyond size_t (on 32-bit hosts) is past any chunk: xor nothing.
   static size_t cols(node const& n) {
     return n.params[0] > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(n.params[0]);
