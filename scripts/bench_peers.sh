@@ -5,7 +5,8 @@
 # order-0 entropy bounds of scripts/entropy_bound.py (ratio only).
 #
 #   scripts/bench_peers.sh [options] [FILE...]   (default: corpus/*.safetensors corpus/*.pt)
-#     --quick N       only the first N files (by name) of each class
+#     --quick N       only the first N files (by name) of each class (the full
+#                     corpus takes ~30 min on a busy 2-core box, mostly zstd -19 and xz)
 #     --per-file      also print one row per file and tool
 #     --tools LIST    comma-separated subset of: zstd-3,zstd-19,xz-6,gzip-6,lz4,bound
 #     --raw FILE      also write the raw measurements (TSV) to FILE
@@ -249,7 +250,7 @@ bench_peers_main() {
       --raw) BENCH_RAW=${2:?--raw needs a file}; shift ;;
       --no-verify) BENCH_VERIFY=0 ;;
       --speed-min-mb) BENCH_SPEED_MIN_MB=${2:?--speed-min-mb needs M}; shift ;;
-      -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+      -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
       -*) bench_die "unknown option $1 (see --help)" ;;
       *) files+=("$1") ;;
     esac
