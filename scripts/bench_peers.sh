@@ -275,6 +275,8 @@ bench_peers_main() {
   done
   bench_init "${files[@]}"
   echo "bench_peers: ${#BENCH_FILES[@]} files, tools: $tools" >&2
+  # scripts/bench.sh measures brevis first, in the same run, through this hook.
+  if declare -F bench_before_peers >/dev/null; then bench_before_peers; fi
   measure_peers "${tl[@]}"
   bench_report
 }
