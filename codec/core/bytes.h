@@ -1,7 +1,7 @@
 #pragma once
-// Byte buffers, little-endian integers and LEB128 varints, with a bounds-checked
-// reader: every read of untrusted bytes goes through byte_reader, which throws
-// errc::truncated instead of reading past the end.
+// Byte buffers, little-endian integers and LEB128 varints, with a
+// bounds-checked reader: every read of untrusted bytes goes through
+// byte_reader, which throws errc::truncated instead of reading past the end.
 
 #include <cstdint>
 #include <cstring>
@@ -87,7 +87,8 @@ class byte_reader {
     for (int shift = 0; shift < 64; shift += 7) {
       uint8_t b = u8();
       uint64_t bits = b & 0x7f;
-      fail_if(shift == 63 && bits > 1, errc::corrupt, "varint overflows 64 bits");
+      fail_if(shift == 63 && bits > 1, errc::corrupt,
+              "varint overflows 64 bits");
       v |= bits << shift;
       if ((b & 0x80) == 0) return v;
     }

@@ -1,7 +1,8 @@
 #pragma once
-// Errors of the codec. Every failure the codec reports is a brevis::codec::error
-// carrying one of the pinned codes below and a one-line message that names the
-// problem. Values are stable (they appear in logs); new ones get new numbers.
+// Errors of the codec. Every failure the codec reports is a
+// brevis::codec::error carrying one of the pinned codes below and a one-line
+// message that names the problem. Values are stable (they appear in logs); new
+// ones get new numbers.
 
 #include <cstdint>
 #include <stdexcept>

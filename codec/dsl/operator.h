@@ -38,8 +38,8 @@ class op_def {
   /// Splits `in` into child values (appended to `out`, in child order).
   /// Anything the decoder needs beyond the output size (a count, say) is
   /// appended to `side`, which the payload stores before the children.
-  virtual void encode(node const& n, stream const& in,
-                      std::vector<stream>& out, bytes& side) const = 0;
+  virtual void encode(node const& n, stream const& in, std::vector<stream>& out,
+                      bytes& side) const = 0;
 
   /// Given the size in bytes of this node's output, reads this node's side
   /// data from `side` and returns the byte size of each child.

@@ -16,7 +16,8 @@ void serialize_node(node const& n, bytes& out) {
 
 node parse_node(byte_reader& r, size_t depth, size_t& count) {
   fail_if(depth >= max_program_depth, errc::limit, "program nests too deep");
-  fail_if(++count > max_program_nodes, errc::limit, "program has too many nodes");
+  fail_if(++count > max_program_nodes, errc::limit,
+          "program has too many nodes");
   node n;
   n.op = static_cast<opcode>(r.u8());
   size_t const nparams = r.varint_max(max_program_params, "parameter count");

@@ -17,28 +17,28 @@ namespace brevis::codec {
 /// Operator and leaf opcodes. Stored in archives: never renumber.
 enum class opcode : uint8_t {
   // Operators (value -> child values).
-  view = 1,       // bytes -> elems<T>, tail bytes
-  fields = 2,     // float elems -> sign, exponent, mantissa
-  planes = 3,     // elems<uN> -> N byte streams
-  delta = 4,      // x[i] - x[i-1]
-  xor_prev = 5,   // x[i] ^ x[i-1]
-  xor_row = 6,    // x[i] ^ x[i-cols]
-  transpose = 7,  // rows x cols -> cols x rows, tail kept
-  palette = 8,    // elems -> dictionary, indices
-  runs = 9,       // elems -> run values, run lengths
-  low_zero = 10,  // elems with k low zero bits -> narrower elems
-  split = 11,     // bytes -> head, tail at an offset
-  bitfields = 12, // elems -> one stream per bit field
-  bitplanes = 13, // elems<uN> -> 8N bit planes
-  map = 14,       // zigzag, xor-const, add-const, rotate
-  repeat = 15,    // periodic elems -> one period
+  view = 1,        // bytes -> elems<T>, tail bytes
+  fields = 2,      // float elems -> sign, exponent, mantissa
+  planes = 3,      // elems<uN> -> N byte streams
+  delta = 4,       // x[i] - x[i-1]
+  xor_prev = 5,    // x[i] ^ x[i-1]
+  xor_row = 6,     // x[i] ^ x[i-cols]
+  transpose = 7,   // rows x cols -> cols x rows, tail kept
+  palette = 8,     // elems -> dictionary, indices
+  runs = 9,        // elems -> run values, run lengths
+  low_zero = 10,   // elems with k low zero bits -> narrower elems
+  split = 11,      // bytes -> head, tail at an offset
+  bitfields = 12,  // elems -> one stream per bit field
+  bitplanes = 13,  // elems<uN> -> 8N bit planes
+  map = 14,        // zigzag, xor-const, add-const, rotate
+  repeat = 15,     // periodic elems -> one period
   // Leaves (value -> payload bytes).
   raw = 64,
   zero = 65,
   constant = 66,
-  rans0 = 67,    // htscodecs rANS 4x16 order 0
-  rans1 = 68,    // htscodecs rANS 4x16 order 1
-  zstd = 69,     // zstd(level)
+  rans0 = 67,        // htscodecs rANS 4x16 order 0
+  rans1 = 68,        // htscodecs rANS 4x16 order 1
+  zstd = 69,         // zstd(level)
   rans_static = 70,  // rANS with a static table held in the program blob
 };
 

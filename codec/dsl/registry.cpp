@@ -28,8 +28,12 @@ std::string_view opcode_name(opcode op) noexcept {
   if (leaf_def const* d = find_leaf(op)) return d->name();
   static thread_local std::array<char, 8> buf;
   int const v = static_cast<uint8_t>(op);
-  buf = {'o', 'p', '#', static_cast<char>('0' + v / 100),
-         static_cast<char>('0' + v / 10 % 10), static_cast<char>('0' + v % 10)};
+  buf = {'o',
+         'p',
+         '#',
+         static_cast<char>('0' + v / 100),
+         static_cast<char>('0' + v / 10 % 10),
+         static_cast<char>('0' + v % 10)};
   return {buf.data(), 6};
 }
 

@@ -33,7 +33,9 @@ struct value_type {
 
 inline constexpr value_type bytes_type{1, meaning::none};
 
-inline bool valid_width(uint64_t w) { return w == 1 || w == 2 || w == 4 || w == 8; }
+inline bool valid_width(uint64_t w) {
+  return w == 1 || w == 2 || w == 4 || w == 8;
+}
 
 /// Lane width that a meaning requires, or 0 when any width goes.
 unsigned meaning_width(meaning m) noexcept;

@@ -24,8 +24,9 @@ struct sample {
 inline std::vector<size_t> test_lengths() {
   std::vector<size_t> out;
   for (size_t n = 0; n < 68; ++n) out.push_back(n);
-  for (size_t n : {127, 128, 129, 255, 256, 257, 511, 1000, 1023, 1024, 1025,
-                   2047, 2048, 2049, 3001, 4093, 4095, 4096, 4097, 4098, 4099}) {
+  for (size_t n :
+       {127,  128,  129,  255,  256,  257,  511,  1000, 1023, 1024, 1025,
+        2047, 2048, 2049, 3001, 4093, 4095, 4096, 4097, 4098, 4099}) {
     out.push_back(n);
   }
   return out;
@@ -53,8 +54,8 @@ inline std::vector<uint32_t> special_f32() {
           0x00400000, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000};
 }
 inline std::vector<uint16_t> special_f16() {
-  return {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001,
-          0x83ff, 0x0200, 0x7bff, 0xfbff, 0x3c00, 0xbc00};
+  return {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01,
+          0x0001, 0x83ff, 0x0200, 0x7bff, 0xfbff, 0x3c00, 0xbc00};
 }
 inline std::vector<uint64_t> special_f64() {
   return {0x0000000000000000ULL, 0x8000000000000000ULL, 0x7ff0000000000000ULL,
@@ -86,9 +87,8 @@ inline std::vector<sample> adversarial(size_t n, unsigned width,
   fill("all_equal", [](size_t) { return uint8_t{0xa5}; });
   fill("random", [&](size_t) { return static_cast<uint8_t>(rng()); });
   fill("ramp", [](size_t i) { return static_cast<uint8_t>(i); });
-  fill("few_values", [&](size_t) {
-    return static_cast<uint8_t>(rng() % 3 * 85);
-  });
+  fill("few_values",
+       [&](size_t) { return static_cast<uint8_t>(rng() % 3 * 85); });
   fill("mostly_zero", [&](size_t) {
     return static_cast<uint8_t>(rng() % 16 == 0 ? rng() : 0);
   });
@@ -119,9 +119,8 @@ inline std::vector<sample> adversarial(size_t n, unsigned width,
         std::memcpy(&u, &f, 4);
         return u & 0xffff0000u;
       });
-      fill("i32_small", [&](size_t) {
-        return static_cast<int32_t>(rng() % 7) - 3;
-      });
+      fill("i32_small",
+           [&](size_t) { return static_cast<int32_t>(rng() % 7) - 3; });
       break;
     }
     case 8: {
