@@ -1,12 +1,20 @@
 # Fuzz targets. The replay driver always builds and ctest runs the committed
-# corpus through it; with clang and -DBREVIS_FUZZ=ON the libFuzzer binary
-# builds too (fuzz_decode CORPUS_DIR). That build ignores checksum failures
-# (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION), so run no other tests in it.
+# corpus through it; with clang and -DBREVIS_FUZZ=ON the libFuzzer binaries
+# build too (fuzz_decode CORPUS_DIR, fuzz_program CORPUS_DIR). That build
+# ignores checksum failures (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION), so run
+# no other tests in it.
 add_executable(fuzz_decode_replay fuzz/fuzz_decode.cpp fuzz/replay_main.cpp)
 target_link_libraries(fuzz_decode_replay PRIVATE brevis_codec)
 add_test(NAME fuzz_decode_corpus
          COMMAND fuzz_decode_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/decode
                  ${CMAKE_CURRENT_SOURCE_DIR}/data/bad)
+add_executable(fuzz_program_replay fuzz/fuzz_program.cpp fuzz/replay_main.cpp)
+target_link_libraries(fuzz_program_replay PRIVATE brevis_codec)
+add_test(NAME fuzz_program_corpus
+         COMMAND fuzz_program_replay
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/program)
+# Writes the seed corpora (disabled test) and checks that they decode.
+brevis_add_test(fuzz_seeds_test fuzz/seeds_test.cpp)
 
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   option(BREVIS_FUZZ "Build the libFuzzer targets (clang only)" OFF)
@@ -18,11 +26,13 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     target_compile_options(brevis_codec PRIVATE ${BREVIS_FUZZ_FLAGS})
     target_compile_definitions(brevis_codec PRIVATE
                                FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
-    add_executable(fuzz_decode fuzz/fuzz_decode.cpp)
-    target_compile_options(fuzz_decode PRIVATE
-                           -fsanitize=fuzzer,address,undefined)
-    target_link_options(fuzz_decode PRIVATE
-                        -fsanitize=fuzzer,address,undefined)
-    target_link_libraries(fuzz_decode PRIVATE brevis_codec)
+    foreach(target fuzz_decode fuzz_program)
+      add_executable(${target} fuzz/${target}.cpp)
+      target_compile_options(${target} PRIVATE
+                             -fsanitize=fuzzer,address,undefined)
+      target_link_options(${target} PRIVATE
+                          -fsanitize=fuzzer,address,undefined)
+      target_link_libraries(${target} PRIVATE brevis_codec)
+    endforeach()
   endif()
 endif()
