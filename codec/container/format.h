@@ -26,6 +26,10 @@ inline constexpr uint8_t chunk_flag_ref = 0x01;
 
 // Decoder limits (FORMAT.md, 7).
 inline constexpr uint64_t max_index_length = 1ull << 30;
+// The stored index is zstd-compressed; its plain form may be at most this many
+// times larger than the frame, and is compressed at this level.
+inline constexpr uint64_t max_index_expansion = 256;
+inline constexpr int index_zstd_level = 9;
 inline constexpr uint64_t max_regions = 1u << 24;
 inline constexpr uint64_t max_programs = 1u << 16;
 inline constexpr uint64_t max_program_length = 2u << 20;

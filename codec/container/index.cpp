@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <zstd.h>
+
 #include "codec/container/format.h"
 
 namespace brevis::codec::brv {
@@ -58,7 +60,9 @@ region_entry get_region(byte_reader& r, uint64_t offset,
 
 }  // namespace
 
-bytes encode_index(archive_index const& index) {
+namespace {
+
+bytes encode_plain(archive_index const& index) {
   bytes out;
   put_varint(out, index.original_size);
   put_le<uint64_t>(out, index.original_checksum);
@@ -82,7 +86,7 @@ bytes encode_index(archive_index const& index) {
   return out;
 }
 
-archive_index decode_index(byte_view data, uint32_t chunk_size,
+archive_index decode_plain(byte_view data, uint32_t chunk_size,
                            uint64_t payload_area) {
   byte_reader r(data);
   archive_index x;
@@ -183,6 +187,46 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
             "chunk ref points at another ref");
   }
   return x;
+}
+
+}  // namespace
+
+// The index is stored zstd-compressed behind its plain length: region names
+// and per-chunk fields repeat, and on checkpoints of many small tensors the
+// plain index is several percent of the archive.
+bytes encode_index(archive_index const& index) {
+  return compress_index(encode_plain(index));
+}
+
+bytes compress_index(byte_view plain) {
+  bytes out;
+  put_varint(out, plain.size());
+  size_t const at = out.size();
+  out.resize(at + ZSTD_compressBound(plain.size()));
+  size_t const n = ZSTD_compress(out.data() + at, out.size() - at, plain.data(),
+                                 plain.size(), index_zstd_level);
+  fail_if(ZSTD_isError(n) != 0, errc::io, "index compression failed");
+  out.resize(at + n);
+  return out;
+}
+
+archive_index decode_index(byte_view data, uint32_t chunk_size,
+                           uint64_t payload_area) {
+  byte_reader r(data);
+  uint64_t const plain_size =
+      r.varint_max(max_index_length, "plain index length");
+  byte_view const frame = r.rest();
+  // Bounds what a forged length can make the decoder allocate.
+  fail_if(plain_size > max_index_expansion * (frame.size() + 1), errc::corrupt,
+          "plain index length is implausible for its compressed size");
+  fail_if(ZSTD_getFrameContentSize(frame.data(), frame.size()) != plain_size,
+          errc::corrupt, "index frame size does not match its plain length");
+  bytes plain(plain_size);
+  size_t const n = ZSTD_decompress(plain.data(), plain.size(), frame.data(),
+                                   frame.size());
+  fail_if(ZSTD_isError(n) != 0 || n != plain_size, errc::corrupt,
+          "index does not decompress");
+  return decode_plain(plain, chunk_size, payload_area);
 }
 
 }  // namespace brevis::codec::brv

@@ -21,6 +21,9 @@ struct archive_index {
 /// Serializes the index. Chunk offsets, payload offsets and region offsets
 /// are implicit in the format and not written.
 bytes encode_index(archive_index const& index);
+/// The stored form of a plain (uncompressed) index: varint(plain length)
+/// then one zstd frame. encode_index uses it; tests use it to forge indexes.
+bytes compress_index(byte_view plain);
 
 /// Parses and validates an index whose payload area holds
 /// `payload_area` bytes, for an archive of chunk size `chunk_size`. Fills in

@@ -426,7 +426,8 @@ TEST(container_test, forged_indexes_are_rejected) {
 }
 
 // Hand-built index bytes: counts the encoder would never write.
-bytes with_index(bytes const& index, uint32_t chunk_size = 4096) {
+bytes with_index(bytes const& plain_index, uint32_t chunk_size = 4096) {
+  bytes const index = brv::compress_index(plain_index);
   bytes out;
   put_bytes(out, brv::magic);
   put_u8(out, 1);
