@@ -176,6 +176,13 @@ int run_cli(int argc, char** argv) {
       "ls", "List stored files: size, stored size, ratio, state");
   s_ls->add_option("store", sopt.store, "Store directory")->required();
   add_common(*s_ls, common, false);
+  CLI::App* s_bench = store_cmd->add_subcommand(
+      "read-bench",
+      "Random 128 KiB reads of a stored file, page cache dropped first");
+  s_bench->add_option("store", sopt.store, "Store directory")->required();
+  s_bench->add_option("name", sopt.files, "Name in the store")->required();
+  s_bench->add_option("--count", sopt.read_count, "Reads (default 1000)");
+  add_common(*s_bench, common, false);
   CLI::App* stats = app.add_subcommand(
       "stats", "Store totals: savings, dedup savings, pack fill");
   stats->add_option("store", sopt.store, "Store directory")->required();
@@ -213,6 +220,7 @@ int run_cli(int argc, char** argv) {
                              {s_get, "get"},
                              {s_rm, "rm"},
                              {s_ls, "ls"},
+                             {s_bench, "read-bench"},
                              {stats, "stats"},
                              {fsck, "fsck"},
                              {gc, "gc"}}) {

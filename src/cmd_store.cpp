@@ -2,12 +2,17 @@
 // the program store without a mount, through the same fs::store code paths
 // the mount uses.
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <random>
 
 #include "codec/choose/chooser.h"
 #include "fs/store/store.h"
@@ -230,6 +235,46 @@ int store_gc(store_cli_options const& opt) {
   });
 }
 
+// Random reads of one stored file, after dropping the packs from the page
+// cache: what a mount serving random access would see, without FUSE.
+int store_read_bench(store_cli_options const& opt) {
+  return for_each_input(opt.files, [&](std::string const& name) {
+    std::string const packs = opt.store + "/packs";
+    if (DIR* d = ::opendir(packs.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string p = packs + "/" + e->d_name;
+        int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ::fdatasync(fd);
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        ::close(fd);
+      }
+      ::closedir(d);
+    }
+    auto s = open_store(opt, false);
+    auto ino = s->lookup(fs::root_inode, name);
+    if (!ino) {
+      throw fs::store_error(fs::store_errc::not_found,
+                            "no such file in " + opt.store);
+    }
+    uint64_t const size = s->stat(*ino).size;
+    size_t const len = static_cast<size_t>(std::min<uint64_t>(128 << 10, size));
+    codec::bytes buf(len);
+    std::mt19937_64 rng(1);
+    auto const start = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < opt.read_count; ++i) {
+      uint64_t off = size > len ? rng() % (size - len) : 0;
+      s->read(*ino, off, len, buf.data());
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::printf("%u random %zu-byte reads: %.1f reads/s, %.1f MB/s\n",
+                opt.read_count, len, opt.read_count / secs,
+                opt.read_count * static_cast<double>(len) / 1e6 / secs);
+  });
+}
+
 }  // namespace
 
 int run_store(store_cli_options const& opt) {
@@ -237,6 +282,7 @@ int run_store(store_cli_options const& opt) {
   if (opt.action == "get") return store_get(opt);
   if (opt.action == "rm") return store_rm(opt);
   if (opt.action == "ls") return store_ls(opt);
+  if (opt.action == "read-bench") return store_read_bench(opt);
   if (opt.action == "stats") return store_stats(opt);
   if (opt.action == "fsck") return store_fsck(opt);
   return store_gc(opt);

@@ -50,13 +50,14 @@ struct verify_options {
 
 /// `brevis store add|get|rm|ls`, `brevis stats|fsck|gc`.
 struct store_cli_options {
-  std::string action;  // add, get, rm, ls, stats, fsck, gc
+  std::string action;  // add, get, rm, ls, read-bench, stats, fsck, gc
   std::string store;
   std::vector<std::string> files;  // add: paths; get, rm: names
   std::string as;                  // add: the name of the one file
   std::string output;              // get: output path (default: NAME)
   bool repair = false;             // fsck
   double threshold = 0.5;          // gc: rewrite packs less live than this
+  unsigned read_count = 1000;      // read-bench
   uint32_t chunk_size = 0;
   common_options common;
 };
