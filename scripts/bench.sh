@@ -19,6 +19,27 @@ brevis=${BREVIS:-$here/../build/brevis}
 # shellcheck source=bench_peers.sh
 source "$here/bench_peers.sh"
 
+# The store's add/get beside compress/decompress (same codec, plus pack
+# writes, fsync and LMDB commits); the "compressed size" is the pack bytes.
+bench_store() {
+  local st=$BENCH_WORK/store
+  measure_tool "store-T2" \
+    "rm -rf '$st' && '$brevis' store add -q -T2 '$st' {in} --as x && truncate -s \$(cat '$st'/packs/*.pack | wc -c) {out}" \
+    "'$brevis' store get -q -f -T2 '$st' x -o {out}"
+  # Random 128 KiB reads from the largest bf16 checkpoint, cold page cache.
+  local f big=""
+  for f in "${BENCH_FILES[@]}"; do
+    [[ $f == *bf16* ]] || continue
+    [[ -z $big || $(stat -c %s "$f") -gt $(stat -c %s "$big") ]] && big=$f
+  done
+  if [[ -n $big ]]; then
+    rm -rf "$st"
+    "$brevis" store add -q -T2 "$st" "$big" --as x &&
+      echo "bench: store random reads ($big): $("$brevis" store read-bench -q -T2 "$st" x --count 500)" >&2
+    rm -rf "$st"
+  fi
+}
+
 bench_before_peers() {
   local t start
   for t in 1 2; do
@@ -28,6 +49,7 @@ bench_before_peers() {
     echo "bench: brevis -T$t: $(awk -v s="$start" -v e="$(date +%s.%N)" \
       'BEGIN{printf "%.1f", e - s}') s wall for all files" >&2
   done
+  bench_store
 }
 
 bench_peers_main "$@"

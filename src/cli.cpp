@@ -57,7 +57,8 @@ std::vector<std::string> rewrite_shortcuts(std::vector<std::string> args) {
       {"-z", "compress"},   {"--compress", "compress"},
       {"-t", "verify"},     {"--test", "verify"}};
   if (args.size() < 2) return args;
-  for (auto const& s : {"compress", "decompress", "inspect", "verify"}) {
+  for (auto const& s : {"compress", "decompress", "inspect", "verify", "store",
+                        "stats", "fsck", "gc"}) {
     if (args[1] == s) return args;
   }
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
@@ -148,6 +149,60 @@ int run_cli(int argc, char** argv) {
   verify->add_option("files", vopt.inputs, "Archives")->required();
   add_common(*verify, common, false);
 
+  store_cli_options sopt;
+  CLI::App* store_cmd = app.add_subcommand(
+      "store", "Use a program store directory without a mount");
+  store_cmd->require_subcommand(1);
+  CLI::App* s_add = store_cmd->add_subcommand(
+      "add", "Compress files into the store (replacing same-named ones)");
+  s_add->add_option("store", sopt.store, "Store directory")->required();
+  s_add->add_option("files", sopt.files, "Files to add")->required();
+  s_add->add_option("--as", sopt.as, "Name in the store (one file only)");
+  s_add->add_option("--chunk-size", chunk_size_text,
+                    "Chunk size, e.g. 1M (default 1M)");
+  add_common(*s_add, common, false);
+  CLI::App* s_get = store_cmd->add_subcommand(
+      "get", "Write a stored file out, checking every checksum");
+  s_get->add_option("store", sopt.store, "Store directory")->required();
+  s_get->add_option("name", sopt.files, "Name in the store")->required();
+  s_get->add_option("-o,--output", sopt.output, "Output file (- = stdout)");
+  add_common(*s_get, common, true);
+  CLI::App* s_rm =
+      store_cmd->add_subcommand("rm", "Remove files from the store");
+  s_rm->add_option("store", sopt.store, "Store directory")->required();
+  s_rm->add_option("names", sopt.files, "Names in the store")->required();
+  add_common(*s_rm, common, false);
+  CLI::App* s_ls = store_cmd->add_subcommand(
+      "ls", "List stored files: size, stored size, ratio, state");
+  s_ls->add_option("store", sopt.store, "Store directory")->required();
+  add_common(*s_ls, common, false);
+  CLI::App* s_bench = store_cmd->add_subcommand(
+      "read-bench",
+      "Random 128 KiB reads of a stored file, page cache dropped first");
+  s_bench->add_option("store", sopt.store, "Store directory")->required();
+  s_bench->add_option("name", sopt.files, "Name in the store")->required();
+  s_bench->add_option("--count", sopt.read_count, "Reads (default 1000)");
+  add_common(*s_bench, common, false);
+  CLI::App* stats = app.add_subcommand(
+      "stats", "Store totals: savings, dedup savings, pack fill");
+  stats->add_option("store", sopt.store, "Store directory")->required();
+  add_common(*stats, common, false);
+  CLI::App* fsck = app.add_subcommand(
+      "fsck", "Check every pack record, chunk and reference count of a store");
+  fsck->add_option("store", sopt.store, "Store directory")->required();
+  fsck->add_flag("--repair", sopt.repair,
+                 "Remove what cannot be read and fix counts; never touches "
+                 "readable files");
+  add_common(*fsck, common, false);
+  CLI::App* gc = app.add_subcommand(
+      "gc", "Rewrite mostly-dead packs and reclaim their space");
+  gc->add_option("store", sopt.store, "Store directory")->required();
+  gc->add_option("--threshold", sopt.threshold,
+                 "Rewrite packs whose live fraction is below this (0..1, "
+                 "default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  add_common(*gc, common, false);
+
   try {
     std::vector<char*> cargs;
     for (std::string& a : args) cargs.push_back(a.data());
@@ -161,6 +216,31 @@ int run_cli(int argc, char** argv) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             resolved.threads);
 
+  for (auto [cmd, action] : {std::pair{s_add, "add"},
+                             {s_get, "get"},
+                             {s_rm, "rm"},
+                             {s_ls, "ls"},
+                             {s_bench, "read-bench"},
+                             {stats, "stats"},
+                             {fsck, "fsck"},
+                             {gc, "gc"}}) {
+    if (!cmd->parsed()) continue;
+    sopt.action = action;
+    sopt.common = resolved;
+    if (!chunk_size_text.empty()) {
+      auto size = parse_size(chunk_size_text);
+      if (!size || *size < codec::min_chunk_size ||
+          *size > codec::max_chunk_size) {
+        std::fprintf(stderr,
+                     "brevis: --chunk-size %s: expected a size from 4K to "
+                     "64M\n",
+                     chunk_size_text.c_str());
+        return 1;
+      }
+      sopt.chunk_size = static_cast<uint32_t>(*size);
+    }
+    return run_store(sopt);
+  }
   if (compress->parsed()) {
     copt.common = resolved;
     if (!chunk_size_text.empty()) {

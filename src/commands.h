@@ -48,10 +48,25 @@ struct verify_options {
   common_options common;
 };
 
+/// `brevis store add|get|rm|ls`, `brevis stats|fsck|gc`.
+struct store_cli_options {
+  std::string action;  // add, get, rm, ls, read-bench, stats, fsck, gc
+  std::string store;
+  std::vector<std::string> files;  // add: paths; get, rm: names
+  std::string as;                  // add: the name of the one file
+  std::string output;              // get: output path (default: NAME)
+  bool repair = false;             // fsck
+  double threshold = 0.5;          // gc: rewrite packs less live than this
+  unsigned read_count = 1000;      // read-bench
+  uint32_t chunk_size = 0;
+  common_options common;
+};
+
 int run_compress(compress_options const& opt);
 int run_decompress(decompress_options const& opt);
 int run_inspect(inspect_options const& opt);
 int run_verify(verify_options const& opt);
+int run_store(store_cli_options const& opt);
 
 /// Parses the command line and runs a subcommand; main() is just this.
 int run_cli(int argc, char** argv);

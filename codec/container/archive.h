@@ -75,6 +75,10 @@ class archive_writer {
   /// Call after every choose_program.
   void plan_chunks();
   size_t chunk_count() const { return chunks_.size(); }
+  /// The program table (after plan_chunks; [0] is fallback_program()) and
+  /// the planned chunks, for writers other than .brv (the store).
+  std::span<node const> programs() const { return programs_; }
+  std::span<chunk_entry const> chunks() const { return chunks_; }
 
   /// The archive header bytes (write first).
   bytes header() const;

@@ -1,0 +1,174 @@
+#include "fs/store/pack.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "fs/store/error.h"
+
+namespace brevis::fs::detail {
+
+std::string pack_name(uint64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08llx.pack",
+                static_cast<unsigned long long>(id));
+  return buf;
+}
+
+pack_file::pack_file(std::string path, bool create, bool writable)
+    : path_(std::move(path)) {
+  int flags = O_CLOEXEC | (writable ? O_RDWR : O_RDONLY);
+  if (create) flags |= O_CREAT | O_EXCL;
+  fd_ = ::open(path_.c_str(), flags, 0644);
+  if (fd_ < 0) {
+    int e = errno;
+    if (e == ENOENT)
+      store_fail(store_errc::not_found, path_ + ": no such pack");
+    store_fail_errno(e, "open " + path_);
+  }
+  if (create) {
+    uint8_t h[pack_header_size] = {};
+    std::memcpy(h, pack_magic.data(), 4);
+    h[4] = pack_version;
+    ssize_t n = ::pwrite(fd_, h, sizeof h, 0);
+    if (n != static_cast<ssize_t>(sizeof h)) {
+      int e = n < 0 ? errno : ENOSPC;
+      ::close(fd_);
+      ::unlink(path_.c_str());
+      fd_ = -1;
+      store_fail_errno(e, "write " + path_);
+    }
+  }
+}
+
+pack_file::~pack_file() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t pack_file::file_size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) store_fail_errno(errno, "stat " + path_);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+uint64_t pack_file::write_record(uint64_t offset, payload_key const& key,
+                                 codec::byte_view payload) {
+  uint8_t h[record_header_size] = {};
+  std::memcpy(h, record_magic.data(), 4);
+  codec::store_le<uint64_t>(h + 8, payload.size());
+  std::memcpy(h + 16, key.b.data(), 16);
+  iovec iov[2] = {{h, sizeof h},
+                  {const_cast<uint8_t*>(payload.data()), payload.size()}};
+  uint64_t const total = sizeof h + payload.size();
+  uint64_t done = 0;
+  while (done < total) {
+    // Rebuild the iovec past what was written (short writes are rare).
+    iovec v[2];
+    int n = 0;
+    uint64_t skip = done;
+    for (auto const& x : iov) {
+      if (skip >= x.iov_len) {
+        skip -= x.iov_len;
+        continue;
+      }
+      v[n].iov_base = static_cast<uint8_t*>(x.iov_base) + skip;
+      v[n].iov_len = x.iov_len - skip;
+      skip = 0;
+      ++n;
+    }
+    ssize_t w = ::pwritev(fd_, v, n, static_cast<off_t>(offset + done));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      store_fail_errno(errno, "write " + path_);
+    }
+    if (w == 0) store_fail_errno(ENOSPC, "write " + path_);
+    done += static_cast<uint64_t>(w);
+  }
+  return offset + total;
+}
+
+void pack_file::sync() {
+  if (::fdatasync(fd_) != 0) store_fail_errno(errno, "fsync " + path_);
+}
+
+void pack_file::truncate(uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    store_fail_errno(errno, "truncate " + path_);
+  }
+}
+
+void pack_file::pread_all(uint64_t offset, size_t n, uint8_t* out) const {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r =
+        ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      store_fail_errno(errno, "read " + path_);
+    }
+    if (r == 0) {
+      store_fail(store_errc::corrupt, path_ + ": record at " +
+                                          std::to_string(offset) +
+                                          " is cut short (pack truncated?)");
+    }
+    done += static_cast<size_t>(r);
+  }
+}
+
+codec::bytes pack_file::read_record(uint64_t offset, payload_key const& key,
+                                    uint64_t length) const {
+  auto bad = [&](char const* why) {
+    store_fail(store_errc::corrupt, path_ + ": record at offset " +
+                                        std::to_string(offset) + ": " + why);
+  };
+  if (length > max_record_payload) bad("payload larger than the limit");
+  codec::bytes buf(record_header_size + length);
+  pread_all(offset, buf.size(), buf.data());
+  if (std::memcmp(buf.data(), record_magic.data(), 4) != 0) bad("bad magic");
+  if (codec::load_le<uint32_t>(buf.data() + 4) != 0) bad("reserved flags");
+  if (codec::load_le<uint64_t>(buf.data() + 8) != length) bad("wrong length");
+  if (std::memcmp(buf.data() + 16, key.b.data(), 16) != 0) bad("wrong key");
+  codec::byte_view payload(buf.data() + record_header_size, length);
+  if (!(hash_payload(payload) == key)) bad("payload checksum mismatch");
+  buf.erase(buf.begin(), buf.begin() + record_header_size);
+  return buf;
+}
+
+uint64_t pack_file::scan(uint64_t end,
+                         std::function<void(uint64_t, payload_key const&,
+                                            uint64_t, bool)> const& fn) const {
+  uint64_t const size = file_size();
+  end = std::min(end, size);
+  uint8_t ph[pack_header_size];
+  if (end < pack_header_size) return 0;
+  pread_all(0, sizeof ph, ph);
+  if (std::memcmp(ph, pack_magic.data(), 4) != 0 || ph[4] != pack_version) {
+    return 0;
+  }
+  uint64_t pos = pack_header_size;
+  codec::bytes payload;
+  while (pos + record_header_size <= end) {
+    uint8_t h[record_header_size];
+    pread_all(pos, sizeof h, h);
+    uint64_t const len = codec::load_le<uint64_t>(h + 8);
+    if (std::memcmp(h, record_magic.data(), 4) != 0 ||
+        codec::load_le<uint32_t>(h + 4) != 0 || len > max_record_payload ||
+        len > end - pos - record_header_size) {
+      return pos;
+    }
+    payload_key key;
+    std::memcpy(key.b.data(), h + 16, 16);
+    payload.resize(len);
+    pread_all(pos + record_header_size, len, payload.data());
+    fn(pos, key, len, hash_payload(payload) == key);
+    pos += record_header_size + len;
+  }
+  return pos;
+}
+
+}  // namespace brevis::fs::detail

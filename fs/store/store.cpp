@@ -1,0 +1,802 @@
+#include "fs/store/store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+#include "codec/core/checksum.h"
+#include "codec/dsl/interpreter.h"
+#include "fs/store/store_impl.h"
+
+namespace brevis::fs {
+
+using namespace detail;
+
+namespace {
+
+constexpr uint64_t store_version = 1;
+
+void make_dir(std::string const& path, bool create) {
+  if (create && ::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    store_fail_errno(errno, "mkdir " + path);
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    store_fail(store_errc::bad_store, path + ": not a store (missing " +
+                                          "directory; create it with "
+                                          "`brevis store add`)");
+  }
+}
+
+void check_name(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
+      name.find('/') != std::string_view::npos ||
+      name.find('\0') != std::string_view::npos) {
+    store_fail(store_errc::invalid,
+               "invalid file name '" + std::string(name) + "'");
+  }
+}
+
+std::vector<std::string> list_dir(std::string const& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) store_fail_errno(errno, "opendir " + path);
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool parse_pack_name(std::string const& n, uint64_t& id) {
+  if (n.size() != 13 || !n.ends_with(".pack")) return false;
+  std::string const hex = n.substr(0, 8);
+  char* end = nullptr;
+  id = std::strtoull(hex.c_str(), &end, 16);
+  return end == hex.c_str() + 8;
+}
+
+}  // namespace
+
+inode_attr to_attr(uint64_t ino, inode_rec const& r) {
+  inode_attr a;
+  a.ino = ino;
+  a.mode = r.mode;
+  a.nlink = r.nlink;
+  a.uid = r.uid;
+  a.gid = r.gid;
+  a.size = r.size;
+  a.stored = r.stored;
+  a.mtime_ns = r.mtime_ns;
+  a.ctime_ns = r.ctime_ns;
+  a.checksum = r.checksum;
+  a.chunk_count = r.chunk_count;
+  a.state = static_cast<file_state>(r.state);
+  return a;
+}
+
+// ------------------------------------------------------------- open/close
+
+store::impl::impl(std::string d, store_options o)
+    : dir(std::move(d)), opt(std::move(o)) {
+  make_dir(dir, opt.create);
+  make_dir(index_dir(), opt.create);
+  make_dir(packs_dir(), opt.create);
+  make_dir(staging_dir(), opt.create);
+  if (char const* k = std::getenv("BREVIS_STORE_KILL_AT")) {
+    std::string s = k;
+    size_t colon = s.rfind(':');
+    kill_point = s.substr(0, colon);
+    kill_count = colon == std::string::npos
+                     ? 1
+                     : std::strtoull(s.c_str() + colon + 1, nullptr, 10);
+  }
+
+  std::string const lock_path = index_dir() + "/writer.lock";
+  lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) store_fail_errno(errno, "open " + lock_path);
+
+  try {
+    lmdb_check(mdb_env_create(&env), "create environment");
+    lmdb_check(mdb_env_set_maxdbs(env, 8), "set maxdbs");
+    lmdb_check(mdb_env_set_mapsize(env, opt.initial_map_size), "set mapsize");
+    lmdb_check(mdb_env_open(env, index_dir().c_str(), MDB_NOTLS, 0644),
+               "open environment");
+    writer_guard g(*this);
+    txn t(env, true);
+    auto open_db = [&](char const* name, MDB_dbi& dbi) {
+      lmdb_check(mdb_dbi_open(t.get(), name, MDB_CREATE, &dbi), name);
+    };
+    open_db("meta", meta);
+    open_db("inodes", inodes);
+    open_db("dirents", dirents);
+    open_db("chunks", chunks);
+    open_db("programs", programs);
+    open_db("payloads", payloads);
+    open_db("packs", packs);
+    auto vkey = as_bytes_view("version");
+    if (auto v = t.get(meta, vkey)) {
+      if (v->size() != 8 ||
+          codec::load_le<uint64_t>(v->data()) != store_version) {
+        store_fail(store_errc::bad_store,
+                   dir + ": store version is not supported");
+      }
+    } else {
+      codec::bytes vb;
+      codec::put_le(vb, store_version);
+      t.put(meta, vkey, vb);
+      inode_rec root;
+      root.mode = S_IFDIR | 0755;
+      root.nlink = 2;
+      t.put(inodes, inode_key(root_inode), encode(root));
+      codec::bytes nb;
+      codec::put_le<uint64_t>(nb, root_inode + 1);
+      t.put(meta, as_bytes_view("next_ino"), nb);
+    }
+    t.commit();
+  } catch (...) {
+    if (env) mdb_env_close(env);
+    ::close(lock_fd);
+    throw;
+  }
+  recover();
+}
+
+store::impl::~impl() {
+  mdb_env_close(env);
+  ::close(lock_fd);
+}
+
+store::impl::writer_guard::writer_guard(impl& s) : s_(s) {
+  s_.writer_mu.lock();
+  while (::flock(s_.lock_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int e = errno;
+      s_.writer_mu.unlock();
+      store_fail_errno(e, "lock " + s_.index_dir() + "/writer.lock");
+    }
+  }
+}
+
+store::impl::writer_guard::~writer_guard() {
+  ::flock(s_.lock_fd, LOCK_UN);
+  s_.writer_mu.unlock();
+}
+
+void store::impl::hit(std::string_view point) {
+  if (opt.fault_hook) opt.fault_hook(point);
+  if (!kill_point.empty() && point == kill_point &&
+      ++hits[std::string(point)] == kill_count) {
+    ::raise(SIGKILL);
+  }
+}
+
+void store::impl::grow_map() {
+  std::unique_lock lk(env_lock);
+  MDB_envinfo info;
+  mdb_env_info(env, &info);
+  uint64_t const cur = info.me_mapsize;
+  if (cur >= opt.max_map_size) {
+    store_fail(store_errc::no_space, "index map is full (" +
+                                         std::to_string(cur >> 20) +
+                                         " MiB, the maximum)");
+  }
+  uint64_t const next = std::min(opt.max_map_size, cur * 2);
+  lmdb_check(mdb_env_set_mapsize(env, next), "grow map");
+}
+
+void store::impl::adopt_map_size() {
+  std::unique_lock lk(env_lock);
+  lmdb_check(mdb_env_set_mapsize(env, 0), "adopt map size");
+}
+
+void store::impl::recover() {
+  // A live writer elsewhere owns its pack tails: leave them alone.
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return;
+  struct unlock {
+    int fd;
+    ~unlock() { ::flock(fd, LOCK_UN); }
+  } u{lock_fd};
+  report.recovered = true;
+
+  std::unordered_map<uint64_t, pack_rec> committed;
+  std::unordered_set<uint64_t> inos_compressed;
+  read_txn([&](txn& t) {
+    cursor c(t, packs);
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      if (c.key().size() == 8) {
+        committed[read_be64(c.key().data())] = decode_pack(c.value());
+      }
+    }
+    return 0;
+  });
+  std::unordered_set<uint64_t> seen;
+  for (std::string const& n : list_dir(packs_dir())) {
+    uint64_t id = 0;
+    std::string const path = packs_dir() + "/" + n;
+    if (!parse_pack_name(n, id)) continue;
+    auto it = committed.find(id);
+    if (it == committed.end()) {
+      // Created by an add or gc that never committed, or left by a gc
+      // that committed but was stopped before deleting it.
+      if (::unlink(path.c_str()) != 0)
+        store_fail_errno(errno, "unlink " + path);
+      report.removed_packs.push_back(n);
+      continue;
+    }
+    seen.insert(id);
+    pack_file p(path, false, true);
+    uint64_t const size = p.file_size();
+    if (size > it->second.end) {
+      p.truncate(it->second.end);
+      p.sync();
+      report.truncated.push_back(n + ": " +
+                                 std::to_string(size - it->second.end) +
+                                 " bytes past the committed end");
+    } else if (size < it->second.end) {
+      report.short_packs.push_back(n + ": " +
+                                   std::to_string(it->second.end - size) +
+                                   " committed bytes missing");
+    }
+  }
+  for (auto const& [id, r] : committed) {
+    if (!seen.count(id)) {
+      report.short_packs.push_back(pack_name(id) + ": missing");
+    }
+  }
+  // Staged files are named by inode; report those with no committed copy.
+  for (std::string const& n : list_dir(staging_dir())) {
+    char* end = nullptr;
+    uint64_t ino = std::strtoull(n.c_str(), &end, 10);
+    bool committed_copy = false;
+    if (end && *end == '\0') {
+      committed_copy = read_txn([&](txn& t) {
+        auto v = t.get(inodes, inode_key(ino));
+        return v && decode_inode(*v).state ==
+                        static_cast<uint32_t>(file_state::compressed);
+      });
+    }
+    if (!committed_copy) report.staged_uncommitted.push_back(n);
+  }
+}
+
+store::store(std::string dir, store_options opt)
+    : impl_(std::make_unique<impl>(std::move(dir), std::move(opt))) {}
+
+store::~store() = default;
+
+open_report const& store::report() const { return impl_->report; }
+std::string const& store::dir() const { return impl_->dir; }
+
+// ---------------------------------------------------------------- helpers
+
+std::shared_ptr<codec::node const> store::impl::program(txn const& t,
+                                                        uint64_t hash) const {
+  {
+    std::lock_guard lk(prog_mu);
+    auto it = prog_cache.find(hash);
+    if (it != prog_cache.end()) return it->second;
+  }
+  auto v = t.get(programs, program_key(hash));
+  if (!v) {
+    store_fail(store_errc::corrupt,
+               "index: program " + std::to_string(hash) + " is missing");
+  }
+  std::shared_ptr<codec::node const> p;
+  try {
+    if (hash64(*v) != hash) codec::fail(codec::errc::checksum, "hash");
+    p = std::make_shared<codec::node const>(codec::parse_program(*v));
+  } catch (codec::error const& e) {
+    store_fail(store_errc::corrupt, "index: program " + std::to_string(hash) +
+                                        " is damaged: " + e.what());
+  }
+  std::lock_guard lk(prog_mu);
+  return prog_cache.emplace(hash, std::move(p)).first->second;
+}
+
+std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
+  std::lock_guard lk(pack_mu);
+  auto it = pack_cache.find(id);
+  if (it != pack_cache.end()) return it->second;
+  auto p = std::make_shared<pack_file>(pack_path(id), false, false);
+  if (pack_cache.size() > 256) pack_cache.clear();  // bound open descriptors
+  pack_cache.emplace(id, p);
+  return p;
+}
+
+void store::impl::forget_pack(uint64_t id) const {
+  std::lock_guard lk(pack_mu);
+  pack_cache.erase(id);
+}
+
+inode_rec store::impl::get_inode(txn const& t, uint64_t ino) const {
+  auto v = t.get(inodes, inode_key(ino));
+  if (!v) {
+    store_fail(store_errc::not_found,
+               "no inode " + std::to_string(ino) + " in the store");
+  }
+  return decode_inode(*v);
+}
+
+void store::impl::add_live(txn& t, uint64_t pack, int64_t delta) {
+  auto v = t.get(packs, pack_key(pack));
+  if (!v) {
+    store_fail(store_errc::bad_store,
+               "index: pack " + pack_name(pack) + " has no record");
+  }
+  pack_rec r = decode_pack(*v);
+  r.live = static_cast<uint64_t>(
+      std::max<int64_t>(0, static_cast<int64_t>(r.live) + delta));
+  t.put(packs, pack_key(pack), encode(r));
+}
+
+void store::impl::unref_payload(txn& t, payload_key const& key) {
+  auto v = t.get(payloads, key.b);
+  if (!v) return;  // already gone (fsck reports dangling chunks)
+  payload_rec r = decode_payload(*v);
+  if (r.refs > 1) {
+    --r.refs;
+    t.put(payloads, key.b, encode(r));
+    return;
+  }
+  t.del(payloads, key.b);
+  if (t.get(packs, pack_key(r.pack))) {
+    add_live(t, r.pack, -static_cast<int64_t>(record_size(r.length)));
+  }
+}
+
+void store::impl::drop_inode(txn& t, uint64_t ino) {
+  std::vector<std::array<uint8_t, 16>> keys;
+  std::vector<payload_key> refs;
+  {
+    cursor c(t, chunks);
+    for (bool ok = c.seek(chunk_key(ino, 0)); ok; ok = c.next()) {
+      if (c.key().size() != 16 || read_be64(c.key().data()) != ino) break;
+      std::memcpy(keys.emplace_back().data(), c.key().data(), 16);
+      refs.push_back(decode_chunk(c.value()).payload);
+    }
+  }
+  for (auto const& k : keys) t.del(chunks, k);
+  for (auto const& k : refs) unref_payload(t, k);
+  t.del(inodes, inode_key(ino));
+}
+
+uint64_t store::impl::next_counter(txn& t, char const* name, uint64_t first) {
+  auto key = as_bytes_view(name);
+  uint64_t v = first;
+  if (auto cur = t.get(meta, key); cur && cur->size() == 8) {
+    v = std::max(first, codec::load_le<uint64_t>(cur->data()));
+  }
+  codec::bytes nb;
+  codec::put_le<uint64_t>(nb, v + 1);
+  t.put(meta, key, nb);
+  return v;
+}
+
+// ------------------------------------------------------------------ names
+
+std::optional<uint64_t> store::lookup(uint64_t parent,
+                                      std::string_view name) const {
+  return impl_->read_txn([&](txn& t) -> std::optional<uint64_t> {
+    auto v = t.get(impl_->dirents, dirent_key(parent, name));
+    if (!v || v->size() != 8) return std::nullopt;
+    return codec::load_le<uint64_t>(v->data());
+  });
+}
+
+inode_attr store::stat(uint64_t ino) const {
+  return impl_->read_txn(
+      [&](txn& t) { return to_attr(ino, impl_->get_inode(t, ino)); });
+}
+
+std::vector<dir_entry> store::list(uint64_t dir) const {
+  return impl_->read_txn([&](txn& t) {
+    std::vector<dir_entry> out;
+    cursor c(t, impl_->dirents);
+    auto const prefix = inode_key(dir);
+    for (bool ok = c.seek(prefix); ok; ok = c.next()) {
+      auto k = c.key();
+      if (k.size() < 8 || read_be64(k.data()) != dir) break;
+      if (c.value().size() != 8) {
+        store_fail(store_errc::bad_store, "index: bad directory entry");
+      }
+      uint64_t const ino = codec::load_le<uint64_t>(c.value().data());
+      dir_entry e;
+      e.name.assign(reinterpret_cast<char const*>(k.data() + 8), k.size() - 8);
+      auto v = t.get(impl_->inodes, inode_key(ino));
+      if (!v) continue;  // dangling (fsck reports it)
+      e.attr = to_attr(ino, decode_inode(*v));
+      out.push_back(std::move(e));
+    }
+    return out;
+  });
+}
+
+// -------------------------------------------------------------------- add
+
+add_result store::add_file(uint64_t parent, std::string_view name,
+                           codec::byte_view data,
+                           codec::program_chooser const& chooser, uint32_t mode,
+                           int64_t mtime_ns) {
+  check_name(name);
+  impl& s = *impl_;
+  codec::archive_writer w(data, name, chooser, s.opt.chunk_size);
+  tbb::parallel_for(size_t{0}, w.region_count(),
+                    [&](size_t r) { w.choose_program(r); });
+  w.plan_chunks();
+  std::vector<codec::bytes> prog_bytes;
+  std::vector<uint64_t> prog_hash;
+  for (codec::node const& p : w.programs()) {
+    prog_bytes.push_back(codec::serialize_program(p));
+    prog_hash.push_back(hash64(prog_bytes.back()));
+  }
+  uint64_t const whole = codec::xxh3(data);
+  size_t const count = w.chunk_count();
+  size_t const batch = std::max<size_t>(
+      4, 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+
+  return s.write_txn([&](txn& t) {
+    add_result res;
+    res.size = data.size();
+    res.chunks = count;
+    inode_rec const dir = s.get_inode(t, parent);
+    if (!S_ISDIR(dir.mode)) {
+      store_fail(store_errc::invalid, "parent is not a directory");
+    }
+
+    // The pack this add appends to: the newest one while it is small,
+    // else a new one whose record this transaction creates.
+    uint64_t pack_id = 0;
+    pack_rec prec;
+    bool fresh_pack = true;
+    {
+      cursor c(t, s.packs);
+      if (c.last() && c.key().size() == 8) {
+        pack_rec r = decode_pack(c.value());
+        if (r.end < s.opt.pack_limit) {
+          pack_id = read_be64(c.key().data());
+          prec = r;
+          fresh_pack = false;
+        }
+      }
+    }
+    std::unique_ptr<pack_file> pack;
+    if (fresh_pack) {
+      pack_id = s.next_counter(t, "next_pack", 1);
+      pack = std::make_unique<pack_file>(s.pack_path(pack_id), true, true);
+      prec.end = pack_header_size;
+    } else {
+      pack = std::make_unique<pack_file>(s.pack_path(pack_id), false, true);
+    }
+    uint64_t const start = prec.end;
+    uint64_t pos = start;
+    // Undo the append unless the commit happens: the index never points
+    // past `start`, so this is only tidiness (open would truncate too).
+    struct rollback {
+      pack_file& p;
+      std::string path;
+      bool fresh;
+      uint64_t start;
+      bool done = false;
+      ~rollback() {
+        if (done) return;
+        if (fresh) {
+          ::unlink(path.c_str());
+        } else {
+          try {
+            p.truncate(start);
+          } catch (...) {
+          }
+        }
+      }
+    } rb{*pack, s.pack_path(pack_id), fresh_pack, start};
+
+    uint64_t const ino = s.next_counter(t, "next_ino", root_inode + 1);
+    std::unordered_set<uint64_t> progs_stored;
+    std::unordered_map<uint64_t, chunk_rec> by_offset;  // for ref chunks
+    auto chunks = w.chunks();
+    std::vector<codec::encoded_chunk> enc;
+    for (size_t first = 0; first < count; first += batch) {
+      size_t const n = std::min(batch, count - first);
+      enc.assign(n, {});
+      tbb::parallel_for(size_t{0}, n,
+                        [&](size_t i) { enc[i] = w.encode(first + i); });
+      for (size_t i = 0; i < n; ++i) {
+        codec::chunk_entry const& e = chunks[first + i];
+        chunk_rec cr;
+        uint64_t payload_len = 0;
+        if (e.is_ref) {
+          cr = by_offset.at(e.ref_offset);
+          auto v = t.get(s.payloads, cr.payload.b);
+          payload_rec pr = decode_payload(*v);
+          ++pr.refs;
+          payload_len = pr.length;
+          t.put(s.payloads, cr.payload.b, encode(pr));
+          ++res.dedup_chunks;
+        } else {
+          codec::encoded_chunk const& c = enc[i];
+          uint32_t const p = c.program;
+          if (progs_stored.insert(p).second &&
+              !t.get(s.programs, program_key(prog_hash[p]))) {
+            t.put(s.programs, program_key(prog_hash[p]), prog_bytes[p]);
+          }
+          cr.length = e.length;
+          cr.program = prog_hash[p];
+          cr.payload = hash_payload(c.payload);
+          cr.checksum = e.checksum;
+          payload_len = c.payload.size();
+          if (auto v = t.get(s.payloads, cr.payload.b)) {
+            payload_rec pr = decode_payload(*v);
+            ++pr.refs;
+            t.put(s.payloads, cr.payload.b, encode(pr));
+            ++res.dedup_chunks;
+          } else {
+            payload_rec pr{pack_id, pos, c.payload.size(), 1};
+            pos = pack->write_record(pos, cr.payload, c.payload);
+            prec.live += record_size(c.payload.size());
+            res.written += c.payload.size();
+            t.put(s.payloads, cr.payload.b, encode(pr));
+            s.hit("pack_write");
+          }
+          by_offset[e.offset] = cr;
+        }
+        res.stored += payload_len;
+        t.put(s.chunks, chunk_key(ino, e.offset), encode(cr));
+      }
+    }
+
+    // Before the old version is dropped: that updates live bytes too.
+    prec.end = pos;
+    t.put(s.packs, pack_key(pack_id), encode(prec));
+
+    inode_rec r;
+    r.mode = S_IFREG | (mode & 07777);
+    r.nlink = 1;
+    r.uid = ::getuid();
+    r.gid = ::getgid();
+    r.size = data.size();
+    r.stored = res.stored;
+    r.mtime_ns = mtime_ns;
+    r.ctime_ns = mtime_ns;
+    r.checksum = whole;
+    r.chunk_count = static_cast<uint32_t>(count);
+    r.state = static_cast<uint32_t>(file_state::compressed);
+    t.put(s.inodes, inode_key(ino), encode(r));
+
+    codec::bytes const dk = dirent_key(parent, name);
+    if (auto old = t.get(s.dirents, dk)) {
+      uint64_t const old_ino = codec::load_le<uint64_t>(old->data());
+      inode_rec o = s.get_inode(t, old_ino);
+      if (S_ISDIR(o.mode)) {
+        store_fail(store_errc::is_dir, std::string(name) + " is a directory");
+      }
+      if (o.nlink > 1) {
+        --o.nlink;
+        t.put(s.inodes, inode_key(old_ino), encode(o));
+      } else {
+        s.drop_inode(t, old_ino);
+      }
+      res.replaced = true;
+    }
+    codec::bytes ib;
+    codec::put_le<uint64_t>(ib, ino);
+    t.put(s.dirents, dk, ib);
+
+    if (pos != start) pack->sync();
+    s.hit("pack_synced");
+    t.commit();
+    rb.done = true;
+    s.hit("committed");
+    res.ino = ino;
+    return res;
+  });
+}
+
+// ------------------------------------------------------------------- read
+
+namespace {
+
+struct piece {
+  uint64_t offset = 0;  // of the chunk in the file
+  chunk_rec chunk;
+  payload_rec payload;
+  std::shared_ptr<codec::node const> program;
+};
+
+}  // namespace
+
+size_t store::read(uint64_t ino, uint64_t offset, size_t length,
+                   uint8_t* out) const {
+  impl const& s = *impl_;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<piece> pieces;
+    uint64_t const size = s.read_txn([&](txn& t) -> uint64_t {
+      inode_rec const r = s.get_inode(t, ino);
+      if (S_ISDIR(r.mode)) store_fail(store_errc::is_dir, "is a directory");
+      if (offset >= r.size || length == 0) return r.size;
+      uint64_t const end = offset + std::min<uint64_t>(length, r.size - offset);
+      cursor c(t, s.chunks);
+      auto on_inode = [&] {
+        return c.key().size() == 16 && read_be64(c.key().data()) == ino;
+      };
+      // The chunk holding `offset` is the last one starting at or before it.
+      bool ok = c.seek(chunk_key(ino, offset));
+      if (!ok || !on_inode() || read_be64(c.key().data() + 8) > offset) {
+        ok = ok ? c.prev() : c.last();
+      }
+      uint64_t expect = 0;
+      bool first = true;
+      for (; ok && on_inode(); ok = c.next()) {
+        piece p;
+        p.offset = read_be64(c.key().data() + 8);
+        if (p.offset >= end) break;
+        p.chunk = decode_chunk(c.value());
+        if ((first &&
+             (p.offset > offset || p.offset + p.chunk.length <= offset)) ||
+            (!first && p.offset != expect)) {
+          break;  // a gap: reported below
+        }
+        first = false;
+        expect = p.offset + p.chunk.length;
+        auto v = t.get(s.payloads, p.chunk.payload.b);
+        if (!v) {
+          store_fail(store_errc::corrupt,
+                     "inode " + std::to_string(ino) + " chunk at " +
+                         std::to_string(p.offset) + ": payload " +
+                         p.chunk.payload.hex() + " is missing");
+        }
+        p.payload = decode_payload(*v);
+        p.program = s.program(t, p.chunk.program);
+        pieces.push_back(std::move(p));
+      }
+      if (first || expect < end) {
+        store_fail(store_errc::corrupt,
+                   "inode " + std::to_string(ino) +
+                       ": chunk records do not cover bytes " +
+                       std::to_string(first ? offset : expect));
+      }
+      return r.size;
+    });
+    if (offset >= size || length == 0) return 0;
+    size_t const n =
+        static_cast<size_t>(std::min<uint64_t>(length, size - offset));
+    try {
+      auto decode = [&](piece const& p) {
+        std::shared_ptr<pack_file> pack = s.pack_for_read(p.payload.pack);
+        codec::bytes payload = pack->read_record(
+            p.payload.offset, p.chunk.payload, p.payload.length);
+        uint64_t const from = std::max(offset, p.offset);
+        uint64_t const to = std::min(offset + n, p.offset + p.chunk.length);
+        bool const whole = from == p.offset && to == p.offset + p.chunk.length;
+        codec::bytes scratch;
+        uint8_t* dst = out + (from - offset);
+        if (!whole) {
+          scratch.resize(p.chunk.length);
+          dst = scratch.data();
+        }
+        auto where = [&] {
+          return "inode " + std::to_string(ino) + " bytes " +
+                 std::to_string(p.offset) + ".." +
+                 std::to_string(p.offset + p.chunk.length);
+        };
+        try {
+          codec::decode_chunk(*p.program, payload, p.chunk.length, dst);
+        } catch (codec::error const& e) {
+          store_fail(store_errc::corrupt,
+                     where() + ": payload does not decode: " + e.what());
+        }
+        if (codec::xxh3(codec::byte_view(dst, p.chunk.length)) !=
+            p.chunk.checksum) {
+          store_fail(store_errc::corrupt,
+                     where() + ": checksum mismatch of the decoded bytes");
+        }
+        if (!whole) {
+          std::memcpy(out + (from - offset), scratch.data() + (from - p.offset),
+                      to - from);
+        }
+      };
+      if (pieces.size() == 1) {
+        decode(pieces[0]);
+      } else {
+        tbb::parallel_for(size_t{0}, pieces.size(),
+                          [&](size_t i) { decode(pieces[i]); });
+      }
+      return n;
+    } catch (store_error const& e) {
+      // gc may have moved a payload and deleted its old pack after our
+      // snapshot: look again once.
+      if (e.code() != store_errc::not_found || attempt > 0) throw;
+    }
+  }
+}
+
+// ----------------------------------------------------------------- unlink
+
+void store::unlink(uint64_t parent, std::string_view name) {
+  impl& s = *impl_;
+  s.write_txn([&](txn& t) {
+    codec::bytes const dk = dirent_key(parent, name);
+    auto v = t.get(s.dirents, dk);
+    if (!v) {
+      store_fail(store_errc::not_found,
+                 "no file '" + std::string(name) + "' in the store");
+    }
+    uint64_t const ino = codec::load_le<uint64_t>(v->data());
+    inode_rec r = s.get_inode(t, ino);
+    if (S_ISDIR(r.mode)) {
+      store_fail(store_errc::is_dir, std::string(name) + " is a directory");
+    }
+    t.del(s.dirents, dk);
+    if (r.nlink > 1) {
+      --r.nlink;
+      t.put(s.inodes, inode_key(ino), encode(r));
+    } else {
+      s.drop_inode(t, ino);
+    }
+    return 0;
+  });
+}
+
+// ------------------------------------------------------------------ stats
+
+store_stats store::stats() const {
+  impl const& s = *impl_;
+  store_stats st = s.read_txn([&](txn& t) {
+    store_stats x;
+    {
+      cursor c(t, s.inodes);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        inode_rec r = decode_inode(c.value());
+        if (S_ISDIR(r.mode)) {
+          ++x.dirs;
+        } else {
+          ++x.files;
+          x.logical += r.size;
+          x.referenced += r.stored;
+        }
+      }
+    }
+    {
+      cursor c(t, s.payloads);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        ++x.payloads;
+        x.unique += decode_payload(c.value()).length;
+      }
+    }
+    {
+      cursor c(t, s.packs);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        pack_rec r = decode_pack(c.value());
+        ++x.packs;
+        x.pack_bytes += r.end;
+        x.live_bytes += r.live;
+      }
+    }
+    MDB_stat ps;
+    lmdb_check(mdb_stat(t.get(), s.programs, &ps), "stat");
+    x.programs = ps.ms_entries;
+    return x;
+  });
+  MDB_envinfo info;
+  mdb_env_info(s.env, &info);
+  MDB_stat es;
+  mdb_env_stat(s.env, &es);
+  st.map_size = info.me_mapsize;
+  st.map_used = (info.me_last_pgno + 1) * es.ms_psize;
+  return st;
+}
+
+}  // namespace brevis::fs

@@ -1,0 +1,181 @@
+#pragma once
+// The program store (DESIGN 3.1, FORMAT.md S): a directory holding
+//   index/    one LMDB environment: inodes, directory entries, chunk records,
+//             programs and payloads (with reference counts), packs, meta;
+//   packs/    append-only pack files of chunk payloads, each record framed
+//             with its length and XXH3-128;
+//   staging/  plain files not yet compressed.
+// A file is added by running the codec over it (regions, programs, chunks),
+// appending the payloads the store does not hold yet to a pack, syncing the
+// pack, and committing every record in one LMDB write transaction. Reads
+// decode only the chunks a byte range covers.
+//
+// Caveats:
+//  - One writer at a time: add, unlink, fsck --repair and gc serialize on a
+//    mutex within the process and an flock (index/writer.lock) across
+//    processes. Readers never wait for the writer (LMDB MVCC).
+//  - The environment is opened with MDB_NOTLS, so reads may run on any
+//    oneTBB worker thread; each read uses its own short read transaction.
+//  - Pack records are written and fsynced before the transaction that points
+//    at them commits; bytes past a pack's committed end are an interrupted
+//    append and are truncated when the store is next opened by a writer.
+//  - Growing the LMDB map waits for in-flight reads of this process.
+//  - Do not use a store object across fork(); open a new one in the child.
+//
+// Errors: every method throws store_error (fs/store/error.h). A payload or
+// chunk that fails its checksum gives store_errc::corrupt (EIO), never wrong
+// bytes; a full disk or a map at max_map_size gives store_errc::no_space
+// (ENOSPC) and leaves the store as it was before the call.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codec/choose/chooser.h"
+#include "codec/container/archive.h"
+#include "codec/core/bytes.h"
+#include "fs/store/error.h"
+
+namespace brevis::fs {
+
+inline constexpr uint64_t root_inode = 1;
+
+enum class file_state : uint32_t { compressed = 1, staged = 2 };
+
+struct inode_attr {
+  uint64_t ino = 0;
+  uint32_t mode = 0;  // S_IFREG | 0644, S_IFDIR | 0755, ...
+  uint32_t nlink = 0;
+  uint32_t uid = 0, gid = 0;
+  uint64_t size = 0;    // logical bytes
+  uint64_t stored = 0;  // payload bytes its chunks reference (shared counted)
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the whole file
+  uint32_t chunk_count = 0;
+  file_state state = file_state::compressed;
+};
+
+struct dir_entry {
+  std::string name;
+  inode_attr attr;
+};
+
+struct store_options {
+  bool create = true;  // create the directory layout when missing
+  uint64_t initial_map_size = 64ull << 20;
+  uint64_t max_map_size = 1ull << 40;  // growth past this is ENOSPC
+  uint64_t pack_limit = 1ull << 30;    // start a new pack past this size
+  uint32_t chunk_size = codec::default_chunk_size;
+  /// Called at named points of the write path ("pack_write", "pack_synced",
+  /// "committed", "gc_copied", ...); tests use it to fail or kill there.
+  /// The environment variable BREVIS_STORE_KILL_AT=POINT:N raises SIGKILL at
+  /// the Nth time POINT is reached (crash tests of the binary).
+  std::function<void(std::string_view point)> fault_hook;
+};
+
+/// What opening the store found and repaired.
+struct open_report {
+  bool recovered = false;  // false when another process held the writer lock
+  std::vector<std::string> truncated;      // "PACK: N bytes past committed end"
+  std::vector<std::string> removed_packs;  // packs no commit refers to
+  std::vector<std::string> short_packs;    // packs shorter than committed
+  std::vector<std::string> staged_uncommitted;  // staging/ files
+};
+
+struct add_result {
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  uint64_t stored = 0;   // payload bytes its chunks reference
+  uint64_t written = 0;  // payload bytes newly appended to packs
+  uint64_t chunks = 0;
+  uint64_t dedup_chunks = 0;  // chunks whose payload was already stored
+  bool replaced = false;      // an earlier file of that name was dropped
+};
+
+struct store_stats {
+  uint64_t files = 0, dirs = 0;
+  uint64_t logical = 0;     // sum of file sizes
+  uint64_t referenced = 0;  // sum of payload bytes files reference
+  uint64_t unique = 0;      // payload bytes stored once (what dedup keeps)
+  uint64_t payloads = 0;    // distinct payloads
+  uint64_t programs = 0;
+  uint64_t packs = 0;
+  uint64_t pack_bytes = 0;  // committed bytes of all packs
+  uint64_t live_bytes = 0;  // bytes of referenced records in packs
+  uint64_t map_size = 0, map_used = 0;
+};
+
+struct fsck_options {
+  bool repair = false;
+  bool decode = true;  // decode every chunk and check its XXH3
+};
+
+struct fsck_report {
+  uint64_t records = 0, chunks = 0, files = 0;
+  std::vector<std::string> problems;
+  std::vector<std::string> repairs;
+  bool clean() const { return problems.empty(); }
+};
+
+struct gc_report {
+  uint64_t packs_rewritten = 0, packs_removed = 0;
+  uint64_t records_moved = 0, bytes_moved = 0;
+  uint64_t bytes_reclaimed = 0;
+  uint64_t programs_removed = 0;
+};
+
+class store {
+ public:
+  /// Opens (or creates) the store at `dir`, then, when no other process is
+  /// writing, truncates uncommitted pack tails and removes packs no commit
+  /// refers to (see report()).
+  explicit store(std::string dir, store_options opt = {});
+  ~store();
+  store(store const&) = delete;
+  store& operator=(store const&) = delete;
+
+  open_report const& report() const;
+  std::string const& dir() const;
+
+  /// The inode of `name` in directory `parent`, or nullopt.
+  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) const;
+  /// Throws not_found.
+  inode_attr stat(uint64_t ino) const;
+  /// Entries of a directory, in name order.
+  std::vector<dir_entry> list(uint64_t dir) const;
+
+  /// Compresses `data` and commits it as `name` in `parent`, replacing a
+  /// file of that name atomically. Payloads already stored are referenced,
+  /// not written again. `threads` bounds parallel encoding (0: TBB's).
+  add_result add_file(uint64_t parent, std::string_view name,
+                      codec::byte_view data,
+                      codec::program_chooser const& chooser, uint32_t mode,
+                      int64_t mtime_ns);
+  /// Reads up to `length` bytes at `offset` (fewer at the end of the file),
+  /// decoding only the chunks that cover them, in parallel when there are
+  /// several. Returns the count. Thread-safe.
+  size_t read(uint64_t ino, uint64_t offset, size_t length, uint8_t* out) const;
+  /// Removes a name; when its inode has no other link, drops its chunks'
+  /// references (payloads no one references stop counting as live).
+  void unlink(uint64_t parent, std::string_view name);
+
+  store_stats stats() const;
+  /// Checks every pack record, every chunk, program and reference count.
+  /// With repair: removes files that cannot be read, fixes counts, drops
+  /// dangling records; never touches anything readable.
+  fsck_report fsck(fsck_options const& opt);
+  /// Rewrites packs whose live fraction is under `threshold` (0..1) and
+  /// deletes packs with nothing live; reads go on meanwhile.
+  gc_report gc(double threshold = 0.5);
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace brevis::fs

@@ -1,0 +1,133 @@
+#pragma once
+// The store's internals, shared by store.cpp and store_maint.cpp.
+
+#include <lmdb.h>
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "codec/dsl/program.h"
+#include "fs/store/lmdb_util.h"
+#include "fs/store/pack.h"
+#include "fs/store/records.h"
+#include "fs/store/store.h"
+
+namespace brevis::fs {
+
+struct store::impl {
+  std::string dir;
+  store_options opt;
+  open_report report;
+
+  MDB_env* env = nullptr;
+  MDB_dbi meta = 0, inodes = 0, dirents = 0, chunks = 0, programs = 0,
+          payloads = 0, packs = 0;
+  // Shared by every transaction of this process, exclusive while the map
+  // is resized (LMDB requires no active transaction then).
+  mutable std::shared_mutex env_lock;
+  std::mutex writer_mu;
+  int lock_fd = -1;
+
+  mutable std::mutex prog_mu;
+  mutable std::unordered_map<uint64_t, std::shared_ptr<codec::node const>>
+      prog_cache;
+  mutable std::mutex pack_mu;
+  mutable std::unordered_map<uint64_t, std::shared_ptr<detail::pack_file>>
+      pack_cache;
+
+  std::string kill_point;
+  uint64_t kill_count = 0;
+  std::unordered_map<std::string, uint64_t> hits;
+
+  impl(std::string d, store_options o);
+  ~impl();
+
+  std::string index_dir() const { return dir + "/index"; }
+  std::string packs_dir() const { return dir + "/packs"; }
+  std::string staging_dir() const { return dir + "/staging"; }
+  std::string pack_path(uint64_t id) const {
+    return packs_dir() + "/" + detail::pack_name(id);
+  }
+
+  /// Runs a fault point: the option hook, then BREVIS_STORE_KILL_AT.
+  void hit(std::string_view point);
+
+  /// Grows the map (doubling, up to opt.max_map_size) or throws no_space.
+  void grow_map();
+  /// Picks up a map size another process set.
+  void adopt_map_size();
+
+  /// Runs f(txn&) in a read transaction.
+  template <typename F>
+  auto read_txn(F&& f) const {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        std::shared_lock lk(env_lock);
+        detail::txn t(env, false);
+        return f(t);
+      } catch (detail::map_resized const&) {
+        if (attempt > 3) throw;
+        const_cast<impl*>(this)->adopt_map_size();
+      }
+    }
+  }
+
+  /// Holds the writer lock (this process's mutex and the store's flock).
+  class writer_guard {
+   public:
+    explicit writer_guard(impl& s);
+    ~writer_guard();
+    writer_guard(writer_guard const&) = delete;
+    writer_guard& operator=(writer_guard const&) = delete;
+
+   private:
+    impl& s_;
+  };
+
+  /// Runs f(txn&) in a write transaction under the writer lock and commits
+  /// it; grows the map and runs f again when it fills.
+  template <typename F>
+  auto write_txn(F&& f) {
+    writer_guard g(*this);
+    return write_txn_locked(f);
+  }
+  /// Same, for a caller that already holds the writer lock.
+  template <typename F>
+  auto write_txn_locked(F&& f) {
+    for (;;) {
+      try {
+        std::shared_lock lk(env_lock);
+        detail::txn t(env, true);
+        auto r = f(t);
+        if (t.get()) t.commit();  // f may commit itself
+        return r;
+      } catch (detail::map_full const&) {
+        grow_map();
+      } catch (detail::map_resized const&) {
+        adopt_map_size();
+      }
+    }
+  }
+
+  std::shared_ptr<codec::node const> program(detail::txn const& t,
+                                             uint64_t hash) const;
+  std::shared_ptr<detail::pack_file> pack_for_read(uint64_t id) const;
+  void forget_pack(uint64_t id) const;
+
+  detail::inode_rec get_inode(detail::txn const& t, uint64_t ino) const;
+  /// Drops one chunk reference to a payload; frees it at zero.
+  void unref_payload(detail::txn& t, detail::payload_key const& key);
+  void add_live(detail::txn& t, uint64_t pack, int64_t delta);
+  /// Deletes an inode's chunk records and drops their references.
+  void drop_inode(detail::txn& t, uint64_t ino);
+  uint64_t next_counter(detail::txn& t, char const* name, uint64_t first);
+
+  void recover();
+};
+
+inode_attr to_attr(uint64_t ino, detail::inode_rec const& r);
+
+}  // namespace brevis::fs

@@ -1,0 +1,461 @@
+// fsck and gc: the store's maintenance passes.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codec/core/checksum.h"
+#include "codec/dsl/interpreter.h"
+#include "fs/store/store_impl.h"
+
+namespace brevis::fs {
+
+using namespace detail;
+
+namespace {
+
+struct record_info {
+  payload_key key;
+  uint64_t length = 0;
+  bool ok = false;
+};
+
+struct inode_check {
+  inode_rec rec;
+  uint64_t covered = 0;  // contiguous bytes from 0 seen so far
+  uint64_t chunks = 0;
+  uint64_t stored = 0;
+  uint64_t links = 0;  // directory entries naming it
+  bool gap = false;
+  std::string bad;  // why it cannot be read, empty when it can
+};
+
+std::string ino_name(uint64_t ino) { return "inode " + std::to_string(ino); }
+
+}  // namespace
+
+fsck_report store::fsck(fsck_options const& opt) {
+  impl& s = *impl_;
+  fsck_report rep;
+  std::optional<impl::writer_guard> guard;
+  if (opt.repair) guard.emplace(s);
+
+  std::map<uint64_t, pack_rec> packs;
+  std::map<std::pair<uint64_t, uint64_t>, record_info> records;
+  std::map<uint64_t, inode_check> inodes;
+  std::map<codec::bytes, uint64_t> dangling_dirents;  // key -> target
+  std::vector<std::array<uint8_t, 16>> dangling_chunks;
+  std::unordered_map<payload_key, payload_rec, payload_key_hash> payloads;
+  std::unordered_map<payload_key, uint64_t, payload_key_hash> refs;
+  std::unordered_set<payload_key, payload_key_hash> bad_payloads;
+
+  s.read_txn([&](txn& t) {
+    {
+      cursor c(t, s.packs);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        packs[read_be64(c.key().data())] = decode_pack(c.value());
+      }
+    }
+    for (auto const& [id, pr] : packs) {
+      std::string const name = pack_name(id);
+      std::unique_ptr<pack_file> p;
+      try {
+        p = std::make_unique<pack_file>(s.pack_path(id), false, false);
+      } catch (store_error const& e) {
+        rep.problems.push_back(name + ": " + e.what());
+        continue;
+      }
+      uint64_t const size = p->file_size();
+      if (size < pr.end) {
+        rep.problems.push_back(name + ": " + std::to_string(pr.end - size) +
+                               " committed bytes are missing");
+      }
+      uint64_t const stop = p->scan(
+          pr.end,
+          [&](uint64_t off, payload_key const& k, uint64_t len, bool ok) {
+            // A damaged record no payload points at is garbage gc drops;
+            // damaged live ones are reported through their payload below.
+            ++rep.records;
+            records[{id, off}] = {k, len, ok};
+          });
+      if (stop < std::min(pr.end, size)) {
+        rep.problems.push_back(name + ": unreadable record header at " +
+                               std::to_string(stop) +
+                               "; later records are not checked");
+      }
+    }
+    {
+      cursor c(t, s.payloads);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        payload_key k;
+        std::memcpy(k.b.data(), c.key().data(),
+                    std::min<size_t>(16, c.key().size()));
+        payload_rec pr = decode_payload(c.value());
+        payloads[k] = pr;
+        auto it = records.find({pr.pack, pr.offset});
+        bool good = it != records.end() && it->second.key == k &&
+                    it->second.length == pr.length && it->second.ok;
+        if (it == records.end()) {
+          // Past a header the scan could not read: try the record itself.
+          try {
+            s.pack_for_read(pr.pack)->read_record(pr.offset, k, pr.length);
+            good = true;
+          } catch (store_error const&) {
+          }
+        }
+        if (!good) {
+          bad_payloads.insert(k);
+          rep.problems.push_back(
+              "payload " + k.hex() + " (" + pack_name(pr.pack) + " at " +
+              std::to_string(pr.offset) + "): no valid record there");
+        }
+      }
+    }
+    {
+      cursor c(t, s.inodes);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        inodes[read_be64(c.key().data())].rec = decode_inode(c.value());
+      }
+    }
+    {
+      cursor c(t, s.dirents);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        codec::bytes k(c.key().begin(), c.key().end());
+        uint64_t const target = c.value().size() == 8
+                                    ? codec::load_le<uint64_t>(c.value().data())
+                                    : 0;
+        auto it = inodes.find(target);
+        if (it == inodes.end()) {
+          dangling_dirents[k] = target;
+          rep.problems.push_back("directory entry '" +
+                                 std::string(k.begin() + 8, k.end()) +
+                                 "' names missing " + ino_name(target));
+        } else {
+          ++it->second.links;
+        }
+      }
+    }
+    cursor c(t, s.chunks);
+    codec::bytes out;
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      ++rep.chunks;
+      uint64_t const ino = read_be64(c.key().data());
+      uint64_t const off = read_be64(c.key().data() + 8);
+      chunk_rec const cr = decode_chunk(c.value());
+      auto it = inodes.find(ino);
+      if (it == inodes.end()) {
+        std::memcpy(dangling_chunks.emplace_back().data(), c.key().data(), 16);
+        rep.problems.push_back("chunk record of missing " + ino_name(ino));
+        continue;
+      }
+      inode_check& ic = it->second;
+      ++refs[cr.payload];
+      ++ic.chunks;
+      if (off != ic.covered) ic.gap = true;
+      ic.covered = off + cr.length;
+      auto set_bad = [&](std::string why) {
+        if (ic.bad.empty())
+          ic.bad = "bytes " + std::to_string(off) + ": " + why;
+      };
+      auto pit = payloads.find(cr.payload);
+      if (pit == payloads.end()) {
+        set_bad("payload " + cr.payload.hex() + " is missing");
+        continue;
+      }
+      ic.stored += pit->second.length;
+      if (bad_payloads.count(cr.payload)) {
+        set_bad("payload " + cr.payload.hex() + " is damaged");
+        continue;
+      }
+      std::shared_ptr<codec::node const> prog;
+      try {
+        prog = s.program(t, cr.program);
+      } catch (store_error const& e) {
+        set_bad(e.what());
+        continue;
+      }
+      if (!opt.decode) continue;
+      try {
+        codec::bytes payload = s.pack_for_read(pit->second.pack)
+                                   ->read_record(pit->second.offset, cr.payload,
+                                                 pit->second.length);
+        out.resize(cr.length);
+        codec::decode_chunk(*prog, payload, cr.length, out.data());
+        if (codec::xxh3(out) != cr.checksum) set_bad("checksum mismatch");
+      } catch (std::exception const& e) {
+        set_bad(e.what());
+      }
+    }
+    return 0;
+  });
+
+  for (auto& [ino, ic] : inodes) {
+    if (S_ISDIR(ic.rec.mode)) continue;
+    ++rep.files;
+    if (ic.bad.empty() && (ic.gap || ic.covered != ic.rec.size)) {
+      ic.bad = "chunk records do not cover the file";
+    }
+    if (ic.bad.empty() && ic.chunks != ic.rec.chunk_count) {
+      ic.bad = "chunk count " + std::to_string(ic.chunks) + ", inode says " +
+               std::to_string(ic.rec.chunk_count);
+    }
+    if (!ic.bad.empty()) {
+      rep.problems.push_back(ino_name(ino) + " cannot be read: " + ic.bad);
+    } else if (ic.links == 0) {
+      rep.problems.push_back(ino_name(ino) + " has no directory entry");
+    } else if (ic.links != ic.rec.nlink) {
+      rep.problems.push_back(ino_name(ino) + " link count " +
+                             std::to_string(ic.rec.nlink) + ", entries " +
+                             std::to_string(ic.links));
+    }
+  }
+  std::map<uint64_t, uint64_t> live;
+  for (auto const& [k, pr] : payloads) {
+    uint64_t const want = refs.count(k) ? refs[k] : 0;
+    if (pr.refs != want) {
+      rep.problems.push_back("payload " + k.hex() + " reference count " +
+                             std::to_string(pr.refs) + ", expected " +
+                             std::to_string(want));
+    }
+    live[pr.pack] += record_size(pr.length);
+  }
+  for (auto const& [id, pr] : packs) {
+    if (pr.live != live[id]) {
+      rep.problems.push_back(pack_name(id) + ": live bytes " +
+                             std::to_string(pr.live) + ", expected " +
+                             std::to_string(live[id]));
+    }
+  }
+  if (!opt.repair || rep.problems.empty()) return rep;
+
+  // Repair: drop what cannot be read, then recount from what is left.
+  s.write_txn_locked([&](txn& t) {
+    std::vector<std::string> repairs;
+    std::unordered_set<uint64_t> drop;
+    for (auto const& [ino, ic] : inodes) {
+      if (S_ISDIR(ic.rec.mode)) continue;
+      if (!ic.bad.empty() || ic.links == 0) drop.insert(ino);
+    }
+    {
+      std::vector<codec::bytes> del;
+      cursor c(t, s.dirents);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        uint64_t const target = c.value().size() == 8
+                                    ? codec::load_le<uint64_t>(c.value().data())
+                                    : 0;
+        if (drop.count(target) || !inodes.count(target)) {
+          del.emplace_back(c.key().begin(), c.key().end());
+        }
+      }
+      for (auto const& k : del) {
+        t.del(s.dirents, k);
+        repairs.push_back("removed directory entry '" +
+                          std::string(k.begin() + 8, k.end()) + "'");
+      }
+    }
+    for (uint64_t ino : drop) {
+      std::vector<std::array<uint8_t, 16>> keys;
+      cursor c(t, s.chunks);
+      for (bool ok = c.seek(chunk_key(ino, 0)); ok; ok = c.next()) {
+        if (read_be64(c.key().data()) != ino) break;
+        std::memcpy(keys.emplace_back().data(), c.key().data(), 16);
+      }
+      for (auto const& k : keys) t.del(s.chunks, k);
+      t.del(s.inodes, inode_key(ino));
+      repairs.push_back("removed unreadable " + ino_name(ino));
+    }
+    for (auto const& k : dangling_chunks) t.del(s.chunks, k);
+    if (!dangling_chunks.empty()) {
+      repairs.push_back("removed " + std::to_string(dangling_chunks.size()) +
+                        " chunk records of missing inodes");
+    }
+    for (auto& [ino, ic] : inodes) {
+      if (drop.count(ino) || S_ISDIR(ic.rec.mode)) continue;
+      if (ic.rec.nlink != ic.links) {
+        ic.rec.nlink = static_cast<uint32_t>(ic.links);
+        t.put(s.inodes, inode_key(ino), encode(ic.rec));
+        repairs.push_back("fixed the link count of " + ino_name(ino));
+      }
+    }
+    // Recount references from the chunk records that remain.
+    std::unordered_map<payload_key, uint64_t, payload_key_hash> count;
+    {
+      cursor c(t, s.chunks);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        ++count[decode_chunk(c.value()).payload];
+      }
+    }
+    std::map<uint64_t, uint64_t> new_live;
+    uint64_t fixed = 0, removed = 0;
+    for (auto const& [k, pr0] : payloads) {
+      payload_rec pr = pr0;
+      uint64_t const n = count.count(k) ? count[k] : 0;
+      if (n == 0 || bad_payloads.count(k)) {
+        t.del(s.payloads, k.b);
+        ++removed;
+        continue;
+      }
+      if (pr.refs != n) {
+        pr.refs = n;
+        t.put(s.payloads, k.b, encode(pr));
+        ++fixed;
+      }
+      new_live[pr.pack] += record_size(pr.length);
+    }
+    if (fixed) {
+      repairs.push_back("fixed " + std::to_string(fixed) + " reference counts");
+    }
+    if (removed) {
+      repairs.push_back("removed " + std::to_string(removed) +
+                        " unreferenced or damaged payload records");
+    }
+    for (auto const& [id, pr0] : packs) {
+      pack_rec pr = pr0;
+      if (pr.live != new_live[id]) {
+        pr.live = new_live[id];
+        t.put(s.packs, pack_key(id), encode(pr));
+        repairs.push_back(pack_name(id) + ": fixed live bytes");
+      }
+    }
+    rep.repairs = std::move(repairs);
+    return 0;
+  });
+  return rep;
+}
+
+gc_report store::gc(double threshold) {
+  impl& s = *impl_;
+  gc_report rep;
+  impl::writer_guard guard(s);
+
+  std::map<uint64_t, pack_rec> packs = s.read_txn([&](txn& t) {
+    std::map<uint64_t, pack_rec> m;
+    cursor c(t, s.packs);
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      m[read_be64(c.key().data())] = decode_pack(c.value());
+    }
+    return m;
+  });
+
+  std::unique_ptr<pack_file> dest;
+  uint64_t dest_id = 0;
+  pack_rec dest_rec;
+  for (auto const& [id, pr] : packs) {
+    uint64_t const body =
+        pr.end > pack_header_size ? pr.end - pack_header_size : 0;
+    if (id == dest_id) continue;
+    bool const empty = pr.live == 0;
+    if (!empty &&
+        static_cast<double>(pr.live) >= threshold * static_cast<double>(body)) {
+      continue;
+    }
+    // Live records of this pack, verified as they are copied.
+    std::vector<std::pair<payload_key, payload_rec>> live;
+    if (!empty) {
+      live = s.read_txn([&](txn& t) {
+        std::vector<std::pair<payload_key, payload_rec>> v;
+        cursor c(t, s.payloads);
+        for (bool ok = c.first(); ok; ok = c.next()) {
+          payload_rec r = decode_payload(c.value());
+          if (r.pack != id) continue;
+          payload_key k;
+          std::memcpy(k.b.data(), c.key().data(), 16);
+          v.emplace_back(k, r);
+        }
+        return v;
+      });
+    }
+    std::vector<std::pair<payload_key, uint64_t>> moved;  // key, new offset
+    bool unreadable = false;
+    if (!live.empty()) {
+      pack_file src(s.pack_path(id), false, false);
+      if (!dest) {
+        dest_id = s.write_txn_locked(
+            [&](txn& t) { return s.next_counter(t, "next_pack", 1); });
+        dest = std::make_unique<pack_file>(s.pack_path(dest_id), true, true);
+        dest_rec = {pack_header_size, 0};
+      }
+      uint64_t pos = dest_rec.end;
+      for (auto const& [k, r] : live) {
+        codec::bytes payload;
+        try {
+          payload = src.read_record(r.offset, k, r.length);
+        } catch (store_error const& e) {
+          if (e.code() != store_errc::corrupt) throw;
+          unreadable = true;  // fsck --repair decides about it
+          break;
+        }
+        moved.emplace_back(k, pos);
+        pos = dest->write_record(pos, k, payload);
+        rep.bytes_moved += payload.size();
+      }
+      if (unreadable) {
+        dest->truncate(dest_rec.end);
+        continue;
+      }
+      dest->sync();
+      s.hit("gc_copied");
+      s.write_txn_locked([&](txn& t) {
+        for (auto const& [k, off] : moved) {
+          auto v = t.get(s.payloads, k.b);
+          if (!v) continue;
+          payload_rec r = decode_payload(*v);
+          r.pack = dest_id;
+          r.offset = off;
+          t.put(s.payloads, k.b, encode(r));
+          dest_rec.live += record_size(r.length);
+        }
+        dest_rec.end = pos;
+        t.put(s.packs, pack_key(dest_id), encode(dest_rec));
+        t.del(s.packs, pack_key(id));
+        return 0;
+      });
+      rep.records_moved += moved.size();
+      ++rep.packs_rewritten;
+    } else {
+      s.write_txn_locked([&](txn& t) { return t.del(s.packs, pack_key(id)); });
+      ++rep.packs_removed;
+    }
+    s.hit("gc_committed");
+    s.forget_pack(id);
+    std::string const path = s.pack_path(id);
+    struct stat st;
+    uint64_t const size =
+        ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      store_fail_errno(errno, "unlink " + path);
+    }
+    rep.bytes_reclaimed += size;
+  }
+  if (dest) rep.bytes_reclaimed -= std::min(rep.bytes_reclaimed, dest_rec.end);
+
+  // Programs no chunk uses any more.
+  rep.programs_removed = s.write_txn_locked([&](txn& t) {
+    std::unordered_set<uint64_t> used;
+    {
+      cursor c(t, s.chunks);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        used.insert(decode_chunk(c.value()).program);
+      }
+    }
+    std::vector<uint64_t> drop;
+    {
+      cursor c(t, s.programs);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        uint64_t h = read_be64(c.key().data());
+        if (!used.count(h)) drop.push_back(h);
+      }
+    }
+    for (uint64_t h : drop) t.del(s.programs, program_key(h));
+    return static_cast<uint64_t>(drop.size());
+  });
+  return rep;
+}
+
+}  // namespace brevis::fs

@@ -1,0 +1,291 @@
+// `brevis store add|get|ls|rm`, `brevis stats`, `brevis fsck`, `brevis gc`:
+// the program store without a mount, through the same fs::store code paths
+// the mount uses.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "codec/choose/chooser.h"
+#include "fs/store/store.h"
+#include "src/commands.h"
+#include "src/input.h"
+#include "src/output_file.h"
+#include "src/progress.h"
+#include "src/report.h"
+
+namespace brevis::cli {
+namespace {
+
+std::unique_ptr<fs::store> open_store(store_cli_options const& opt,
+                                      bool create) {
+  fs::store_options so;
+  so.create = create;
+  if (opt.chunk_size) so.chunk_size = opt.chunk_size;
+  auto s = std::make_unique<fs::store>(opt.store, so);
+  fs::open_report const& r = s->report();
+  if (opt.common.verbosity >= 1) {
+    for (auto const& t : r.truncated) {
+      report_error(opt.store, "truncated an interrupted append: " + t);
+    }
+    for (auto const& p : r.removed_packs) {
+      report_error(opt.store, "removed uncommitted pack " + p);
+    }
+    for (auto const& p : r.short_packs) {
+      report_error(opt.store, "pack damaged: " + p + " (run brevis fsck)");
+    }
+    for (auto const& n : r.staged_uncommitted) {
+      report_error(opt.store, "staged file without a committed version: " + n);
+    }
+  }
+  return s;
+}
+
+double ratio(uint64_t logical, uint64_t stored) {
+  return stored ? static_cast<double>(logical) / static_cast<double>(stored)
+                : 0.0;
+}
+
+int store_add(store_cli_options const& opt) {
+  if (!opt.as.empty() && opt.files.size() != 1) {
+    report_error(opt.store, "--as takes exactly one file");
+    return 1;
+  }
+  // A file size limit makes writes fail with EFBIG (reported as no space)
+  // instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::unique_ptr<fs::store> s;
+  try {
+    s = open_store(opt, true);
+  } catch (std::exception const& e) {
+    report_error(opt.store, e.what());
+    return 1;
+  }
+  auto chooser = codec::make_candidate_chooser();
+  return for_each_input(opt.files, [&](std::string const& path) {
+    input in = load_input(path);
+    std::string const name = opt.as.empty() ? base_name(path) : opt.as;
+    int64_t mtime = 0;
+    uint32_t mode = 0644;
+    if (in.is_regular) {
+      mtime =
+          int64_t{in.st.st_mtim.tv_sec} * 1000000000 + in.st.st_mtim.tv_nsec;
+      mode = in.st.st_mode & 07777;
+    }
+    fs::add_result r =
+        s->add_file(fs::root_inode, name, in.data(), *chooser, mode, mtime);
+    if (opt.common.verbosity >= 2) {
+      std::fprintf(stderr,
+                   "%s: %s -> %s referenced, %s new (ratio %.3f, %llu of "
+                   "%llu chunks deduplicated)\n",
+                   name.c_str(), human_size(r.size).c_str(),
+                   human_size(r.stored).c_str(), human_size(r.written).c_str(),
+                   ratio(r.size, r.stored),
+                   static_cast<unsigned long long>(r.dedup_chunks),
+                   static_cast<unsigned long long>(r.chunks));
+    }
+  });
+}
+
+int store_get(store_cli_options const& opt) {
+  return for_each_input(opt.files, [&](std::string const& name) {
+    auto s = open_store(opt, false);
+    auto ino = s->lookup(fs::root_inode, name);
+    if (!ino) {
+      throw fs::store_error(fs::store_errc::not_found,
+                            "no such file in " + opt.store);
+    }
+    fs::inode_attr const a = s->stat(*ino);
+    std::string const out_path = opt.output.empty() ? name : opt.output;
+    struct stat like {};
+    like.st_mode = S_IFREG | (a.mode & 07777);
+    like.st_mtim.tv_sec = a.mtime_ns / 1000000000;
+    like.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
+    like.st_atim = like.st_mtim;
+    output_file out(out_path, opt.common.force, &like);
+    // Windows of many chunks, so each read decodes them in parallel.
+    size_t const window = size_t{opt.common.threads} * 8 << 20;
+    codec::bytes buf(std::min<uint64_t>(window, a.size));
+    XXH3_state_t* h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    struct free_state {
+      XXH3_state_t* h;
+      ~free_state() { XXH3_freeState(h); }
+    } guard{h};
+    for (uint64_t off = 0; off < a.size;) {
+      size_t n = s->read(*ino, off, buf.size(), buf.data());
+      if (n == 0) break;
+      XXH3_64bits_update(h, buf.data(), n);
+      out.write(codec::byte_view(buf.data(), n));
+      off += n;
+    }
+    if (XXH3_64bits_digest(h) != a.checksum) {
+      throw fs::store_error(fs::store_errc::corrupt,
+                            "whole-file checksum mismatch");
+    }
+    out.commit();
+  });
+}
+
+int store_rm(store_cli_options const& opt) {
+  std::unique_ptr<fs::store> s;
+  try {
+    s = open_store(opt, false);
+  } catch (std::exception const& e) {
+    report_error(opt.store, e.what());
+    return 1;
+  }
+  return for_each_input(opt.files, [&](std::string const& name) {
+    s->unlink(fs::root_inode, name);
+  });
+}
+
+int store_ls(store_cli_options const& opt) {
+  return for_each_input({opt.store}, [&](std::string const&) {
+    auto s = open_store(opt, false);
+    std::printf("%-40s %12s %12s %7s  %s\n", "NAME", "SIZE", "STORED", "RATIO",
+                "STATE");
+    for (fs::dir_entry const& e : s->list(fs::root_inode)) {
+      std::printf(
+          "%-40s %12llu %12llu %7.3f  %s\n", e.name.c_str(),
+          static_cast<unsigned long long>(e.attr.size),
+          static_cast<unsigned long long>(e.attr.stored),
+          ratio(e.attr.size, e.attr.stored),
+          e.attr.state == fs::file_state::staged ? "staged" : "compressed");
+    }
+  });
+}
+
+int store_stats(store_cli_options const& opt) {
+  return for_each_input({opt.store}, [&](std::string const&) {
+    auto s = open_store(opt, false);
+    fs::store_stats const t = s->stats();
+    auto pct = [](uint64_t a, uint64_t b) {
+      return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0;
+    };
+    std::printf("files:          %llu\n",
+                static_cast<unsigned long long>(t.files));
+    std::printf("logical:        %llu (%s)\n",
+                static_cast<unsigned long long>(t.logical),
+                human_size(t.logical).c_str());
+    std::printf("stored:         %llu (%s), ratio %.3f\n",
+                static_cast<unsigned long long>(t.unique),
+                human_size(t.unique).c_str(), ratio(t.logical, t.unique));
+    std::printf("savings:        %llu (%.1f%%)\n",
+                static_cast<unsigned long long>(t.logical -
+                                                std::min(t.logical, t.unique)),
+                pct(t.logical - std::min(t.logical, t.unique), t.logical));
+    std::printf("dedup savings:  %llu (%.1f%% of referenced payload)\n",
+                static_cast<unsigned long long>(t.referenced - t.unique),
+                pct(t.referenced - t.unique, t.referenced));
+    std::printf("payloads:       %llu, programs %llu\n",
+                static_cast<unsigned long long>(t.payloads),
+                static_cast<unsigned long long>(t.programs));
+    std::printf("packs:          %llu, %llu bytes, %.1f%% live\n",
+                static_cast<unsigned long long>(t.packs),
+                static_cast<unsigned long long>(t.pack_bytes),
+                pct(t.live_bytes, t.pack_bytes));
+    std::printf("index:          %s used of a %s map\n",
+                human_size(t.map_used).c_str(), human_size(t.map_size).c_str());
+  });
+}
+
+int store_fsck(store_cli_options const& opt) {
+  int status = 0;
+  int r = for_each_input({opt.store}, [&](std::string const&) {
+    auto s = open_store(opt, false);
+    fs::fsck_options fo;
+    fo.repair = opt.repair;
+    fs::fsck_report const rep = s->fsck(fo);
+    for (auto const& p : rep.problems) std::printf("problem: %s\n", p.c_str());
+    for (auto const& p : rep.repairs) std::printf("repaired: %s\n", p.c_str());
+    std::printf("%llu files, %llu chunks, %llu pack records checked: %s\n",
+                static_cast<unsigned long long>(rep.files),
+                static_cast<unsigned long long>(rep.chunks),
+                static_cast<unsigned long long>(rep.records),
+                rep.clean()  ? "clean"
+                : opt.repair ? "repaired"
+                             : "PROBLEMS (run brevis fsck --repair)");
+    if (!rep.clean() && !opt.repair) status = 1;
+  });
+  return r ? r : status;
+}
+
+int store_gc(store_cli_options const& opt) {
+  return for_each_input({opt.store}, [&](std::string const&) {
+    auto s = open_store(opt, false);
+    fs::gc_report const g = s->gc(opt.threshold);
+    std::printf(
+        "gc: %llu packs rewritten, %llu removed, %llu records moved (%s), "
+        "%s reclaimed, %llu programs dropped\n",
+        static_cast<unsigned long long>(g.packs_rewritten),
+        static_cast<unsigned long long>(g.packs_removed),
+        static_cast<unsigned long long>(g.records_moved),
+        human_size(g.bytes_moved).c_str(),
+        human_size(g.bytes_reclaimed).c_str(),
+        static_cast<unsigned long long>(g.programs_removed));
+  });
+}
+
+// Random reads of one stored file, after dropping the packs from the page
+// cache: what a mount serving random access would see, without FUSE.
+int store_read_bench(store_cli_options const& opt) {
+  return for_each_input(opt.files, [&](std::string const& name) {
+    std::string const packs = opt.store + "/packs";
+    if (DIR* d = ::opendir(packs.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string p = packs + "/" + e->d_name;
+        int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ::fdatasync(fd);
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        ::close(fd);
+      }
+      ::closedir(d);
+    }
+    auto s = open_store(opt, false);
+    auto ino = s->lookup(fs::root_inode, name);
+    if (!ino) {
+      throw fs::store_error(fs::store_errc::not_found,
+                            "no such file in " + opt.store);
+    }
+    uint64_t const size = s->stat(*ino).size;
+    size_t const len = static_cast<size_t>(std::min<uint64_t>(128 << 10, size));
+    codec::bytes buf(len);
+    std::mt19937_64 rng(1);
+    auto const start = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < opt.read_count; ++i) {
+      uint64_t off = size > len ? rng() % (size - len) : 0;
+      s->read(*ino, off, len, buf.data());
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::printf("%u random %zu-byte reads: %.1f reads/s, %.1f MB/s\n",
+                opt.read_count, len, opt.read_count / secs,
+                opt.read_count * static_cast<double>(len) / 1e6 / secs);
+  });
+}
+
+}  // namespace
+
+int run_store(store_cli_options const& opt) {
+  if (opt.action == "add") return store_add(opt);
+  if (opt.action == "get") return store_get(opt);
+  if (opt.action == "rm") return store_rm(opt);
+  if (opt.action == "ls") return store_ls(opt);
+  if (opt.action == "read-bench") return store_read_bench(opt);
+  if (opt.action == "stats") return store_stats(opt);
+  if (opt.action == "fsck") return store_fsck(opt);
+  return store_gc(opt);
+}
+
+}  // namespace brevis::cli

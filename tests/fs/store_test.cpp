@@ -1,0 +1,391 @@
+// The store on its own: real LMDB and pack files in temporary directories.
+
+#include "fs/store/store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "codec/choose/chooser.h"
+#include "tests/cli/helpers.h"
+
+namespace brevis::fs {
+namespace {
+
+using cli_test::temp_dir;
+namespace stdfs = std::filesystem;
+
+codec::byte_view view(std::string const& s) { return codec::as_bytes(s); }
+
+std::string checkpoint(uint64_t seed, size_t elems = 200000) {
+  return cli_test::make_safetensors(
+      {{"a.weight",
+        "BF16",
+        {elems / 2},
+        cli_test::bf16_weights(elems / 2, seed)},
+       {"b.bias",
+        "BF16",
+        {elems / 2},
+        cli_test::bf16_weights(elems / 2, seed + 1)}});
+}
+
+store_options small_chunks() {
+  store_options o;
+  o.chunk_size = 64 << 10;
+  return o;
+}
+
+std::string read_all(store const& s, uint64_t ino) {
+  std::string out(s.stat(ino).size, '\0');
+  size_t n = s.read(ino, 0, out.size(), reinterpret_cast<uint8_t*>(out.data()));
+  out.resize(n);
+  return out;
+}
+
+uint64_t add(store& s, std::string const& name, std::string const& data,
+             add_result* res = nullptr) {
+  static auto chooser = codec::make_candidate_chooser();
+  add_result r = s.add_file(root_inode, name, view(data), *chooser, 0644, 0);
+  if (res) *res = r;
+  return r.ino;
+}
+
+::testing::AssertionResult fsck_clean(store& s) {
+  fsck_report r = s.fsck({});
+  if (r.clean()) return ::testing::AssertionSuccess();
+  auto f = ::testing::AssertionFailure();
+  for (auto const& p : r.problems) f << p << "\n";
+  return f;
+}
+
+std::vector<stdfs::path> pack_files(stdfs::path const& dir) {
+  std::vector<stdfs::path> v;
+  for (auto const& e : stdfs::directory_iterator(dir / "packs")) {
+    v.push_back(e.path());
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(store_test, add_and_read_back) {
+  temp_dir d;
+  std::string const data = checkpoint(1);
+  store s((d / "s").string(), small_chunks());
+  add_result r;
+  uint64_t ino = add(s, "model.safetensors", data, &r);
+  EXPECT_GT(r.chunks, 4u);
+  EXPECT_LT(r.written, data.size());
+  EXPECT_EQ(read_all(s, ino), data);
+  EXPECT_EQ(s.lookup(root_inode, "model.safetensors"), ino);
+  // Random ranges, including ones across chunk edges and past the end.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 40; ++i) {
+    uint64_t off = rng() % data.size();
+    size_t len = rng() % (200 << 10);
+    std::string buf(len, '\0');
+    size_t n = s.read(ino, off, len, reinterpret_cast<uint8_t*>(buf.data()));
+    ASSERT_EQ(n, std::min<uint64_t>(len, data.size() - off));
+    ASSERT_EQ(buf.substr(0, n), data.substr(off, n)) << off << "+" << len;
+  }
+  auto ls = s.list(root_inode);
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_EQ(ls[0].name, "model.safetensors");
+  EXPECT_EQ(ls[0].attr.size, data.size());
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, empty_and_tiny_files) {
+  temp_dir d;
+  store s((d / "s").string());
+  uint64_t a = add(s, "empty", "");
+  uint64_t b = add(s, "tiny", "xyz");
+  EXPECT_EQ(read_all(s, a), "");
+  EXPECT_EQ(read_all(s, b), "xyz");
+  EXPECT_THROW(add(s, "a/b", "x"), store_error);
+  EXPECT_THROW(add(s, "", "x"), store_error);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, reopen_keeps_files) {
+  temp_dir d;
+  std::string const data = checkpoint(2);
+  {
+    store s((d / "s").string(), small_chunks());
+    add(s, "m", data);
+  }
+  store s((d / "s").string(), small_chunks());
+  EXPECT_TRUE(s.report().truncated.empty());
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), data);
+}
+
+TEST(store_test, open_missing_without_create_fails) {
+  temp_dir d;
+  store_options o;
+  o.create = false;
+  try {
+    store s((d / "nope").string(), o);
+    FAIL();
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::bad_store);
+  }
+}
+
+TEST(store_test, dedup_same_file_twice) {
+  temp_dir d;
+  std::string const data = checkpoint(3);
+  store s((d / "s").string(), small_chunks());
+  add_result r1, r2;
+  uint64_t a = add(s, "one", data, &r1);
+  uint64_t b = add(s, "two", data, &r2);
+  EXPECT_GT(r1.written, 0u);
+  EXPECT_EQ(r2.written, 0u);
+  EXPECT_EQ(r2.dedup_chunks, r2.chunks);
+  store_stats st = s.stats();
+  EXPECT_EQ(st.files, 2u);
+  EXPECT_EQ(st.logical, 2 * data.size());
+  EXPECT_EQ(st.referenced, 2 * st.unique);
+  s.unlink(root_inode, "one");
+  EXPECT_EQ(read_all(s, b), data);
+  EXPECT_THROW(s.stat(a), store_error);
+  EXPECT_TRUE(fsck_clean(s));
+  s.unlink(root_inode, "two");
+  st = s.stats();
+  EXPECT_EQ(st.payloads, 0u);
+  EXPECT_EQ(st.live_bytes, 0u);
+  gc_report g = s.gc();
+  EXPECT_EQ(g.packs_removed, 1u);
+  EXPECT_TRUE(pack_files(d / "s").empty());
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, shared_tensor_across_checkpoints_stored_once) {
+  temp_dir d;
+  std::string const shared = cli_test::bf16_weights(100000, 9);
+  std::string const c1 = cli_test::make_safetensors(
+      {{"emb", "BF16", {100000}, shared},
+       {"x", "BF16", {50000}, cli_test::bf16_weights(50000, 10)}});
+  std::string const c2 = cli_test::make_safetensors(
+      {{"emb", "BF16", {100000}, shared},
+       {"y", "BF16", {50000}, cli_test::bf16_weights(50000, 11)}});
+  store s((d / "s").string(), small_chunks());
+  add_result r1, r2;
+  add(s, "c1", c1, &r1);
+  add(s, "c2", c2, &r2);
+  // The chunks of the shared tensor (aligned identically) are not rewritten.
+  EXPECT_GT(r2.dedup_chunks, 0u);
+  EXPECT_LT(r2.written, r1.written * 3 / 4);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
+}
+
+TEST(store_test, replace_drops_old_version) {
+  temp_dir d;
+  store s((d / "s").string(), small_chunks());
+  add(s, "m", checkpoint(4));
+  add_result r;
+  std::string const v2 = checkpoint(5);
+  add(s, "m", v2, &r);
+  EXPECT_TRUE(r.replaced);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), v2);
+  store_stats st = s.stats();
+  EXPECT_EQ(st.files, 1u);
+  EXPECT_EQ(st.unique, st.referenced);
+  EXPECT_LT(st.live_bytes, st.pack_bytes);
+  EXPECT_TRUE(fsck_clean(s));
+  gc_report g = s.gc(0.9);
+  EXPECT_GT(g.bytes_reclaimed, 0u);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), v2);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, corrupt_payload_is_an_error_and_repair_removes_it) {
+  temp_dir d;
+  std::string const good = checkpoint(6);
+  std::string const bad = checkpoint(7);
+  {
+    store s((d / "s").string(), small_chunks());
+    add(s, "good", good);
+    add(s, "bad", bad);
+  }
+  // Flip a byte near the end of the pack: inside the last file's payloads.
+  auto packs = pack_files(d / "s");
+  ASSERT_EQ(packs.size(), 1u);
+  {
+    std::fstream f(packs[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    char c;
+    f.get(c);
+    f.seekp(-100, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+  store s((d / "s").string(), small_chunks());
+  uint64_t const ino = *s.lookup(root_inode, "bad");
+  std::string buf(bad.size(), '\0');
+  try {
+    s.read(ino, 0, buf.size(), reinterpret_cast<uint8_t*>(buf.data()));
+    FAIL() << "read of a corrupt payload succeeded";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::corrupt);
+    EXPECT_EQ(e.errno_value(), EIO);
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos);
+  }
+  fsck_report f = s.fsck({});
+  EXPECT_FALSE(f.clean());
+  fsck_options rep;
+  rep.repair = true;
+  f = s.fsck(rep);
+  EXPECT_FALSE(f.repairs.empty());
+  EXPECT_FALSE(s.lookup(root_inode, "bad"));
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "good")), good);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, uncommitted_tail_is_truncated_on_open) {
+  temp_dir d;
+  std::string const data = checkpoint(8);
+  {
+    store s((d / "s").string(), small_chunks());
+    add(s, "m", data);
+  }
+  auto packs = pack_files(d / "s");
+  auto const size = stdfs::file_size(packs[0]);
+  {
+    std::ofstream f(packs[0], std::ios::app | std::ios::binary);
+    f << std::string(5000, 'z');
+  }
+  // A pack no commit refers to, and a staged file with no committed copy.
+  std::ofstream(d / "s" / "packs" / "000000ff.pack") << "junk";
+  std::ofstream(d / "s" / "staging" / "999") << "staged";
+  store s((d / "s").string(), small_chunks());
+  EXPECT_EQ(s.report().truncated.size(), 1u);
+  EXPECT_EQ(s.report().removed_packs.size(), 1u);
+  EXPECT_EQ(s.report().staged_uncommitted, std::vector<std::string>{"999"});
+  EXPECT_EQ(stdfs::file_size(packs[0]), size);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), data);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, failure_before_commit_leaves_store_unchanged) {
+  temp_dir d;
+  std::string const data = checkpoint(9);
+  store_options o = small_chunks();
+  std::string fail_at;
+  o.fault_hook = [&](std::string_view p) {
+    if (p == fail_at) throw store_error(store_errc::no_space, "injected");
+  };
+  store s((d / "s").string(), o);
+  add(s, "first", data);
+  auto const size = stdfs::file_size(pack_files(d / "s")[0]);
+  for (char const* point : {"pack_write", "pack_synced"}) {
+    fail_at = point;
+    try {
+      add(s, "second", checkpoint(10));
+      FAIL();
+    } catch (store_error const& e) {
+      EXPECT_EQ(e.errno_value(), ENOSPC);
+    }
+    EXPECT_FALSE(s.lookup(root_inode, "second"));
+    EXPECT_EQ(stdfs::file_size(pack_files(d / "s")[0]), size);
+  }
+  fail_at.clear();
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "first")), data);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, full_map_is_enospc_and_consistent) {
+  temp_dir d;
+  store_options o;
+  o.chunk_size = 4096;
+  o.initial_map_size = 256 << 10;
+  o.max_map_size = 512 << 10;
+  std::vector<std::pair<std::string, std::string>> added;
+  {
+    store s((d / "s").string(), o);
+    bool full = false;
+    for (int i = 0; i < 200 && !full; ++i) {
+      std::string data = cli_test::random_bytes(64 << 10, i);
+      std::string name = "f" + std::to_string(i);
+      try {
+        add(s, name, data);
+        added.emplace_back(name, data);
+      } catch (store_error const& e) {
+        EXPECT_EQ(e.code(), store_errc::no_space) << e.what();
+        full = true;
+      }
+    }
+    ASSERT_TRUE(full);
+    ASSERT_GT(added.size(), 2u);
+    EXPECT_EQ(s.stats().map_size, o.max_map_size);  // it grew first
+    // Deleting still works when the map is full (reclaims space).
+    s.unlink(root_inode, added.back().first);
+    added.pop_back();
+  }
+  store s((d / "s").string(), o);
+  EXPECT_TRUE(s.report().truncated.empty());
+  for (auto const& [name, data] : added) {
+    ASSERT_EQ(read_all(s, *s.lookup(root_inode, name)), data);
+  }
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, gc_while_reading) {
+  temp_dir d;
+  store_options o = small_chunks();
+  o.pack_limit = 1 << 20;  // several packs
+  store s((d / "s").string(), o);
+  std::vector<std::string> keep;
+  for (int i = 0; i < 6; ++i) {
+    std::string data = checkpoint(20 + i, 100000);
+    add(s, "f" + std::to_string(i), data);
+    keep.push_back(data);
+  }
+  for (int i = 0; i < 6; i += 2) s.unlink(root_inode, "f" + std::to_string(i));
+  uint64_t const ino = *s.lookup(root_inode, "f1");
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::thread reader([&] {
+    while (!stop) {
+      ASSERT_EQ(read_all(s, ino), keep[1]);
+      ++reads;
+    }
+  });
+  gc_report g = s.gc(0.99);
+  stop = true;
+  reader.join();
+  EXPECT_GT(g.packs_rewritten + g.packs_removed, 0u);
+  EXPECT_GT(g.bytes_reclaimed, 0u);
+  EXPECT_GT(reads.load(), 0);
+  for (int i = 1; i < 6; i += 2) {
+    EXPECT_EQ(read_all(s, *s.lookup(root_inode, "f" + std::to_string(i))),
+              keep[i]);
+  }
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+TEST(store_test, parallel_readers) {
+  temp_dir d;
+  std::string const data = checkpoint(30);
+  store s((d / "s").string(), small_chunks());
+  uint64_t ino = add(s, "m", data);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      for (int i = 0; i < 20; ++i) {
+        uint64_t off = rng() % data.size();
+        std::string buf(128 << 10, '\0');
+        size_t n = s.read(ino, off, buf.size(),
+                          reinterpret_cast<uint8_t*>(buf.data()));
+        ASSERT_EQ(buf.substr(0, n), data.substr(off, n));
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+}
+
+}  // namespace
+}  // namespace brevis::fs
