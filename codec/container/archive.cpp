@@ -9,6 +9,7 @@
 #include "codec/container/index.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/dsl/scratch.h"
 
 namespace brevis::codec {
 namespace {
@@ -128,9 +129,12 @@ bool archive_writer::try_encode(uint32_t program, byte_view in,
   try {
     encode_chunk(programs_[program], in, payload);
     if (!verify_) return true;
-    bytes back(in.size());
+    // Decoding costs about as much as encoding did; the buffer is reused.
+    bytes back = scratch::take(in.size());
     decode_chunk(programs_[program], payload, back.size(), back.data());
-    return std::equal(back.begin(), back.end(), in.begin(), in.end());
+    bool const same = std::equal(back.begin(), back.end(), in.begin());
+    scratch::give(std::move(back));
+    return same;
   } catch (error const&) {
     // errc::domain is the expected refusal; anything else is an operator
     // fault, and the fallback still gives a correct archive.
@@ -145,6 +149,7 @@ encoded_chunk archive_writer::encode(size_t i) const {
   out.program = c.program;
   if (c.is_ref) return out;
   byte_view in = file_.subspan(c.offset, c.length);
+  out.payload.reserve(c.length);  // a payload larger than that is replaced
   bool ok = c.program != 0 && try_encode(c.program, in, out.payload);
   if (ok && out.payload.size() < c.length) return out;
   // Not encodable, or it did not shrink: use the fallback when it is smaller.
