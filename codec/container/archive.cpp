@@ -218,7 +218,9 @@ archive_reader::archive_reader(byte_view archive)
                     errc::truncated, "read past the end of the archive");
             if (length > 0) std::memcpy(out, archive.data() + offset, length);
           },
-          archive.size()) {}
+          archive.size()) {
+  memory_ = archive;
+}
 
 archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
     : read_at_(std::move(read_at)) {
@@ -276,9 +278,19 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
 }
 
 void archive_reader::decode_stored(chunk_entry const& c, uint8_t* out) const {
-  bytes payload(c.payload_length);
+  if (!memory_.empty()) {  // decode in place: no copy of the payload
+    fail_if(c.payload_offset > memory_.size() ||
+                c.payload_length > memory_.size() - c.payload_offset,
+            errc::truncated, "payload past the end of the archive");
+    codec::decode_chunk(programs_[c.program],
+                        memory_.subspan(c.payload_offset, c.payload_length),
+                        c.length, out);
+    return;
+  }
+  bytes payload = scratch::take(c.payload_length);
   read_at_(c.payload_offset, payload.size(), payload.data());
   codec::decode_chunk(programs_[c.program], payload, c.length, out);
+  scratch::give(std::move(payload));
 }
 
 void archive_reader::decode_chunk(size_t i, uint8_t* out) const {

@@ -26,19 +26,24 @@ cache& local() {
 }  // namespace
 
 bytes take(size_t size) {
+  if (size == 0) return {};  // keeps the cached buffers for real work
   cache& c = local();
-  // Best fit: the smallest buffer that holds `size` without growing.
+  // Best fit: the smallest buffer already at least `size` long (no fill),
+  // else the smallest one that can grow to it without reallocating.
   auto best = c.free.end();
+  auto fits = [size](bytes const& b) {
+    return std::pair{b.size() < size, b.capacity()};
+  };
   for (auto it = c.free.begin(); it != c.free.end(); ++it) {
     if (it->capacity() >= size &&
-        (best == c.free.end() || it->capacity() < best->capacity())) {
+        (best == c.free.end() || fits(*it) < fits(*best))) {
       best = it;
     }
   }
   bytes b;
   if (best != c.free.end()) {
-    b = std::move(*best);
-    *best = std::move(c.free.back());
+    std::swap(*best, c.free.back());
+    b = std::move(c.free.back());
     c.free.pop_back();
     c.bytes_held -= b.capacity();
   }
