@@ -65,6 +65,17 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
   fail_if(sizes.size() != types.size(), errc::corrupt,
           "operator gave wrong number of child sizes");
   byte_view const side = r.consumed_since(side_start);
+  if (op->concatenates()) {
+    size_t at = 0;
+    for (size_t i = 0; i < types.size(); ++i) {
+      fail_if(sizes[i] % types[i].width != 0 || sizes[i] > out_size - at,
+              errc::corrupt, "child sizes do not tile the value");
+      decode_node(n.children[i], types[i], r, sizes[i], out + at, mem);
+      at += sizes[i];
+    }
+    fail_if(at != out_size, errc::corrupt, "child sizes do not tile the value");
+    return;
+  }
   std::vector<stream> kids(types.size());
   for (size_t i = 0; i < kids.size(); ++i) {
     fail_if(sizes[i] % types[i].width != 0, errc::corrupt,

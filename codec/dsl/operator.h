@@ -38,8 +38,8 @@ class op_def {
   /// Splits `in` into child values (appended to `out`, in child order).
   /// Anything the decoder needs beyond the output size (a count, say) is
   /// appended to `side`, which the payload stores before the children.
-  virtual void encode(node const& n, stream const& in,
-                      std::vector<stream>& out, bytes& side) const = 0;
+  virtual void encode(node const& n, stream const& in, std::vector<stream>& out,
+                      bytes& side) const = 0;
 
   /// Given the size in bytes of this node's output, reads this node's side
   /// data from `side` and returns the byte size of each child.
@@ -53,6 +53,11 @@ class op_def {
   virtual void decode(node const& n, value_type in,
                       std::span<stream const> children, size_t out_size,
                       byte_view side, uint8_t* out) const = 0;
+
+  /// True when decode only writes the children's bytes one after the other
+  /// (view, split): the interpreter then decodes the children straight into
+  /// the output, saving a copy and a buffer, and does not call decode.
+  virtual bool concatenates() const { return false; }
 };
 
 class leaf_def {

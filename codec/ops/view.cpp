@@ -43,6 +43,8 @@ class view_op final : public op_def {
     out.push_back(std::move(tail));
   }
 
+  bool concatenates() const override { return true; }
+
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     size_t const width = child_types(n, in)[0].width;
