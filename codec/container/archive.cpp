@@ -9,6 +9,7 @@
 #include "codec/container/index.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/dsl/scratch.h"
 
 namespace brevis::codec {
 namespace {
@@ -128,9 +129,12 @@ bool archive_writer::try_encode(uint32_t program, byte_view in,
   try {
     encode_chunk(programs_[program], in, payload);
     if (!verify_) return true;
-    bytes back(in.size());
+    // Decoding costs about as much as encoding did; the buffer is reused.
+    bytes back = scratch::take(in.size());
     decode_chunk(programs_[program], payload, back.size(), back.data());
-    return std::equal(back.begin(), back.end(), in.begin(), in.end());
+    bool const same = std::equal(back.begin(), back.end(), in.begin());
+    scratch::give(std::move(back));
+    return same;
   } catch (error const&) {
     // errc::domain is the expected refusal; anything else is an operator
     // fault, and the fallback still gives a correct archive.
@@ -145,6 +149,7 @@ encoded_chunk archive_writer::encode(size_t i) const {
   out.program = c.program;
   if (c.is_ref) return out;
   byte_view in = file_.subspan(c.offset, c.length);
+  out.payload.reserve(c.length);  // a payload larger than that is replaced
   bool ok = c.program != 0 && try_encode(c.program, in, out.payload);
   if (ok && out.payload.size() < c.length) return out;
   // Not encodable, or it did not shrink: use the fallback when it is smaller.
@@ -213,7 +218,9 @@ archive_reader::archive_reader(byte_view archive)
                     errc::truncated, "read past the end of the archive");
             if (length > 0) std::memcpy(out, archive.data() + offset, length);
           },
-          archive.size()) {}
+          archive.size()) {
+  memory_ = archive;
+}
 
 archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
     : read_at_(std::move(read_at)) {
@@ -271,9 +278,19 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
 }
 
 void archive_reader::decode_stored(chunk_entry const& c, uint8_t* out) const {
-  bytes payload(c.payload_length);
+  if (!memory_.empty()) {  // decode in place: no copy of the payload
+    fail_if(c.payload_offset > memory_.size() ||
+                c.payload_length > memory_.size() - c.payload_offset,
+            errc::truncated, "payload past the end of the archive");
+    codec::decode_chunk(programs_[c.program],
+                        memory_.subspan(c.payload_offset, c.payload_length),
+                        c.length, out);
+    return;
+  }
+  bytes payload = scratch::take(c.payload_length);
   read_at_(c.payload_offset, payload.size(), payload.data());
   codec::decode_chunk(programs_[c.program], payload, c.length, out);
+  scratch::give(std::move(payload));
 }
 
 void archive_reader::decode_chunk(size_t i, uint8_t* out) const {

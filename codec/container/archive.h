@@ -151,6 +151,7 @@ class archive_reader {
   void decode_stored(chunk_entry const& c, uint8_t* out) const;
 
   read_fn read_at_;
+  byte_view memory_;  // the whole archive, when it is held in memory
   uint64_t original_size_ = 0;
   uint64_t original_checksum_ = 0;
   uint32_t chunk_size_ = 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codec/dsl/operator.h"
+#include "codec/dsl/scratch.h"
 
 namespace brevis::codec {
 namespace {
@@ -12,9 +13,11 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
   if (is_leaf(n.op)) {
     leaf_def const* leaf = find_leaf(n.op);
     fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
-    bytes coded;
+    bytes coded = scratch::take(in.data.size());
+    coded.clear();
     leaf->encode(n, in, coded);
     put_blob(payload, coded);
+    scratch::give(std::move(coded));
     return;
   }
   op_def const* op = find_op(n.op);
@@ -25,6 +28,7 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
           "operator produced a different number of values than children");
   for (size_t i = 0; i < kids.size(); ++i) {
     encode_node(n.children[i], kids[i], payload);
+    scratch::give(std::move(kids[i].data));
   }
 }
 
@@ -42,8 +46,8 @@ class budget {
   size_t left_;
 };
 
-void decode_node(node const& n, value_type in, byte_reader& r,
-                 size_t out_size, uint8_t* out, budget& mem) {
+void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
+                 uint8_t* out, budget& mem) {
   if (is_leaf(n.op)) {
     leaf_def const* leaf = find_leaf(n.op);
     fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
@@ -61,26 +65,39 @@ void decode_node(node const& n, value_type in, byte_reader& r,
   fail_if(sizes.size() != types.size(), errc::corrupt,
           "operator gave wrong number of child sizes");
   byte_view const side = r.consumed_since(side_start);
+  if (op->concatenates()) {
+    size_t at = 0;
+    for (size_t i = 0; i < types.size(); ++i) {
+      fail_if(sizes[i] % types[i].width != 0 || sizes[i] > out_size - at,
+              errc::corrupt, "child sizes do not tile the value");
+      decode_node(n.children[i], types[i], r, sizes[i], out + at, mem);
+      at += sizes[i];
+    }
+    fail_if(at != out_size, errc::corrupt, "child sizes do not tile the value");
+    return;
+  }
   std::vector<stream> kids(types.size());
   for (size_t i = 0; i < kids.size(); ++i) {
     fail_if(sizes[i] % types[i].width != 0, errc::corrupt,
             "child size is not a whole number of elements");
     mem.take(sizes[i]);
     kids[i].type = types[i];
-    kids[i].data.resize(sizes[i]);
+    kids[i].data = scratch::take(sizes[i]);  // the child's decoder fills it
   }
   for (size_t i = 0; i < kids.size(); ++i) {
-    decode_node(n.children[i], types[i], r, sizes[i], kids[i].data.data(),
-                mem);
+    decode_node(n.children[i], types[i], r, sizes[i], kids[i].data.data(), mem);
   }
   op->decode(n, in, kids, out_size, side, out);
+  for (stream& k : kids) scratch::give(std::move(k.data));
 }
 
 }  // namespace
 
 void encode_chunk(node const& program, byte_view input, bytes& payload) {
-  stream root{bytes(input.begin(), input.end()), bytes_type};
+  stream root{scratch::take(input.size()), bytes_type};
+  if (!input.empty()) std::memcpy(root.data.data(), input.data(), input.size());
   encode_node(program, root, payload);
+  scratch::give(std::move(root.data));
 }
 
 void decode_chunk(node const& program, byte_view payload, size_t out_size,
@@ -99,9 +116,11 @@ bool roundtrips(node const& program, byte_view input) {
     if (e.code() == errc::domain) return false;
     throw;
   }
-  bytes back(input.size());
+  bytes back = scratch::take(input.size());
   decode_chunk(program, payload, back.size(), back.data());
-  return std::equal(back.begin(), back.end(), input.begin(), input.end());
+  bool const same = std::equal(back.begin(), back.end(), input.begin());
+  scratch::give(std::move(back));
+  return same;
 }
 
 }  // namespace brevis::codec

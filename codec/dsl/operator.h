@@ -53,6 +53,11 @@ class op_def {
   virtual void decode(node const& n, value_type in,
                       std::span<stream const> children, size_t out_size,
                       byte_view side, uint8_t* out) const = 0;
+
+  /// True when decode only writes the children's bytes one after the other
+  /// (view, split): the interpreter then decodes the children straight into
+  /// the output, saving a copy and a buffer, and does not call decode.
+  virtual bool concatenates() const { return false; }
 };
 
 class leaf_def {

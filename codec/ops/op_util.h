@@ -15,6 +15,7 @@
 #include "codec/core/error.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "codec/dsl/scratch.h"
 #include "codec/dsl/types.h"
 
 namespace brevis::codec::op_util {
@@ -78,12 +79,10 @@ inline constexpr value_type uint_type(uint8_t width) {
   return {width, meaning::uint};
 }
 
-/// A stream of `size` bytes of type `t`, ready to be filled.
+/// A stream of `size` bytes of type `t`, from the thread's reused buffers:
+/// its contents are unspecified, the operator writes every byte.
 inline stream make_stream(size_t size, value_type t) {
-  stream s;
-  s.type = t;
-  s.data.resize(size);
-  return s;
+  return stream{scratch::take(size), t};
 }
 
 // --- Checks -----------------------------------------------------------------

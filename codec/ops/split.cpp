@@ -31,6 +31,8 @@ class split_op final : public op_def {
     out.push_back(stream{bytes(mid, in.data.end()), in.type});
   }
 
+  bool concatenates() const override { return true; }
+
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {
     child_types(n, in);

@@ -1,6 +1,8 @@
 // view:width:meaning: reads bytes as lanes of `width` bytes holding `meaning`.
 // Child 0 gets the whole elements, child 1 the n % width tail bytes (a chunk
 // need not end on an element boundary, and the tail must survive bit-exactly).
+#include <algorithm>
+
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -33,9 +35,15 @@ class view_op final : public op_def {
               bytes&) const override {
     std::vector<value_type> const types = child_types(n, in.type);
     size_t const whole = in.data.size() / types[0].width * types[0].width;
-    out.push_back({bytes(in.data.begin(), in.data.begin() + whole), types[0]});
-    out.push_back({bytes(in.data.begin() + whole, in.data.end()), types[1]});
+    stream lanes = op_util::make_stream(whole, types[0]);
+    stream tail = op_util::make_stream(in.data.size() - whole, types[1]);
+    std::copy(in.data.begin(), in.data.begin() + whole, lanes.data.begin());
+    std::copy(in.data.begin() + whole, in.data.end(), tail.data.begin());
+    out.push_back(std::move(lanes));
+    out.push_back(std::move(tail));
   }
+
+  bool concatenates() const override { return true; }
 
   std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
                                   byte_reader&) const override {

@@ -1,0 +1,23 @@
+#pragma once
+// Per-thread reuse of the buffers that carry values between the nodes of a
+// program. Encoding or decoding a chunk makes a few buffers as large as the
+// chunk; fresh ones each time cost page faults and zero-filling (the
+// allocator returns freed megabytes to the kernel), which measured slower
+// than the operators themselves. Buffers taken here come back through give()
+// and serve the next chunk of the same thread.
+
+#include <cstddef>
+
+#include "codec/core/bytes.h"
+
+namespace brevis::codec::scratch {
+
+/// A buffer of exactly `size` bytes, reused when this thread has one large
+/// enough. Its contents are unspecified: the caller writes every byte.
+bytes take(size_t size);
+
+/// Hands a buffer back to this thread's cache (which keeps a bounded number
+/// of bytes and frees the rest).
+void give(bytes&& b) noexcept;
+
+}  // namespace brevis::codec::scratch
