@@ -11,19 +11,17 @@ namespace {
 
 void encode_node(node const& n, stream const& in, bytes& payload) {
   if (is_leaf(n.op)) {
-    leaf_def const* leaf = find_leaf(n.op);
-    fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
+    leaf_def const& leaf = leaf_for(n.op);
     bytes coded = scratch::take(in.data.size());
     coded.clear();
-    leaf->encode(n, in, coded);
+    leaf.encode(n, in, coded);
     put_blob(payload, coded);
     scratch::give(std::move(coded));
     return;
   }
-  op_def const* op = find_op(n.op);
-  fail_if(op == nullptr, errc::bad_program, "unknown operator");
+  op_def const& op = op_for(n.op);
   std::vector<stream> kids;
-  op->encode(n, in, kids, payload);  // side data goes first
+  op.encode(n, in, kids, payload);  // side data goes first
   fail_if(kids.size() != n.children.size(), errc::bad_program,
           "operator produced a different number of values than children");
   for (size_t i = 0; i < kids.size(); ++i) {
@@ -49,23 +47,21 @@ class budget {
 void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
                  uint8_t* out, budget& mem) {
   if (is_leaf(n.op)) {
-    leaf_def const* leaf = find_leaf(n.op);
-    fail_if(leaf == nullptr, errc::bad_program, "unknown leaf");
+    leaf_def const& leaf = leaf_for(n.op);
     byte_view coded = r.blob(r.remaining(), "leaf payload length");
-    leaf->decode(n, in, coded, out_size, out);
+    leaf.decode(n, in, coded, out_size, out);
     return;
   }
-  op_def const* op = find_op(n.op);
-  fail_if(op == nullptr, errc::bad_program, "unknown operator");
-  std::vector<value_type> types = op->child_types(n, in);
+  op_def const& op = op_for(n.op);
+  std::vector<value_type> types = op.child_types(n, in);
   fail_if(types.size() != n.children.size(), errc::bad_program,
           "child count does not match operator");
   size_t const side_start = r.position();
-  std::vector<size_t> sizes = op->child_sizes(n, in, out_size, r);
+  std::vector<size_t> sizes = op.child_sizes(n, in, out_size, r);
   fail_if(sizes.size() != types.size(), errc::corrupt,
           "operator gave wrong number of child sizes");
   byte_view const side = r.consumed_since(side_start);
-  if (op->concatenates()) {
+  if (op.concatenates()) {
     size_t at = 0;
     for (size_t i = 0; i < types.size(); ++i) {
       fail_if(sizes[i] % types[i].width != 0 || sizes[i] > out_size - at,
@@ -87,7 +83,7 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
   for (size_t i = 0; i < kids.size(); ++i) {
     decode_node(n.children[i], types[i], r, sizes[i], kids[i].data.data(), mem);
   }
-  op->decode(n, in, kids, out_size, side, out);
+  op.decode(n, in, kids, out_size, side, out);
   for (stream& k : kids) scratch::give(std::move(k.data));
 }
 

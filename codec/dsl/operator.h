@@ -25,6 +25,9 @@ namespace brevis::codec {
 
 class op_def {
  public:
+  op_def() = default;
+  op_def(op_def const&) = delete;
+  op_def& operator=(op_def const&) = delete;
   virtual ~op_def() = default;
   virtual opcode code() const = 0;
   virtual std::string_view name() const = 0;
@@ -62,6 +65,9 @@ class op_def {
 
 class leaf_def {
  public:
+  leaf_def() = default;
+  leaf_def(leaf_def const&) = delete;
+  leaf_def& operator=(leaf_def const&) = delete;
   virtual ~leaf_def() = default;
   virtual opcode code() const = 0;
   virtual std::string_view name() const = 0;
@@ -81,6 +87,10 @@ class leaf_def {
 /// The operator or leaf for an opcode, or nullptr if there is none.
 op_def const* find_op(opcode op) noexcept;
 leaf_def const* find_leaf(opcode op) noexcept;
+/// The operator or leaf for an opcode; throws errc::bad_program when there is
+/// none (the interpreter's lookups, where an unknown opcode is bad input).
+op_def const& op_for(opcode op);
+leaf_def const& leaf_for(opcode op);
 /// Name of an opcode ("planes"), or "op#NN" when unknown.
 std::string_view opcode_name(opcode op) noexcept;
 

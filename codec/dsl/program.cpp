@@ -38,15 +38,13 @@ void check_node(node const& n, value_type in, size_t depth) {
   fail_if(n.params.size() > max_program_params, errc::limit,
           "too many parameters");
   if (is_leaf(n.op)) {
-    leaf_def const* leaf = find_leaf(n.op);
-    fail_if(leaf == nullptr, errc::bad_program, "unknown leaf opcode");
+    leaf_def const& leaf = leaf_for(n.op);
     fail_if(!n.children.empty(), errc::bad_program, "a leaf has children");
-    leaf->check(n, in);
+    leaf.check(n, in);
     return;
   }
-  op_def const* op = find_op(n.op);
-  fail_if(op == nullptr, errc::bad_program, "unknown operator opcode");
-  std::vector<value_type> types = op->child_types(n, in);
+  op_def const& op = op_for(n.op);
+  std::vector<value_type> types = op.child_types(n, in);
   fail_if(types.size() != n.children.size(), errc::bad_program,
           "child count does not match operator");
   for (size_t i = 0; i < types.size(); ++i) {

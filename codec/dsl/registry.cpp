@@ -23,6 +23,18 @@ leaf_def const* find_leaf(opcode op) noexcept {
   return nullptr;
 }
 
+op_def const& op_for(opcode op) {
+  op_def const* d = find_op(op);
+  if (d == nullptr) fail(errc::bad_program, "unknown operator opcode");
+  return *d;
+}
+
+leaf_def const& leaf_for(opcode op) {
+  leaf_def const* d = find_leaf(op);
+  if (d == nullptr) fail(errc::bad_program, "unknown leaf opcode");
+  return *d;
+}
+
 std::string_view opcode_name(opcode op) noexcept {
   if (op_def const* d = find_op(op)) return d->name();
   if (leaf_def const* d = find_leaf(op)) return d->name();
