@@ -353,6 +353,8 @@ TEST(store_test, gc_while_reading) {
       ++reads;
     }
   });
+  // gc may finish before the reader's first read on a loaded machine.
+  while (reads.load() == 0) std::this_thread::yield();
   gc_report g = s.gc(0.99);
   stop = true;
   reader.join();
