@@ -58,7 +58,7 @@ std::vector<std::string> rewrite_shortcuts(std::vector<std::string> args) {
       {"-t", "verify"},     {"--test", "verify"}};
   if (args.size() < 2) return args;
   for (auto const& s : {"compress", "decompress", "inspect", "verify", "store",
-                        "stats", "fsck", "gc"}) {
+                        "stats", "fsck", "gc", "mount", "unmount"}) {
     if (args[1] == s) return args;
   }
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
@@ -203,6 +203,33 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   add_common(*gc, common, false);
 
+  mount_cli_options mopt;
+  CLI::App* mount = app.add_subcommand(
+      "mount",
+      "Mount a store: files copied in are staged at disk speed and "
+      "compressed behind; reads decode only what they touch");
+  mount->add_option("store", mopt.store, "Store directory (created if new)")
+      ->required();
+  mount->add_option("mountpoint", mopt.mountpoint, "Directory to mount on")
+      ->required();
+  mount->add_flag("-f,--foreground", mopt.foreground,
+                  "Stay in the foreground (default: daemonize)");
+  mount->add_flag("-d,--debug", mopt.debug,
+                  "Trace FUSE requests on stderr (implies -f)");
+  mount->add_flag("--allow-other", mopt.allow_other,
+                  "Let other users use the mount (permissions are checked)");
+  mount->add_flag("--no-compress", mopt.no_compress,
+                  "Keep written files staged (no background compression)");
+  mount->add_option("--quiet-ms", mopt.quiet_ms,
+                    "Wait this long after the last writer closes a file "
+                    "before compressing it (default 1000)");
+  mount->add_option("--fuse-threads", mopt.fuse_threads,
+                    "Maximum FUSE worker threads (0: libfuse's default)");
+  CLI::App* unmount = app.add_subcommand("unmount", "Unmount (fusermount3 -u)");
+  unmount->add_option("mountpoint", mopt.mountpoint, "Mounted directory")
+      ->required();
+  unmount->add_flag("-z,--lazy", mopt.lazy, "Detach even when busy");
+
   try {
     std::vector<char*> cargs;
     for (std::string& a : args) cargs.push_back(a.data());
@@ -241,6 +268,11 @@ int run_cli(int argc, char** argv) {
     }
     return run_store(sopt);
   }
+  if (mount->parsed()) {
+    if (mopt.debug) mopt.foreground = true;
+    return run_mount(mopt);
+  }
+  if (unmount->parsed()) return run_unmount(mopt);
   if (compress->parsed()) {
     copt.common = resolved;
     if (!chunk_size_text.empty()) {

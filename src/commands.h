@@ -62,11 +62,26 @@ struct store_cli_options {
   common_options common;
 };
 
+/// `brevis mount STORE MOUNTPOINT`, `brevis unmount MOUNTPOINT`.
+struct mount_cli_options {
+  std::string store;
+  std::string mountpoint;
+  bool foreground = false;   // -f
+  bool debug = false;        // -d: libfuse's request trace (implies -f)
+  bool allow_other = false;  // other users may enter
+  bool no_compress = false;  // files stay staged
+  unsigned quiet_ms = 1000;  // wait after the last writer closes
+  unsigned fuse_threads = 0;
+  bool lazy = false;  // unmount -z
+};
+
 int run_compress(compress_options const& opt);
 int run_decompress(decompress_options const& opt);
 int run_inspect(inspect_options const& opt);
 int run_verify(verify_options const& opt);
 int run_store(store_cli_options const& opt);
+int run_mount(mount_cli_options const& opt);
+int run_unmount(mount_cli_options const& opt);
 
 /// Parses the command line and runs a subcommand; main() is just this.
 int run_cli(int argc, char** argv);

@@ -4,6 +4,7 @@ list(APPEND BREVIS_CLI_SOURCES
   cmd_compress.cpp
   cmd_decompress.cpp
   cmd_inspect.cpp
+  cmd_mount.cpp
   cmd_store.cpp
   cmd_verify.cpp
   file_hash.cpp

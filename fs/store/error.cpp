@@ -23,6 +23,14 @@ char const* to_string(store_errc e) noexcept {
       return "bad store";
     case store_errc::is_dir:
       return "is a directory";
+    case store_errc::not_dir:
+      return "not a directory";
+    case store_errc::not_empty:
+      return "directory not empty";
+    case store_errc::cancelled:
+      return "cancelled";
+    case store_errc::no_attr:
+      return "no such attribute";
   }
   return "unknown";
 }
@@ -39,6 +47,14 @@ int store_error::errno_value() const noexcept {
       return EINVAL;
     case store_errc::is_dir:
       return EISDIR;
+    case store_errc::not_dir:
+      return ENOTDIR;
+    case store_errc::not_empty:
+      return ENOTEMPTY;
+    case store_errc::cancelled:
+      return ECANCELED;
+    case store_errc::no_attr:
+      return ENODATA;
     case store_errc::corrupt:
     case store_errc::io:
     case store_errc::bad_store:

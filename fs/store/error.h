@@ -9,14 +9,18 @@
 namespace brevis::fs {
 
 enum class store_errc : int {
-  not_found = 1,  // no such name or inode                       (ENOENT)
-  exists = 2,     // the name is taken                            (EEXIST)
-  corrupt = 3,    // a payload or record failed its checksum      (EIO)
-  no_space = 4,   // disk full, file size limit or LMDB map full  (ENOSPC)
-  io = 5,         // a system call failed otherwise               (EIO)
-  invalid = 6,    // bad argument (a name with '/', a directory)  (EINVAL)
-  bad_store = 7,  // not a store directory, or a damaged index    (EIO)
-  is_dir = 8,     // a file operation on a directory              (EISDIR)
+  not_found = 1,   // no such name or inode                       (ENOENT)
+  exists = 2,      // the name is taken                            (EEXIST)
+  corrupt = 3,     // a payload or record failed its checksum      (EIO)
+  no_space = 4,    // disk full, file size limit or LMDB map full  (ENOSPC)
+  io = 5,          // a system call failed otherwise               (EIO)
+  invalid = 6,     // bad argument (a name with '/', a directory)  (EINVAL)
+  bad_store = 7,   // not a store directory, or a damaged index    (EIO)
+  is_dir = 8,      // a file operation on a directory              (EISDIR)
+  not_dir = 9,     // a directory operation on something else      (ENOTDIR)
+  not_empty = 10,  // rmdir or rename over a non-empty directory   (ENOTEMPTY)
+  cancelled = 11,  // the caller's cancel callback said stop       (ECANCELED)
+  no_attr = 12,    // no such extended attribute                   (ENODATA)
 };
 
 char const* to_string(store_errc e) noexcept;

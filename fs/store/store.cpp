@@ -39,15 +39,6 @@ void make_dir(std::string const& path, bool create) {
   }
 }
 
-void check_name(std::string_view name) {
-  if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
-      name.find('/') != std::string_view::npos ||
-      name.find('\0') != std::string_view::npos) {
-    store_fail(store_errc::invalid,
-               "invalid file name '" + std::string(name) + "'");
-  }
-}
-
 std::vector<std::string> list_dir(std::string const& path) {
   std::vector<std::string> out;
   DIR* d = ::opendir(path.c_str());
@@ -70,6 +61,15 @@ bool parse_pack_name(std::string const& n, uint64_t& id) {
 }
 
 }  // namespace
+
+void detail::check_name(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
+      name.find('/') != std::string_view::npos ||
+      name.find('\0') != std::string_view::npos) {
+    store_fail(store_errc::invalid,
+               "invalid file name '" + std::string(name) + "'");
+  }
+}
 
 inode_attr to_attr(uint64_t ino, inode_rec const& r) {
   inode_attr a;
@@ -127,6 +127,7 @@ store::impl::impl(std::string d, store_options o)
     open_db("programs", programs);
     open_db("payloads", payloads);
     open_db("packs", packs);
+    open_db("extra", extra);
     auto vkey = as_bytes_view("version");
     if (auto v = t.get(meta, vkey)) {
       if (v->size() != 8 ||
@@ -359,6 +360,12 @@ void store::impl::unref_payload(txn& t, payload_key const& key) {
 }
 
 void store::impl::drop_inode(txn& t, uint64_t ino) {
+  drop_chunks(t, ino);
+  t.del(inodes, inode_key(ino));
+  drop_extra(t, ino);
+}
+
+void store::impl::drop_chunks(txn& t, uint64_t ino) {
   std::vector<std::array<uint8_t, 16>> keys;
   std::vector<payload_key> refs;
   {
@@ -371,7 +378,6 @@ void store::impl::drop_inode(txn& t, uint64_t ino) {
   }
   for (auto const& k : keys) t.del(chunks, k);
   for (auto const& k : refs) unref_payload(t, k);
-  t.del(inodes, inode_key(ino));
 }
 
 uint64_t store::impl::next_counter(txn& t, char const* name, uint64_t first) {
@@ -427,140 +433,168 @@ std::vector<dir_entry> store::list(uint64_t dir) const {
 
 // -------------------------------------------------------------------- add
 
+// Encodes w's chunks in batches and records them for `ino`: payloads the
+// store lacks are appended to `pack` at `pos`, the others referenced.
+// `cancelled` (when set) is asked between batches; true throws
+// store_errc::cancelled and the caller's transaction is aborted.
+void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
+                               pack_append& pa, add_result& res,
+                               std::function<bool()> const& cancelled) {
+  impl& s = *this;
+  codec::archive_writer const& w = plan.w;
+  auto const& prog_bytes = plan.prog_bytes;
+  auto const& prog_hash = plan.prog_hash;
+  size_t const count = w.chunk_count();
+  size_t const batch = std::max<size_t>(
+      4, 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+  std::unordered_set<uint64_t> progs_stored;
+  std::unordered_map<uint64_t, chunk_rec> by_offset;  // for ref chunks
+  auto chunks = w.chunks();
+  std::vector<codec::encoded_chunk> enc;
+  for (size_t first = 0; first < count; first += batch) {
+    if (cancelled && cancelled()) {
+      store_fail(store_errc::cancelled, "compression cancelled");
+    }
+    size_t const n = std::min(batch, count - first);
+    enc.assign(n, {});
+    tbb::parallel_for(size_t{0}, n,
+                      [&](size_t i) { enc[i] = w.encode(first + i); });
+    for (size_t i = 0; i < n; ++i) {
+      codec::chunk_entry const& e = chunks[first + i];
+      chunk_rec cr;
+      uint64_t payload_len = 0;
+      if (e.is_ref) {
+        cr = by_offset.at(e.ref_offset);
+        auto v = t.get(s.payloads, cr.payload.b);
+        payload_rec pr = decode_payload(*v);
+        ++pr.refs;
+        payload_len = pr.length;
+        t.put(s.payloads, cr.payload.b, encode(pr));
+        ++res.dedup_chunks;
+      } else {
+        codec::encoded_chunk const& c = enc[i];
+        uint32_t const p = c.program;
+        if (progs_stored.insert(p).second &&
+            !t.get(s.programs, program_key(prog_hash[p]))) {
+          t.put(s.programs, program_key(prog_hash[p]), prog_bytes[p]);
+        }
+        cr.length = e.length;
+        cr.program = prog_hash[p];
+        cr.payload = hash_payload(c.payload);
+        cr.checksum = e.checksum;
+        payload_len = c.payload.size();
+        if (auto v = t.get(s.payloads, cr.payload.b)) {
+          payload_rec pr = decode_payload(*v);
+          ++pr.refs;
+          t.put(s.payloads, cr.payload.b, encode(pr));
+          ++res.dedup_chunks;
+        } else {
+          payload_rec pr{pa.id, pa.pos, c.payload.size(), 1};
+          pa.pos = pa.pack->write_record(pa.pos, cr.payload, c.payload);
+          pa.prec.live += record_size(c.payload.size());
+          res.written += c.payload.size();
+          t.put(s.payloads, cr.payload.b, encode(pr));
+          s.hit("pack_write");
+        }
+        by_offset[e.offset] = cr;
+      }
+      res.stored += payload_len;
+      t.put(s.chunks, chunk_key(ino, e.offset), encode(cr));
+    }
+  }
+}
+
+store::impl::encode_plan::encode_plan(codec::byte_view data,
+                                      std::string_view name,
+                                      codec::program_chooser const& chooser,
+                                      uint32_t chunk_size,
+                                      std::function<bool()> const& cancelled)
+    : w(data, name, chooser, chunk_size) {
+  tbb::parallel_for(size_t{0}, w.region_count(), [&](size_t r) {
+    if (!cancelled || !cancelled()) w.choose_program(r);
+  });
+  if (cancelled && cancelled()) {
+    store_fail(store_errc::cancelled, "compression cancelled");
+  }
+  w.plan_chunks();
+  for (codec::node const& p : w.programs()) {
+    prog_bytes.push_back(codec::serialize_program(p));
+    prog_hash.push_back(hash64(prog_bytes.back()));
+  }
+  size = data.size();
+  whole = codec::xxh3(data);
+}
+
+store::impl::pack_append::pack_append(impl& s, txn& t) {
+  // The newest pack while it is small, else a new one whose record this
+  // transaction creates.
+  {
+    cursor c(t, s.packs);
+    if (c.last() && c.key().size() == 8) {
+      pack_rec r = decode_pack(c.value());
+      if (r.end < s.opt.pack_limit) {
+        id = read_be64(c.key().data());
+        prec = r;
+        fresh = false;
+      }
+    }
+  }
+  if (fresh) {
+    id = s.next_counter(t, "next_pack", 1);
+    path = s.pack_path(id);
+    pack = std::make_unique<pack_file>(path, true, true);
+    prec.end = pack_header_size;
+  } else {
+    path = s.pack_path(id);
+    pack = std::make_unique<pack_file>(path, false, true);
+  }
+  start = pos = prec.end;
+}
+
+store::impl::pack_append::~pack_append() {
+  // Undo the append unless the commit happened: the index never points
+  // past `start`, so this is only tidiness (open would truncate too).
+  if (done || !pack) return;
+  if (fresh) {
+    ::unlink(path.c_str());
+  } else {
+    try {
+      pack->truncate(start);
+    } catch (...) {
+    }
+  }
+}
+
+void store::impl::pack_append::record(impl& s, txn& t) {
+  prec.end = pos;
+  t.put(s.packs, pack_key(id), encode(prec));
+}
+
+void store::impl::pack_append::sync() {
+  if (pos != start) pack->sync();
+}
+
 add_result store::add_file(uint64_t parent, std::string_view name,
                            codec::byte_view data,
                            codec::program_chooser const& chooser, uint32_t mode,
                            int64_t mtime_ns) {
   check_name(name);
   impl& s = *impl_;
-  codec::archive_writer w(data, name, chooser, s.opt.chunk_size);
-  tbb::parallel_for(size_t{0}, w.region_count(),
-                    [&](size_t r) { w.choose_program(r); });
-  w.plan_chunks();
-  std::vector<codec::bytes> prog_bytes;
-  std::vector<uint64_t> prog_hash;
-  for (codec::node const& p : w.programs()) {
-    prog_bytes.push_back(codec::serialize_program(p));
-    prog_hash.push_back(hash64(prog_bytes.back()));
-  }
-  uint64_t const whole = codec::xxh3(data);
-  size_t const count = w.chunk_count();
-  size_t const batch = std::max<size_t>(
-      4, 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+  impl::encode_plan plan(data, name, chooser, s.opt.chunk_size, {});
 
   return s.write_txn([&](txn& t) {
     add_result res;
     res.size = data.size();
-    res.chunks = count;
+    res.chunks = plan.w.chunk_count();
     inode_rec const dir = s.get_inode(t, parent);
     if (!S_ISDIR(dir.mode)) {
       store_fail(store_errc::invalid, "parent is not a directory");
     }
-
-    // The pack this add appends to: the newest one while it is small,
-    // else a new one whose record this transaction creates.
-    uint64_t pack_id = 0;
-    pack_rec prec;
-    bool fresh_pack = true;
-    {
-      cursor c(t, s.packs);
-      if (c.last() && c.key().size() == 8) {
-        pack_rec r = decode_pack(c.value());
-        if (r.end < s.opt.pack_limit) {
-          pack_id = read_be64(c.key().data());
-          prec = r;
-          fresh_pack = false;
-        }
-      }
-    }
-    std::unique_ptr<pack_file> pack;
-    if (fresh_pack) {
-      pack_id = s.next_counter(t, "next_pack", 1);
-      pack = std::make_unique<pack_file>(s.pack_path(pack_id), true, true);
-      prec.end = pack_header_size;
-    } else {
-      pack = std::make_unique<pack_file>(s.pack_path(pack_id), false, true);
-    }
-    uint64_t const start = prec.end;
-    uint64_t pos = start;
-    // Undo the append unless the commit happens: the index never points
-    // past `start`, so this is only tidiness (open would truncate too).
-    struct rollback {
-      pack_file& p;
-      std::string path;
-      bool fresh;
-      uint64_t start;
-      bool done = false;
-      ~rollback() {
-        if (done) return;
-        if (fresh) {
-          ::unlink(path.c_str());
-        } else {
-          try {
-            p.truncate(start);
-          } catch (...) {
-          }
-        }
-      }
-    } rb{*pack, s.pack_path(pack_id), fresh_pack, start};
-
+    impl::pack_append pa(s, t);
     uint64_t const ino = s.next_counter(t, "next_ino", root_inode + 1);
-    std::unordered_set<uint64_t> progs_stored;
-    std::unordered_map<uint64_t, chunk_rec> by_offset;  // for ref chunks
-    auto chunks = w.chunks();
-    std::vector<codec::encoded_chunk> enc;
-    for (size_t first = 0; first < count; first += batch) {
-      size_t const n = std::min(batch, count - first);
-      enc.assign(n, {});
-      tbb::parallel_for(size_t{0}, n,
-                        [&](size_t i) { enc[i] = w.encode(first + i); });
-      for (size_t i = 0; i < n; ++i) {
-        codec::chunk_entry const& e = chunks[first + i];
-        chunk_rec cr;
-        uint64_t payload_len = 0;
-        if (e.is_ref) {
-          cr = by_offset.at(e.ref_offset);
-          auto v = t.get(s.payloads, cr.payload.b);
-          payload_rec pr = decode_payload(*v);
-          ++pr.refs;
-          payload_len = pr.length;
-          t.put(s.payloads, cr.payload.b, encode(pr));
-          ++res.dedup_chunks;
-        } else {
-          codec::encoded_chunk const& c = enc[i];
-          uint32_t const p = c.program;
-          if (progs_stored.insert(p).second &&
-              !t.get(s.programs, program_key(prog_hash[p]))) {
-            t.put(s.programs, program_key(prog_hash[p]), prog_bytes[p]);
-          }
-          cr.length = e.length;
-          cr.program = prog_hash[p];
-          cr.payload = hash_payload(c.payload);
-          cr.checksum = e.checksum;
-          payload_len = c.payload.size();
-          if (auto v = t.get(s.payloads, cr.payload.b)) {
-            payload_rec pr = decode_payload(*v);
-            ++pr.refs;
-            t.put(s.payloads, cr.payload.b, encode(pr));
-            ++res.dedup_chunks;
-          } else {
-            payload_rec pr{pack_id, pos, c.payload.size(), 1};
-            pos = pack->write_record(pos, cr.payload, c.payload);
-            prec.live += record_size(c.payload.size());
-            res.written += c.payload.size();
-            t.put(s.payloads, cr.payload.b, encode(pr));
-            s.hit("pack_write");
-          }
-          by_offset[e.offset] = cr;
-        }
-        res.stored += payload_len;
-        t.put(s.chunks, chunk_key(ino, e.offset), encode(cr));
-      }
-    }
-
+    s.write_chunks(t, plan, ino, pa, res, {});
     // Before the old version is dropped: that updates live bytes too.
-    prec.end = pos;
-    t.put(s.packs, pack_key(pack_id), encode(prec));
+    pa.record(s, t);
 
     inode_rec r;
     r.mode = S_IFREG | (mode & 07777);
@@ -571,8 +605,8 @@ add_result store::add_file(uint64_t parent, std::string_view name,
     r.stored = res.stored;
     r.mtime_ns = mtime_ns;
     r.ctime_ns = mtime_ns;
-    r.checksum = whole;
-    r.chunk_count = static_cast<uint32_t>(count);
+    r.checksum = plan.whole;
+    r.chunk_count = static_cast<uint32_t>(res.chunks);
     r.state = static_cast<uint32_t>(file_state::compressed);
     t.put(s.inodes, inode_key(ino), encode(r));
 
@@ -595,10 +629,10 @@ add_result store::add_file(uint64_t parent, std::string_view name,
     codec::put_le<uint64_t>(ib, ino);
     t.put(s.dirents, dk, ib);
 
-    if (pos != start) pack->sync();
+    pa.sync();
     s.hit("pack_synced");
     t.commit();
-    rb.done = true;
+    pa.done = true;
     s.hit("committed");
     res.ino = ino;
     return res;

@@ -163,6 +163,101 @@ class store {
   /// references (payloads no one references stop counting as live).
   void unlink(uint64_t parent, std::string_view name);
 
+  // ------------------------------------------------- filesystem operations
+  // What the mount (fs/fuse) does to the namespace; each is one write
+  // transaction. Inodes keep their numbers for life; a directory knows its
+  // parent; symlink targets and extended attributes live in `extra`.
+
+  /// What make_node creates.
+  struct node_spec {
+    uint32_t mode = 0;  // S_IFDIR, S_IFREG (an empty staged file) or S_IFLNK
+    uint32_t uid = 0, gid = 0;
+    int64_t time_ns = 0;
+    std::string_view link_target;  // S_IFLNK only
+  };
+  /// Creates `name` in directory `parent`. Errors: exists, not_dir,
+  /// not_found (no parent), invalid (bad name or mode).
+  inode_attr make_node(uint64_t parent, std::string_view name,
+                       node_spec const& spec);
+  /// Adds the name `name` in `parent` for non-directory `ino` (a hard link).
+  inode_attr link(uint64_t ino, uint64_t parent, std::string_view name,
+                  int64_t time_ns);
+
+  /// What removing a name did to the inode it named.
+  struct unlink_result {
+    uint64_t ino = 0;      // 0: no inode lost a name (rename onto nothing)
+    uint32_t nlink = 0;    // links left
+    bool dropped = false;  // the inode and its chunks are gone
+    file_state state = file_state::compressed;
+  };
+  /// Keeps an inode whose last name goes (nlink 0) for drop_orphan() later:
+  /// the mount passes "is it open".
+  using keep_fn = std::function<bool(uint64_t ino)>;
+  /// unlink (dir = false) or rmdir (dir = true). Errors: not_found, is_dir,
+  /// not_dir, not_empty.
+  unlink_result remove(uint64_t parent, std::string_view name, bool dir,
+                       keep_fn const& keep, int64_t time_ns);
+  enum rename_flags : unsigned { rename_noreplace = 1, rename_exchange = 2 };
+  /// rename(2) semantics: replaces a target of the same kind (an empty
+  /// directory for a directory), refuses to move a directory under itself
+  /// (invalid). Returns what happened to the replaced inode.
+  unlink_result rename(uint64_t parent, std::string_view name,
+                       uint64_t new_parent, std::string_view new_name,
+                       unsigned flags, keep_fn const& keep, int64_t time_ns);
+  /// Drops an inode with no links left (kept by remove/rename for an open
+  /// file); a no-op when it has links again or is gone.
+  void drop_orphan(uint64_t ino);
+  /// The directory holding directory `dir` (the root's is the root).
+  uint64_t parent_of(uint64_t dir) const;
+
+  struct attr_update {
+    std::optional<uint32_t> mode;  // permission bits only
+    std::optional<uint32_t> uid, gid;
+    std::optional<uint64_t> size;  // staged files only: the logical size
+    std::optional<int64_t> mtime_ns;
+    int64_t ctime_ns = 0;  // always set
+  };
+  inode_attr set_attr(uint64_t ino, attr_update const& u);
+  /// Errors: invalid when ino is not a symlink.
+  std::string read_link(uint64_t ino) const;
+
+  /// Extended attributes (the mount's user.* names; any bytes as value).
+  enum xattr_flags : int { xattr_create = 1, xattr_replace = 2 };
+  std::optional<std::string> get_xattr(uint64_t ino,
+                                       std::string_view name) const;
+  /// Errors: exists (xattr_create), no_attr (xattr_replace).
+  void set_xattr(uint64_t ino, std::string_view name, std::string_view value,
+                 int flags);
+  std::vector<std::string> list_xattr(uint64_t ino) const;
+  /// Errors: no_attr.
+  void remove_xattr(uint64_t ino, std::string_view name);
+
+  // -------------------------------------------------------- staged files
+  // A staged file's bytes are in staging/INODE (staging_path); its inode
+  // says state staged and has no chunks. compress_staged() moves them into
+  // packs; unstage() goes the other way. Nothing else touches staging/.
+
+  std::string staging_path(uint64_t ino) const;
+  /// Compresses `data` (the staged file's bytes) into staged inode `ino`
+  /// and marks it compressed, in one transaction; the caller removes the
+  /// staged copy afterwards. `name` helps the parser pick a format.
+  /// `cancelled` is asked between stages and batches. Errors: not_found
+  /// (inode gone, unlinked, or no longer staged), cancelled, no_space.
+  add_result compress_staged(uint64_t ino, std::string_view name,
+                             codec::byte_view data,
+                             codec::program_chooser const& chooser,
+                             int64_t mtime_ns,
+                             std::function<bool()> const& cancelled);
+  /// Marks compressed `ino` staged with `size` bytes and drops its chunks;
+  /// the caller has already written and synced staging_path(ino).
+  void unstage(uint64_t ino, uint64_t size);
+  /// Regular inodes with links in state staged (what a mount queues).
+  std::vector<uint64_t> staged_inodes() const;
+  /// After a crash or an unclean unmount: drops inodes with no links and
+  /// deletes staging files whose inode is gone or compressed. Returns the
+  /// number of things removed.
+  size_t tidy();
+
   store_stats stats() const;
   /// Checks every pack record, every chunk, program and reference count.
   /// With repair: removes files that cannot be read, fixes counts, drops

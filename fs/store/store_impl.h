@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "codec/container/archive.h"
 #include "codec/dsl/program.h"
 #include "fs/store/lmdb_util.h"
 #include "fs/store/pack.h"
@@ -17,6 +18,11 @@
 
 namespace brevis::fs {
 
+namespace detail {
+/// Throws invalid for "", ".", "..", names over 255 bytes or with '/' or NUL.
+void check_name(std::string_view name);
+}  // namespace detail
+
 struct store::impl {
   std::string dir;
   store_options opt;
@@ -24,7 +30,7 @@ struct store::impl {
 
   MDB_env* env = nullptr;
   MDB_dbi meta = 0, inodes = 0, dirents = 0, chunks = 0, programs = 0,
-          payloads = 0, packs = 0;
+          payloads = 0, packs = 0, extra = 0;
   // Shared by every transaction of this process, exclusive while the map
   // is resized (LMDB requires no active transaction then).
   mutable std::shared_mutex env_lock;
@@ -121,9 +127,51 @@ struct store::impl {
   /// Drops one chunk reference to a payload; frees it at zero.
   void unref_payload(detail::txn& t, detail::payload_key const& key);
   void add_live(detail::txn& t, uint64_t pack, int64_t delta);
-  /// Deletes an inode's chunk records and drops their references.
+  /// Deletes an inode, its chunk records (dropping their references) and
+  /// its extra entries.
   void drop_inode(detail::txn& t, uint64_t ino);
+  /// Deletes an inode's chunk records and drops their references.
+  void drop_chunks(detail::txn& t, uint64_t ino);
   uint64_t next_counter(detail::txn& t, char const* name, uint64_t first);
+
+  /// A file's regions parsed, programs chosen and chunks planned (the slow,
+  /// lock-free part of an add); `data` must outlive it.
+  struct encode_plan {
+    encode_plan(codec::byte_view data, std::string_view name,
+                codec::program_chooser const& chooser, uint32_t chunk_size,
+                std::function<bool()> const& cancelled);
+    codec::archive_writer w;
+    std::vector<codec::bytes> prog_bytes;
+    std::vector<uint64_t> prog_hash;
+    uint64_t size = 0;
+    uint64_t whole = 0;  // XXH3-64 of the file
+  };
+  /// The pack a write transaction appends to; truncates what it appended
+  /// unless `done` is set after the commit.
+  struct pack_append {
+    pack_append(impl& s, detail::txn& t);
+    ~pack_append();
+    pack_append(pack_append const&) = delete;
+    pack_append& operator=(pack_append const&) = delete;
+    /// Puts the pack record (end = pos) into the transaction.
+    void record(impl& s, detail::txn& t);
+    /// fdatasyncs what was appended (before the commit).
+    void sync();
+    std::unique_ptr<detail::pack_file> pack;
+    std::string path;
+    uint64_t id = 0;
+    detail::pack_rec prec;
+    bool fresh = true;
+    uint64_t start = 0, pos = 0;
+    bool done = false;
+  };
+  /// Encodes plan's chunks in batches and puts their records under `ino`;
+  /// payloads the store lacks are appended to pa, the others referenced.
+  void write_chunks(detail::txn& t, encode_plan const& plan, uint64_t ino,
+                    pack_append& pa, add_result& res,
+                    std::function<bool()> const& cancelled);
+  /// Deletes an inode's entries in `extra` (symlink target, parent, xattrs).
+  void drop_extra(detail::txn& t, uint64_t ino);
 
   void recover();
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -353,6 +354,12 @@ TEST(store_test, gc_while_reading) {
       ++reads;
     }
   });
+  // gc may finish before the reader's first read on a loaded machine.
+  auto const until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (reads.load() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
   gc_report g = s.gc(0.99);
   stop = true;
   reader.join();

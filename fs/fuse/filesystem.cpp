@@ -1,0 +1,685 @@
+#include "fs/fuse/filesystem.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <system_error>
+
+namespace brevis::fs {
+
+namespace {
+
+constexpr std::string_view brevis_prefix = "user.brevis.";
+constexpr char const* virtual_xattrs[] = {
+    "user.brevis.state", "user.brevis.logical", "user.brevis.stored",
+    "user.brevis.ratio"};
+
+[[noreturn]] void sys_fail(int err, std::string const& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
+
+int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+timespec to_ts(int64_t ns) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  if (ts.tv_nsec < 0) {
+    ts.tv_nsec += 1000000000;
+    --ts.tv_sec;
+  }
+  return ts;
+}
+
+int64_t from_ts(timespec const& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool for_writing(int flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+}
+
+void log_error(uint64_t ino, std::string const& what) {
+  std::fprintf(stderr, "brevis mount: inode %llu: %s\n",
+               static_cast<unsigned long long>(ino), what.c_str());
+}
+
+}  // namespace
+
+struct mount_fs::node {
+  explicit node(uint64_t i) : ino(i) {}
+  uint64_t const ino;
+
+  std::mutex mu;  // guards the fields up to `name`
+  std::condition_variable cv;
+  unsigned writers = 0;
+  bool compressing = false;
+  bool orphan = false;  // no name left, kept while open
+  std::string name;     // last known name (helps the parser)
+  // Read without mu by the store's keep callback (it runs under the store's
+  // writer lock, which may be waited for while mu is held).
+  std::atomic<unsigned> opens{0};
+  std::atomic<bool> cancel{false};
+
+  std::shared_mutex io;  // shared: use of fd; exclusive: state changes
+  bool staged = false;
+  int fd = -1;  // the staged copy, open while the file is open and staged
+};
+
+mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
+    : store_(s), chooser_(chooser), opt_(opt) {
+  queue_ = std::make_unique<compress_queue>(
+      [this](uint64_t ino) { compress_job(ino); }, opt_.workers);
+}
+
+mount_fs::~mount_fs() {
+  shutdown();
+  for (auto& [ino, n] : nodes_) {
+    if (n->fd >= 0) ::close(n->fd);
+  }
+}
+
+void mount_fs::start() {
+  if (size_t n = store_.tidy()) {
+    std::fprintf(stderr,
+                 "brevis mount: removed %zu leftovers of an unclean stop\n", n);
+  }
+  if (!opt_.compress) return;
+  for (uint64_t ino : store_.staged_inodes()) {
+    queue_->schedule(ino, std::chrono::milliseconds(0));
+  }
+}
+
+void mount_fs::shutdown() {
+  stopping_ = true;
+  if (queue_) queue_->stop();
+}
+
+std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
+  std::lock_guard lk(nodes_mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end()) return it->second;
+  inode_attr const a = store_.stat(ino);
+  auto n = std::make_shared<node>(ino);
+  n->staged = S_ISREG(a.mode) && a.state == file_state::staged;
+  return nodes_.emplace(ino, std::move(n)).first->second;
+}
+
+void mount_fs::forget_node(uint64_t ino) {
+  std::shared_ptr<node> n;
+  {
+    std::lock_guard lk(nodes_mu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end()) return;
+    n = std::move(it->second);
+    nodes_.erase(it);
+  }
+  std::scoped_lock lk(n->mu, n->io);
+  if (n->fd >= 0) {
+    ::close(n->fd);
+    n->fd = -1;
+  }
+}
+
+struct stat mount_fs::to_stat(inode_attr const& a) {
+  struct stat st {};
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_blksize = 1 << 16;
+  st.st_mtim = to_ts(a.mtime_ns);
+  st.st_atim = st.st_mtim;
+  st.st_ctim = to_ts(a.ctime_ns);
+  if (S_ISDIR(a.mode)) {
+    st.st_size = 4096;
+    st.st_blocks = 8;
+    return st;
+  }
+  st.st_size = static_cast<off_t>(a.size);
+  // du shows what the file costs: payload bytes once compressed, the
+  // staged copy's blocks while staged.
+  st.st_blocks = static_cast<blkcnt_t>((a.stored + 511) / 512);
+  if (S_ISREG(a.mode) && a.state == file_state::staged) {
+    struct stat ss {};
+    if (::stat(store_.staging_path(a.ino).c_str(), &ss) == 0) {
+      st.st_size = ss.st_size;
+      st.st_blocks = ss.st_blocks;
+      st.st_mtim = ss.st_mtim;
+      st.st_atim = ss.st_mtim;
+    }
+  }
+  return st;
+}
+
+// ---------------------------------------------------------------- names
+
+struct stat mount_fs::getattr(uint64_t ino) {
+  return to_stat(store_.stat(ino));
+}
+
+struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
+  std::optional<uint64_t> ino = store_.lookup(parent, name);
+  if (!ino) store_fail(store_errc::not_found, "no such entry");
+  {
+    std::lock_guard lk(nodes_mu_);
+    auto it = nodes_.find(*ino);
+    if (it != nodes_.end()) {
+      std::lock_guard nl(it->second->mu);
+      it->second->name = name;
+    }
+  }
+  return getattr(*ino);
+}
+
+struct stat mount_fs::create(uint64_t parent, std::string_view name,
+                             uint32_t mode, int flags, caller const& who) {
+  store::node_spec spec;
+  spec.mode = S_IFREG | (mode & 07777);
+  spec.uid = who.uid;
+  spec.gid = who.gid;
+  spec.time_ns = now_ns();
+  inode_attr const a = store_.make_node(parent, name, spec);
+  std::shared_ptr<node> n = get(a.ino);
+  (void)flags;  // even a read-only create leaves a file to compress
+  {
+    std::scoped_lock lk(n->mu, n->io);
+    n->name = name;
+    n->fd = ::open(store_.staging_path(a.ino).c_str(),
+                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (n->fd < 0) {
+      int const e = errno;
+      try {
+        store_.remove(parent, name, false, {}, now_ns());
+      } catch (...) {
+      }
+      sys_fail(e, "create the staged copy");
+    }
+    ::futimens(n->fd,
+               std::array<timespec, 2>{to_ts(spec.time_ns), to_ts(spec.time_ns)}
+                   .data());
+    ++n->opens;
+    ++n->writers;
+  }
+  return to_stat(a);
+}
+
+struct stat mount_fs::mkdir(uint64_t parent, std::string_view name,
+                            uint32_t mode, caller const& who) {
+  store::node_spec spec;
+  spec.mode = S_IFDIR | (mode & 07777);
+  spec.uid = who.uid;
+  spec.gid = who.gid;
+  spec.time_ns = now_ns();
+  return to_stat(store_.make_node(parent, name, spec));
+}
+
+struct stat mount_fs::symlink(uint64_t parent, std::string_view name,
+                              std::string_view target, caller const& who) {
+  store::node_spec spec;
+  spec.mode = S_IFLNK | 0777;
+  spec.uid = who.uid;
+  spec.gid = who.gid;
+  spec.time_ns = now_ns();
+  spec.link_target = target;
+  return to_stat(store_.make_node(parent, name, spec));
+}
+
+struct stat mount_fs::link(uint64_t ino, uint64_t parent,
+                           std::string_view name) {
+  return to_stat(store_.link(ino, parent, name, now_ns()));
+}
+
+std::string mount_fs::readlink(uint64_t ino) { return store_.read_link(ino); }
+
+void mount_fs::after_unlink(store::unlink_result const& r) {
+  if (r.ino == 0) return;
+  if (r.dropped) {
+    queue_->cancel(r.ino);
+    if (r.state == file_state::staged) {
+      ::unlink(store_.staging_path(r.ino).c_str());
+    }
+    forget_node(r.ino);
+    return;
+  }
+  if (r.nlink == 0) {
+    queue_->cancel(r.ino);
+    std::shared_ptr<node> n = get(r.ino);
+    std::lock_guard lk(n->mu);
+    n->orphan = true;
+  }
+}
+
+void mount_fs::unlink(uint64_t parent, std::string_view name) {
+  auto keep = [this](uint64_t ino) {
+    std::lock_guard lk(nodes_mu_);
+    auto it = nodes_.find(ino);
+    return it != nodes_.end() && it->second->opens > 0;
+  };
+  after_unlink(store_.remove(parent, name, false, keep, now_ns()));
+}
+
+void mount_fs::rmdir(uint64_t parent, std::string_view name) {
+  after_unlink(store_.remove(parent, name, true, {}, now_ns()));
+}
+
+void mount_fs::rename(uint64_t parent, std::string_view name,
+                      uint64_t new_parent, std::string_view new_name,
+                      unsigned flags) {
+  auto keep = [this](uint64_t ino) {
+    std::lock_guard lk(nodes_mu_);
+    auto it = nodes_.find(ino);
+    return it != nodes_.end() && it->second->opens > 0;
+  };
+  std::optional<uint64_t> const moved = store_.lookup(parent, name);
+  after_unlink(
+      store_.rename(parent, name, new_parent, new_name, flags, keep, now_ns()));
+  if (moved) {
+    std::lock_guard lk(nodes_mu_);
+    auto it = nodes_.find(*moved);
+    if (it != nodes_.end()) {
+      std::lock_guard nl(it->second->mu);
+      it->second->name = new_name;
+    }
+  }
+}
+
+std::vector<mount_fs::entry> mount_fs::readdir(uint64_t ino) {
+  std::vector<entry> out;
+  out.push_back({".", getattr(ino)});
+  out.push_back({"..", getattr(store_.parent_of(ino))});
+  for (dir_entry const& e : store_.list(ino)) {
+    out.push_back({e.name, to_stat(e.attr)});
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ attributes
+
+struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
+  if (r.size) {
+    // A truncate is a short write: stage, cut, then queue as on close.
+    std::shared_ptr<node> n = get(ino);
+    {
+      std::unique_lock lk(n->mu);
+      wait_not_compressing(*n, lk);
+      queue_->cancel(ino);
+      ++n->writers;
+      try {
+        std::unique_lock io(n->io);
+        if (!n->staged) stage_locked(*n, *r.size);
+        if (n->fd < 0) open_fd_locked(*n);
+        if (::ftruncate(n->fd, static_cast<off_t>(*r.size)) != 0) {
+          sys_fail(errno, "truncate");
+        }
+      } catch (...) {
+        --n->writers;
+        throw;
+      }
+    }
+    written(*n);
+  }
+  store::attr_update u;
+  u.mode = r.mode;
+  u.uid = r.uid;
+  u.gid = r.gid;
+  u.mtime_ns = r.mtime_ns;
+  u.ctime_ns = now_ns();
+  inode_attr const a = store_.set_attr(ino, u);
+  if (r.mtime_ns && S_ISREG(a.mode) && a.state == file_state::staged) {
+    timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
+    ::utimensat(AT_FDCWD, store_.staging_path(ino).c_str(), ts, 0);
+  }
+  return to_stat(store_.stat(ino));
+}
+
+// ---------------------------------------------------------------- files
+
+void mount_fs::wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk) {
+  while (n.compressing) {
+    n.cancel = true;
+    n.cv.wait(lk);
+  }
+}
+
+void mount_fs::open_fd_locked(node& n) {
+  n.fd = ::open(store_.staging_path(n.ino).c_str(),
+                O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (n.fd < 0) sys_fail(errno, "open the staged copy");
+}
+
+void mount_fs::stage_locked(node& n, uint64_t keep) {
+  inode_attr const a = store_.stat(n.ino);
+  uint64_t const size = std::min(keep, a.size);
+  std::string const path = store_.staging_path(n.ino);
+  std::string const tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) sys_fail(errno, "create the staged copy");
+  try {
+    std::vector<uint8_t> buf(std::min<uint64_t>(size, 4u << 20));
+    for (uint64_t off = 0; off < size;) {
+      size_t const want =
+          static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+      size_t const got = store_.read(n.ino, off, want, buf.data());
+      if (got != want) {
+        store_fail(store_errc::corrupt, "short read while staging");
+      }
+      for (size_t done = 0; done < got;) {
+        ssize_t const w = ::pwrite(fd, buf.data() + done, got - done,
+                                   static_cast<off_t>(off + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) sys_fail(errno, "write the staged copy");
+        done += static_cast<size_t>(w);
+      }
+      off += got;
+    }
+    timespec const ts[2] = {to_ts(a.mtime_ns), to_ts(a.mtime_ns)};
+    ::futimens(fd, ts);
+    // The staged copy is durable before the store forgets the chunks.
+    if (::fdatasync(fd) != 0) sys_fail(errno, "sync the staged copy");
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      sys_fail(errno, "rename the staged copy");
+    }
+    store_.unstage(n.ino, size);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (n.fd >= 0) ::close(n.fd);
+  n.fd = fd;
+  n.staged = true;
+}
+
+bool mount_fs::open(uint64_t ino, int flags) {
+  std::shared_ptr<node> n = get(ino);
+  bool const w = for_writing(flags);
+  std::unique_lock lk(n->mu);
+  if (w) {
+    wait_not_compressing(*n, lk);
+    queue_->cancel(ino);  // a reopen for writing takes it off the queue
+    ++n->writers;
+  }
+  ++n->opens;
+  try {
+    std::unique_lock io(n->io);
+    if (w && !n->staged) {
+      stage_locked(*n, (flags & O_TRUNC) ? 0 : UINT64_MAX);
+    }
+    if (n->staged && n->fd < 0) open_fd_locked(*n);
+    if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
+      sys_fail(errno, "truncate");
+    }
+  } catch (...) {
+    --n->opens;
+    if (w) --n->writers;
+    throw;
+  }
+  return w;
+}
+
+size_t mount_fs::read(uint64_t ino, uint64_t offset, size_t size,
+                      uint8_t* out) {
+  std::shared_ptr<node> n = get(ino);
+  std::shared_lock io(n->io);
+  if (!n->staged) return store_.read(ino, offset, size, out);
+  if (n->fd < 0) sys_fail(EBADF, "read of a file that is not open");
+  size_t done = 0;
+  while (done < size) {
+    ssize_t const r = ::pread(n->fd, out + done, size - done,
+                              static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) sys_fail(errno, "read the staged copy");
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
+                       size_t size) {
+  std::shared_ptr<node> n = get(ino);
+  std::shared_lock io(n->io);
+  if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");
+  size_t done = 0;
+  while (done < size) {
+    ssize_t const r = ::pwrite(n->fd, data + done, size - done,
+                               static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) sys_fail(errno, "write the staged copy");
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+void mount_fs::fsync(uint64_t ino, bool datasync) {
+  std::shared_ptr<node> n = get(ino);
+  std::shared_lock io(n->io);
+  if (!n->staged || n->fd < 0) return;  // committed data is synced
+  if ((datasync ? ::fdatasync(n->fd) : ::fsync(n->fd)) != 0) {
+    sys_fail(errno, "fsync");
+  }
+}
+
+void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
+                         uint64_t length) {
+  if (mode & ~FALLOC_FL_KEEP_SIZE) sys_fail(EOPNOTSUPP, "fallocate mode");
+  std::shared_ptr<node> n = get(ino);
+  std::shared_lock io(n->io);
+  if (!n->staged || n->fd < 0) sys_fail(EBADF, "fallocate on a file not open");
+  if (::fallocate(n->fd, mode, static_cast<off_t>(offset),
+                  static_cast<off_t>(length)) != 0) {
+    sys_fail(errno, "fallocate");
+  }
+}
+
+void mount_fs::written(node& n) {
+  bool queue = false;
+  bool orphan = false;
+  {
+    std::scoped_lock lk(n.mu, n.io);
+    --n.writers;
+    if (n.writers == 0 && n.staged) {
+      struct stat ss {};
+      if (n.fd >= 0 && ::fstat(n.fd, &ss) == 0 && !n.orphan) {
+        // Record size and mtime so `brevis stats` sees them while mounted.
+        store::attr_update u;
+        u.size = static_cast<uint64_t>(ss.st_size);
+        u.mtime_ns = from_ts(ss.st_mtim);
+        u.ctime_ns = now_ns();
+        try {
+          store_.set_attr(n.ino, u);
+        } catch (store_error const& e) {
+          log_error(n.ino, e.what());
+        }
+      }
+      queue = !n.orphan;
+    }
+    if (n.opens == 0 && n.fd >= 0) {
+      ::close(n.fd);
+      n.fd = -1;
+    }
+    orphan = n.orphan && n.opens == 0;
+  }
+  if (orphan) {
+    store_.drop_orphan(n.ino);
+    ::unlink(store_.staging_path(n.ino).c_str());
+    forget_node(n.ino);
+    return;
+  }
+  if (queue && opt_.compress && !stopping_) {
+    queue_->schedule(n.ino, std::chrono::milliseconds(opt_.quiet_ms));
+  }
+}
+
+void mount_fs::release(uint64_t ino, bool writer) {
+  std::shared_ptr<node> n = get(ino);
+  if (writer) {
+    {
+      std::lock_guard lk(n->mu);
+      --n->opens;
+    }
+    written(*n);
+    return;
+  }
+  {
+    std::scoped_lock lk(n->mu, n->io);
+    --n->opens;
+    if (n->opens == 0 && n->writers == 0 && n->fd >= 0) {
+      ::close(n->fd);
+      n->fd = -1;
+    }
+    if (!n->orphan || n->opens > 0) return;
+  }
+  store_.drop_orphan(ino);
+  ::unlink(store_.staging_path(ino).c_str());
+  forget_node(ino);
+}
+
+// ------------------------------------------------------------- the queue
+
+void mount_fs::compress_job(uint64_t ino) {
+  if (stopping_) return;
+  std::shared_ptr<node> n;
+  try {
+    n = get(ino);
+  } catch (std::exception const&) {
+    return;  // gone
+  }
+  std::string name;
+  {
+    std::lock_guard lk(n->mu);
+    if (n->writers > 0 || n->orphan || n->compressing) return;
+    std::shared_lock io(n->io);
+    if (!n->staged) return;
+    n->compressing = true;
+    n->cancel = false;
+    name = n->name;
+  }
+  struct done_guard {
+    node& n;
+    ~done_guard() {
+      std::lock_guard lk(n.mu);
+      n.compressing = false;
+      n.cv.notify_all();
+    }
+  } done{*n};
+  std::string const path = store_.staging_path(ino);
+  try {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) sys_fail(errno, "open the staged copy");
+    struct closer {
+      int fd;
+      ~closer() { ::close(fd); }
+    } c{fd};
+    struct stat ss {};
+    if (::fstat(fd, &ss) != 0) sys_fail(errno, "stat the staged copy");
+    codec::bytes data(static_cast<size_t>(ss.st_size));
+    for (size_t done_bytes = 0; done_bytes < data.size();) {
+      ssize_t const r =
+          ::pread(fd, data.data() + done_bytes, data.size() - done_bytes,
+                  static_cast<off_t>(done_bytes));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) sys_fail(errno, "read the staged copy");
+      if (r == 0) {
+        data.resize(done_bytes);  // cut meanwhile: the commit is cancelled
+        break;
+      }
+      done_bytes += static_cast<size_t>(r);
+    }
+    store_.compress_staged(ino, name, data, chooser_, from_ts(ss.st_mtim),
+                           [&] { return n->cancel || stopping_; });
+    // Committed: reads go to the store from now on, then the copy goes.
+    std::scoped_lock lk(n->mu, n->io);
+    n->staged = false;
+    if (n->fd >= 0) {
+      ::close(n->fd);
+      n->fd = -1;
+    }
+    ::unlink(path.c_str());
+  } catch (store_error const& e) {
+    if (e.code() != store_errc::cancelled &&
+        e.code() != store_errc::not_found) {
+      log_error(ino, std::string("left staged: ") + e.what());
+    }
+  } catch (std::exception const& e) {
+    log_error(ino, std::string("left staged: ") + e.what());
+  }
+}
+
+// ------------------------------------------------------------------ misc
+
+struct statvfs mount_fs::statfs() {
+  struct statvfs sv {};
+  if (::statvfs(store_.dir().c_str(), &sv) != 0) sys_fail(errno, "statfs");
+  sv.f_namemax = 255;
+  return sv;
+}
+
+std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
+  if (name.starts_with(brevis_prefix)) {
+    inode_attr const a = store_.stat(ino);
+    if (!S_ISREG(a.mode)) store_fail(store_errc::no_attr, "no attribute");
+    std::string_view const key = name.substr(brevis_prefix.size());
+    struct stat const st = to_stat(a);
+    uint64_t const logical = static_cast<uint64_t>(st.st_size);
+    uint64_t const stored = a.state == file_state::staged
+                                ? static_cast<uint64_t>(st.st_blocks) * 512
+                                : a.stored;
+    if (key == "state") {
+      if (queue_->running(ino)) return "compressing";
+      if (queue_->queued(ino)) return "queued";
+      return a.state == file_state::staged ? "staged" : "compressed";
+    }
+    if (key == "logical") return std::to_string(logical);
+    if (key == "stored") return std::to_string(stored);
+    if (key == "ratio") {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "%.3f",
+          stored ? static_cast<double>(logical) / static_cast<double>(stored)
+                 : 0.0);
+      return buf;
+    }
+    store_fail(store_errc::no_attr, "no attribute");
+  }
+  std::optional<std::string> v = store_.get_xattr(ino, name);
+  if (!v) store_fail(store_errc::no_attr, "no attribute");
+  return *v;
+}
+
+void mount_fs::setxattr(uint64_t ino, std::string_view name,
+                        std::string_view value, int flags) {
+  if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
+  if (!name.starts_with("user.") && !name.starts_with("trusted.")) {
+    sys_fail(EOPNOTSUPP, "attribute namespace");
+  }
+  store_.set_xattr(ino, name, value, flags);
+}
+
+std::vector<std::string> mount_fs::listxattr(uint64_t ino) {
+  std::vector<std::string> out = store_.list_xattr(ino);
+  if (S_ISREG(store_.stat(ino).mode)) {
+    out.insert(out.begin(), std::begin(virtual_xattrs),
+               std::end(virtual_xattrs));
+  }
+  return out;
+}
+
+void mount_fs::removexattr(uint64_t ino, std::string_view name) {
+  if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
+  store_.remove_xattr(ino, name);
+}
+
+}  // namespace brevis::fs

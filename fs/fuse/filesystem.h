@@ -1,0 +1,147 @@
+#pragma once
+// The mounted filesystem's logic over the store, without libfuse (ops.cpp is
+// the only file that sees <fuse_lowlevel.h>; it calls these and replies).
+//
+// Files are the store's inodes (the FUSE inode number is the store's). A
+// regular file is either staged -- its bytes in staging/INODE, read and
+// written there at disk speed -- or compressed -- read through the store's
+// range reads. When the last writer closes a staged file it is queued; after
+// a quiet period the worker compresses it into the store (commit first,
+// then the staged copy goes). Opening a compressed file for writing, or
+// truncating it, first brings it back to staging; a writer arriving while
+// its file is being compressed cancels that and waits for it.
+//
+// Locks: node::mu (fields) may be taken before node::io (the staged fd vs.
+// state changes) is released, never after taking io; neither is held while
+// a reply is sent (the callers reply after these return).
+//
+// Errors: methods throw store_error (its errno_value() is the reply) or
+// std::system_error (its code is an errno).
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "codec/choose/chooser.h"
+#include "fs/pipeline/compress_queue.h"
+#include "fs/store/store.h"
+
+namespace brevis::fs {
+
+/// Who asks (from the FUSE request): new files belong to them.
+struct caller {
+  uint32_t uid = 0, gid = 0;
+};
+
+struct setattr_request {
+  std::optional<uint32_t> mode, uid, gid;
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_ns;  // already resolved for "now"
+  bool ctime_only = false;          // nothing else asked: just touch ctime
+};
+
+class mount_fs {
+ public:
+  struct options {
+    unsigned quiet_ms = 1000;  // after the last writer closes
+    bool compress = true;  // false: files stay staged (tests, --no-compress)
+    unsigned workers = 1;
+  };
+
+  mount_fs(store& s, codec::program_chooser const& chooser, options opt);
+  ~mount_fs();
+  mount_fs(mount_fs const&) = delete;
+  mount_fs& operator=(mount_fs const&) = delete;
+
+  /// Tidies the store after an unclean stop and queues the staged files.
+  void start();
+  /// Stops taking work and cancels what is running (left staged).
+  void shutdown();
+
+  struct stat getattr(uint64_t ino);
+  /// Throws not_found.
+  struct stat lookup(uint64_t parent, std::string_view name);
+  struct stat setattr(uint64_t ino, setattr_request const& r);
+
+  /// Creates and opens a staged file; the handle is a writer.
+  struct stat create(uint64_t parent, std::string_view name, uint32_t mode,
+                     int flags, caller const& who);
+  struct stat mkdir(uint64_t parent, std::string_view name, uint32_t mode,
+                    caller const& who);
+  struct stat symlink(uint64_t parent, std::string_view name,
+                      std::string_view target, caller const& who);
+  struct stat link(uint64_t ino, uint64_t parent, std::string_view name);
+  std::string readlink(uint64_t ino);
+  void unlink(uint64_t parent, std::string_view name);
+  void rmdir(uint64_t parent, std::string_view name);
+  void rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+              std::string_view new_name, unsigned flags);
+
+  struct entry {
+    std::string name;
+    struct stat st;
+  };
+  /// ".", ".." and the entries, in name order.
+  std::vector<entry> readdir(uint64_t ino);
+
+  /// Returns whether the handle counts as a writer (pass it to release).
+  bool open(uint64_t ino, int flags);
+  size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
+  size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
+  void fsync(uint64_t ino, bool datasync);
+  /// `writer`: what open() returned; create() handles are writers.
+  void release(uint64_t ino, bool writer);
+  /// fallocate(2) mode 0 or FALLOC_FL_KEEP_SIZE on a staged, open file.
+  void fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
+
+  struct statvfs statfs();
+
+  /// user.brevis.* are computed (state, logical, stored, ratio); other
+  /// names are stored. Throws no_attr.
+  std::string getxattr(uint64_t ino, std::string_view name);
+  void setxattr(uint64_t ino, std::string_view name, std::string_view value,
+                int flags);
+  std::vector<std::string> listxattr(uint64_t ino);
+  void removexattr(uint64_t ino, std::string_view name);
+
+  /// Files queued or being compressed (tests, shutdown).
+  size_t pending() const { return queue_ ? queue_->pending() : 0; }
+
+ private:
+  struct node;
+  std::shared_ptr<node> get(uint64_t ino);
+  void forget_node(uint64_t ino);
+  struct stat to_stat(inode_attr const& a);
+  /// Brings compressed `n` back to staging (keeping `keep` bytes) and opens
+  /// its staged fd; with io held exclusively.
+  void stage_locked(node& n, uint64_t keep);
+  void open_fd_locked(node& n);
+  /// Waits until n is not being compressed (cancelling it); n.mu held.
+  void wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk);
+  /// A writer is done with n: record size and mtime, queue it.
+  void written(node& n);
+  /// The store dropped or orphaned an inode that lost its last name.
+  void after_unlink(store::unlink_result const& r);
+  void compress_job(uint64_t ino);
+
+  store& store_;
+  codec::program_chooser const& chooser_;
+  options opt_;
+  std::mutex nodes_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<node>> nodes_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<compress_queue> queue_;
+};
+
+}  // namespace brevis::fs

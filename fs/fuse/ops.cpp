@@ -1,0 +1,543 @@
+// The FUSE binding: libfuse3 low-level operations over mount_fs, and the
+// session's life (mount, daemonize, multithreaded loop, unmount). The only
+// file that includes <fuse_lowlevel.h> (FUSE_USE_VERSION is set by CMake on
+// this target alone).
+//
+// Every operation runs its body inside reply_errno(): the body sends its one
+// success reply last; whatever it throws becomes exactly one error reply
+// (store_error -> its errno, std::system_error -> its code, bad_alloc ->
+// ENOMEM, anything else -> EIO with a log line). No exception reaches
+// libfuse.
+
+#include <fuse_lowlevel.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include "codec/choose/chooser.h"
+#include "fs/fuse/filesystem.h"
+#include "fs/fuse/mount.h"
+
+namespace brevis::fs {
+namespace {
+
+constexpr double attr_timeout = 1.0;
+
+struct context {
+  mount_fs* fs = nullptr;
+};
+
+mount_fs& fs_of(fuse_req_t req) {
+  return *static_cast<context*>(fuse_req_userdata(req))->fs;
+}
+
+caller caller_of(fuse_req_t req) {
+  fuse_ctx const* c = fuse_req_ctx(req);
+  return caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
+}
+
+template <typename F>
+void reply_errno(fuse_req_t req, char const* op, F&& body) noexcept {
+  int err = 0;
+  try {
+    err = body();
+  } catch (store_error const& e) {
+    err = e.errno_value();
+    if (err == EIO)
+      std::fprintf(stderr, "brevis mount: %s: %s\n", op, e.what());
+  } catch (std::system_error const& e) {
+    err = e.code().value();
+  } catch (std::bad_alloc const&) {
+    err = ENOMEM;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "brevis mount: %s: %s\n", op, e.what());
+    err = EIO;
+  } catch (...) {
+    err = EIO;
+  }
+  if (err != 0) fuse_reply_err(req, err);
+}
+
+fuse_entry_param entry_of(struct stat const& st) {
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.generation = 1;
+  e.attr = st;
+  e.attr_timeout = attr_timeout;
+  e.entry_timeout = attr_timeout;
+  return e;
+}
+
+std::string_view sv(char const* s) { return s ? std::string_view(s) : ""; }
+
+// ------------------------------------------------------------------- ops
+
+void op_init(void*, fuse_conn_info* conn) {
+  if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
+    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  }
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
+    conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  }
+  conn->max_write = 1u << 20;
+  conn->max_readahead = 1u << 20;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
+  reply_errno(req, "lookup", [&] {
+    try {
+      fuse_entry_param const e = entry_of(fs_of(req).lookup(parent, sv(name)));
+      return fuse_reply_entry(req, &e), 0;
+    } catch (store_error const& err) {
+      if (err.code() != store_errc::not_found) throw;
+      // A negative entry the kernel may cache.
+      fuse_entry_param e{};
+      e.entry_timeout = attr_timeout;
+      return fuse_reply_entry(req, &e), 0;
+    }
+  });
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) {
+  // Inode numbers are the store's and live as long as the file.
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) {
+  fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  reply_errno(req, "getattr", [&] {
+    struct stat const st = fs_of(req).getattr(ino);
+    return fuse_reply_attr(req, &st, attr_timeout), 0;
+  });
+}
+
+int64_t ts_ns(timespec const& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                fuse_file_info*) {
+  reply_errno(req, "setattr", [&] {
+    setattr_request r;
+    if (to_set & FUSE_SET_ATTR_MODE) r.mode = attr->st_mode;
+    if (to_set & FUSE_SET_ATTR_UID) r.uid = attr->st_uid;
+    if (to_set & FUSE_SET_ATTR_GID) r.gid = attr->st_gid;
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+      r.size = static_cast<uint64_t>(attr->st_size);
+    }
+    if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+      timespec ts{};
+      ::clock_gettime(CLOCK_REALTIME, &ts);
+      r.mtime_ns = ts_ns(ts);
+    } else if (to_set & FUSE_SET_ATTR_MTIME) {
+      r.mtime_ns = ts_ns(attr->st_mtim);
+    }
+    // atime is not kept (reads report mtime); ctime always moves.
+    struct stat const st = fs_of(req).setattr(ino, r);
+    return fuse_reply_attr(req, &st, attr_timeout), 0;
+  });
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  reply_errno(req, "readlink", [&] {
+    std::string const target = fs_of(req).readlink(ino);
+    return fuse_reply_readlink(req, target.c_str()), 0;
+  });
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
+              dev_t) {
+  reply_errno(req, "mknod", [&] {
+    if (!S_ISREG(mode)) return EPERM;  // no devices, fifos or sockets
+    mount_fs& fs = fs_of(req);
+    struct stat const st =
+        fs.create(parent, sv(name), mode, O_WRONLY, caller_of(req));
+    fs.release(st.st_ino, true);
+    fuse_entry_param const e = entry_of(fs.getattr(st.st_ino));
+    return fuse_reply_entry(req, &e), 0;
+  });
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, char const* name,
+              mode_t mode) {
+  reply_errno(req, "mkdir", [&] {
+    fuse_entry_param const e =
+        entry_of(fs_of(req).mkdir(parent, sv(name), mode, caller_of(req)));
+    return fuse_reply_entry(req, &e), 0;
+  });
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, char const* name) {
+  reply_errno(req, "unlink", [&] {
+    fs_of(req).unlink(parent, sv(name));
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, char const* name) {
+  reply_errno(req, "rmdir", [&] {
+    fs_of(req).rmdir(parent, sv(name));
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+void op_symlink(fuse_req_t req, char const* link, fuse_ino_t parent,
+                char const* name) {
+  reply_errno(req, "symlink", [&] {
+    fuse_entry_param const e = entry_of(
+        fs_of(req).symlink(parent, sv(name), sv(link), caller_of(req)));
+    return fuse_reply_entry(req, &e), 0;
+  });
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, char const* name,
+               fuse_ino_t newparent, char const* newname, unsigned flags) {
+  reply_errno(req, "rename", [&] {
+    if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return EINVAL;
+    unsigned f = 0;
+    if (flags & RENAME_NOREPLACE) f |= store::rename_noreplace;
+    if (flags & RENAME_EXCHANGE) f |= store::rename_exchange;
+    fs_of(req).rename(parent, sv(name), newparent, sv(newname), f);
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+             char const* newname) {
+  reply_errno(req, "link", [&] {
+    fuse_entry_param const e =
+        entry_of(fs_of(req).link(ino, newparent, sv(newname)));
+    return fuse_reply_entry(req, &e), 0;
+  });
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  reply_errno(req, "open", [&] {
+    mount_fs& fs = fs_of(req);
+    bool const writer = fs.open(ino, fi->flags);
+    fi->fh = writer ? 1 : 0;
+    // Contents change only through this mount, so cached pages stay valid.
+    fi->keep_cache = 1;
+    if (fuse_reply_open(req, fi) != 0) fs.release(ino, writer);
+    return 0;
+  });
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
+               fuse_file_info* fi) {
+  reply_errno(req, "create", [&] {
+    mount_fs& fs = fs_of(req);
+    fuse_entry_param const e =
+        entry_of(fs.create(parent, sv(name), mode, fi->flags, caller_of(req)));
+    fi->fh = 1;
+    fi->keep_cache = 1;
+    if (fuse_reply_create(req, &e, fi) != 0) fs.release(e.ino, true);
+    return 0;
+  });
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+             fuse_file_info*) {
+  reply_errno(req, "read", [&] {
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[size]);
+    size_t const n =
+        fs_of(req).read(ino, static_cast<uint64_t>(off), size, buf.get());
+    return fuse_reply_buf(req, reinterpret_cast<char const*>(buf.get()), n), 0;
+  });
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, char const* data, size_t size,
+              off_t off, fuse_file_info*) {
+  reply_errno(req, "write", [&] {
+    size_t const n =
+        fs_of(req).write(ino, static_cast<uint64_t>(off),
+                         reinterpret_cast<uint8_t const*>(data), size);
+    return fuse_reply_write(req, n), 0;
+  });
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+  fuse_reply_err(req, 0);  // release() records and queues
+}
+
+void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  reply_errno(req, "release", [&] {
+    fs_of(req).release(ino, fi->fh == 1);
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
+  reply_errno(req, "fsync", [&] {
+    fs_of(req).fsync(ino, datasync != 0);
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+using dir_snapshot = std::vector<mount_fs::entry>;
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  reply_errno(req, "opendir", [&] {
+    // Offsets index this snapshot, so entries stay stable across calls.
+    auto snap = std::make_unique<dir_snapshot>(fs_of(req).readdir(ino));
+    fi->fh = reinterpret_cast<uint64_t>(snap.get());
+    if (fuse_reply_open(req, fi) == 0) snap.release();
+    return 0;
+  });
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  delete reinterpret_cast<dir_snapshot*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void do_readdir(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi,
+                bool plus) {
+  reply_errno(req, "readdir", [&] {
+    auto const& snap = *reinterpret_cast<dir_snapshot const*>(fi->fh);
+    std::vector<char> buf(size);
+    size_t pos = 0;
+    for (size_t i = static_cast<size_t>(off); i < snap.size(); ++i) {
+      mount_fs::entry const& en = snap[i];
+      size_t need = 0;
+      auto const next = static_cast<off_t>(i + 1);
+      if (plus) {
+        fuse_entry_param e = entry_of(en.st);
+        if (en.name == "." || en.name == "..") e.ino = 0;  // no lookup ref
+        need = fuse_add_direntry_plus(req, buf.data() + pos, size - pos,
+                                      en.name.c_str(), &e, next);
+      } else {
+        need = fuse_add_direntry(req, buf.data() + pos, size - pos,
+                                 en.name.c_str(), &en.st, next);
+      }
+      if (need > size - pos) break;
+      pos += need;
+    }
+    return fuse_reply_buf(req, buf.data(), pos), 0;
+  });
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                fuse_file_info* fi) {
+  do_readdir(req, size, off, fi, false);
+}
+
+void op_readdirplus(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                    fuse_file_info* fi) {
+  do_readdir(req, size, off, fi, true);
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+  reply_errno(req, "statfs", [&] {
+    struct statvfs const sv = fs_of(req).statfs();
+    return fuse_reply_statfs(req, &sv), 0;
+  });
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, char const* name,
+                 char const* value, size_t size, int flags) {
+  reply_errno(req, "setxattr", [&] {
+    int f = 0;
+    if (flags & XATTR_CREATE) f |= store::xattr_create;
+    if (flags & XATTR_REPLACE) f |= store::xattr_replace;
+    fs_of(req).setxattr(ino, sv(name), std::string_view(value, size), f);
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+// getxattr and listxattr: size 0 asks for the length.
+int reply_sized(fuse_req_t req, std::string const& v, size_t size) {
+  if (size == 0) return fuse_reply_xattr(req, v.size()), 0;
+  if (v.size() > size) return ERANGE;
+  return fuse_reply_buf(req, v.data(), v.size()), 0;
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, char const* name,
+                 size_t size) {
+  reply_errno(req, "getxattr", [&] {
+    return reply_sized(req, fs_of(req).getxattr(ino, sv(name)), size);
+  });
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  reply_errno(req, "listxattr", [&] {
+    std::string all;
+    for (std::string const& n : fs_of(req).listxattr(ino)) {
+      all += n;
+      all += '\0';
+    }
+    return reply_sized(req, all, size);
+  });
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, char const* name) {
+  reply_errno(req, "removexattr", [&] {
+    fs_of(req).removexattr(ino, sv(name));
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+                  off_t length, fuse_file_info*) {
+  reply_errno(req, "fallocate", [&] {
+    fs_of(req).fallocate(ino, mode, static_cast<uint64_t>(offset),
+                         static_cast<uint64_t>(length));
+    return fuse_reply_err(req, 0), 0;
+  });
+}
+
+fuse_lowlevel_ops make_ops() {
+  fuse_lowlevel_ops o{};
+  o.init = op_init;
+  o.lookup = op_lookup;
+  o.forget = op_forget;
+  o.forget_multi = op_forget_multi;
+  o.getattr = op_getattr;
+  o.setattr = op_setattr;
+  o.readlink = op_readlink;
+  o.mknod = op_mknod;
+  o.mkdir = op_mkdir;
+  o.unlink = op_unlink;
+  o.rmdir = op_rmdir;
+  o.symlink = op_symlink;
+  o.rename = op_rename;
+  o.link = op_link;
+  o.open = op_open;
+  o.create = op_create;
+  o.read = op_read;
+  o.write = op_write;
+  o.flush = op_flush;
+  o.release = op_release;
+  o.fsync = op_fsync;
+  o.opendir = op_opendir;
+  o.releasedir = op_releasedir;
+  o.readdir = op_readdir;
+  o.readdirplus = op_readdirplus;
+  o.statfs = op_statfs;
+  o.setxattr = op_setxattr;
+  o.getxattr = op_getxattr;
+  o.listxattr = op_listxattr;
+  o.removexattr = op_removexattr;
+  o.fallocate = op_fallocate;
+  // No getlk/setlk/flock: the kernel keeps POSIX and BSD locks locally.
+  return o;
+}
+
+std::string absolute(std::string const& p) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) {
+    throw std::system_error(errno, std::generic_category(), p);
+  }
+  return buf;
+}
+
+}  // namespace
+
+int run_mount(mount_options const& opt) {
+  std::string store_dir, mountpoint;
+  try {
+    // The store is checked (and created) before the mount, so its errors
+    // reach the terminal; the daemon opens it again after the fork.
+    { store s(opt.store); }
+    store_dir = absolute(opt.store);
+    mountpoint = absolute(opt.mountpoint);
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "brevis: mount: %s\n", e.what());
+    return 1;
+  }
+
+  std::string mount_opts = "default_permissions,fsname=brevis,subtype=brevis";
+  if (opt.allow_other) mount_opts += ",allow_other";
+  std::vector<std::string> argv_s = {"brevis", "-o", mount_opts};
+  if (opt.debug) argv_s.push_back("-d");
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+
+  context ctx;
+  fuse_lowlevel_ops const ops = make_ops();
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &ctx);
+  if (!se) {
+    std::fprintf(stderr, "brevis: mount: cannot start a FUSE session\n");
+    return 1;
+  }
+  // libfuse installs its handlers only over the defaults.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
+  if (fuse_set_signal_handlers(se) != 0 ||
+      fuse_session_mount(se, mountpoint.c_str()) != 0) {
+    std::fprintf(stderr, "brevis: mount: cannot mount on %s\n",
+                 mountpoint.c_str());
+    fuse_session_destroy(se);
+    return 1;
+  }
+  fuse_daemonize(opt.foreground ? 1 : 0);
+
+  int rc = 0;
+  try {
+    store s(store_dir);
+    auto chooser = codec::make_candidate_chooser();
+    mount_fs::options fo;
+    fo.quiet_ms = opt.quiet_ms;
+    fo.compress = opt.compress;
+    mount_fs fs(s, *chooser, fo);
+    ctx.fs = &fs;
+    fs.start();
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    if (opt.threads) fuse_loop_cfg_set_max_threads(cfg, opt.threads);
+    rc = fuse_session_loop_mt(se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    // Stop serving first, then stop taking work; what was not compressed
+    // stays staged and the next mount queues it again.
+    fuse_session_unmount(se);
+    fs.shutdown();
+    ctx.fs = nullptr;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "brevis: mount: %s\n", e.what());
+    fuse_session_unmount(se);
+    rc = 1;
+  }
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  fuse_opt_free_args(&args);
+  // libfuse returns the signal number after SIGTERM/SIGINT/SIGHUP: a
+  // requested, clean stop.
+  return rc >= 0 ? 0 : 1;
+}
+
+int run_unmount(std::string const& mountpoint, bool lazy) {
+  pid_t const pid = ::fork();
+  if (pid < 0) {
+    std::perror("brevis: unmount: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    if (lazy) {
+      ::execlp("fusermount3", "fusermount3", "-u", "-z", mountpoint.c_str(),
+               static_cast<char*>(nullptr));
+    } else {
+      ::execlp("fusermount3", "fusermount3", "-u", mountpoint.c_str(),
+               static_cast<char*>(nullptr));
+    }
+    std::perror("brevis: unmount: fusermount3");
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+}  // namespace brevis::fs

@@ -1,0 +1,25 @@
+// `brevis mount STORE MOUNTPOINT` and `brevis unmount MOUNTPOINT`.
+
+#include "fs/fuse/mount.h"
+#include "src/commands.h"
+
+namespace brevis::cli {
+
+int run_mount(mount_cli_options const& opt) {
+  fs::mount_options m;
+  m.store = opt.store;
+  m.mountpoint = opt.mountpoint;
+  m.foreground = opt.foreground;
+  m.debug = opt.debug;
+  m.allow_other = opt.allow_other;
+  m.compress = !opt.no_compress;
+  m.quiet_ms = opt.quiet_ms;
+  m.threads = opt.fuse_threads;
+  return fs::run_mount(m);
+}
+
+int run_unmount(mount_cli_options const& opt) {
+  return fs::run_unmount(opt.mountpoint, opt.lazy);
+}
+
+}  // namespace brevis::cli
