@@ -73,7 +73,7 @@ size_t distinct_up_to(byte_view data, size_t limit) {
   return seen.size();
 }
 
-constexpr size_t min_static_table_region = 64u << 10;
+constexpr size_t min_static_table_region = 4u << 10;
 
 bool all_bytes_equal(byte_view data) {
   return std::all_of(data.begin(), data.end(),
@@ -102,7 +102,8 @@ bool low_bits_zero(byte_view data, unsigned k) {
 
 std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
-  // The static table costs a few KiB; below this it cannot pay for itself.
+  // The static table costs about a byte per distinct value; below this it
+  // cannot pay for itself.
   if (data.size() >= min_static_table_region) {
     stream words = lane_stream(data, 2, meaning::uint);
     out.push_back(view(2, m, make_rans_static(words, 2)));
