@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "codec/choose/chooser.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
 
 namespace brevis::codec {
@@ -100,6 +104,19 @@ bool low_bits_zero(byte_view data, unsigned k) {
   return true;
 }
 
+// A file-level static table for one 16-bit float dtype: built from every
+// tensor of that dtype, so it holds every symbol they use; the archive
+// stores the program once, so each tensor is charged a share of the blob.
+struct shared_table {
+  node leaf;
+  double blob_share = 0;  // bytes charged per tensor
+};
+
+struct candidate {
+  node program;
+  double discount = 0;  // program bytes stored once for the file
+};
+
 std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
   // The static table costs about a byte per distinct value; below this it
@@ -173,6 +190,8 @@ std::vector<node> integer_candidates(byte_view data, unsigned width,
 
 std::vector<node> candidates_for(region const& r, byte_view data) {
   std::vector<node> out;
+  // Tiny regions: nothing beats the bytes themselves.
+  if (data.size() <= 16) return {leaf(opcode::raw)};
   if (r.kind == region_kind::tensor) {
     unsigned const width = dtype_width(r.type);
     meaning const m = meaning_of(r.type);
@@ -201,6 +220,7 @@ std::vector<node> candidates_for(region const& r, byte_view data) {
     }
   }
   out.push_back(leaf(opcode::zstd, {data.size() < (1u << 20) ? 9u : 3u}));
+  out.push_back(leaf(opcode::raw));
   return out;
 }
 
@@ -224,35 +244,159 @@ bytes sample_of(byte_view data, unsigned width) {
   return out;
 }
 
+// Estimated bytes of planes + rans0 for 16-bit lanes with histogram `h`: the
+// byte entropies plus about 0.7 bytes of table per distinct byte (measured).
+double estimate_planes_bytes(std::vector<uint64_t> const& h) {
+  std::vector<uint64_t> lo(256, 0), hi(256, 0);
+  for (size_t s = 0; s < h.size(); ++s) lo[s & 255] += h[s], hi[s >> 8] += h[s];
+  double bytes =
+      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
+  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
+  return bytes;
+}
+
+// Picks the cheapest candidate on a sample: program bytes (less what the
+// file shares) plus the payload scaled to the region.
+node choose_among(std::vector<candidate> cands, byte_view data,
+                  unsigned width) {
+  bytes const sample = sample_of(data, std::max(1u, width));
+  double const scale =
+      static_cast<double>(data.size()) / static_cast<double>(sample.size());
+  double best_cost = std::numeric_limits<double>::infinity();
+  node best = fallback_program();
+  for (candidate& c : cands) {
+    bytes payload;
+    try {
+      encode_chunk(c.program, sample, payload);
+    } catch (error const& e) {
+      if (e.code() == errc::domain) continue;
+      throw;
+    }
+    double const cost =
+        static_cast<double>(serialize_program(c.program).size()) - c.discount +
+        static_cast<double>(payload.size()) * scale;
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = std::move(c.program);
+    }
+  }
+  return best;
+}
+
+node trivial_program(byte_view data) {
+  if (data.empty()) return leaf(opcode::raw);
+  return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
+}
+
+std::vector<candidate> plain(std::vector<node> nodes) {
+  std::vector<candidate> out;
+  for (node& n : nodes) out.push_back({std::move(n), 0});
+  return out;
+}
+
+// The chooser for one file: the plain candidates, plus a file-level table
+// per 16-bit float dtype that small tensors can share.
+class file_chooser final : public program_chooser {
+ public:
+  file_chooser(byte_view file, std::span<region const> regions) {
+    // Tensors of a dtype whose values have the same median exponent tend to
+    // share a distribution: one table per such group.
+    struct member {
+      uint64_t offset;
+      std::vector<uint64_t> hist;
+    };
+    std::map<std::pair<int, unsigned>, std::vector<member>> groups;
+    for (region const& r : regions) {
+      int const k = shared_kind(r);
+      if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
+        continue;
+      }
+      member m{r.offset, {}};
+      rans_static::histogram(file.subspan(r.offset, r.length), 2, m.hist);
+      groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
+    }
+    for (auto& [key, members] : groups) {
+      if (members.size() < 2) continue;
+      std::vector<uint64_t> total(65536, 0);
+      for (member const& m : members) {
+        for (size_t s = 0; s < 65536; ++s) total[s] += m.hist[s];
+      }
+      rans_static::table const tab = choose_rans_static_table(total);
+      node n = make_leaf(opcode::rans_static);
+      n.blob = serialize_rans_static_table(tab);
+      // Keep the table only when the tensors it would serve save more than
+      // it costs, by entropy estimates against their own best coding.
+      double gain = 0;
+      size_t users = 0;
+      for (member const& m : members) {
+        double const own = std::min(estimate_rans_static_bits(m.hist) / 8,
+                                    estimate_planes_bytes(m.hist));
+        double const shared = rans_static::coded_bits(m.hist, tab) / 8;
+        if (shared < own) gain += own - shared, ++users;
+      }
+      if (users == 0 || gain < 1.1 * static_cast<double>(n.blob.size())) {
+        continue;
+      }
+      double const share =
+          static_cast<double>(n.blob.size()) / static_cast<double>(users);
+      for (member const& m : members) table_of_[m.offset] = tables_.size();
+      tables_.push_back(shared_table{std::move(n), share});
+    }
+  }
+
+  node choose(region const& r, byte_view data) const override {
+    if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
+    std::vector<candidate> cands = plain(candidates_for(r, data));
+    auto it = table_of_.find(r.offset);
+    if (shared_kind(r) >= 0 && it != table_of_.end() && data.size() > 16) {
+      shared_table const& st = tables_[it->second];
+      node p = view(2, meaning_of(r.type), st.leaf);
+      double const discount =
+          static_cast<double>(st.leaf.blob.size()) - st.blob_share;
+      cands.push_back({std::move(p), discount});
+    }
+    return choose_among(std::move(cands), data, dtype_width(r.type));
+  }
+
+ private:
+  // 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
+  static int shared_kind(region const& r) {
+    if (r.kind != region_kind::tensor) return -1;
+    return r.type == dtype::bf16 ? 0 : r.type == dtype::f16 ? 1 : -1;
+  }
+
+  static unsigned median_exponent(std::vector<uint64_t> const& h, int kind) {
+    unsigned const shift = kind == 0 ? 7 : 10;
+    unsigned const mask = kind == 0 ? 0xff : 0x1f;
+    std::vector<uint64_t> e(mask + 1, 0);
+    uint64_t n = 0;
+    for (size_t s = 0; s < h.size(); ++s) {
+      e[(s >> shift) & mask] += h[s];
+      n += h[s];
+    }
+    uint64_t acc = 0;
+    for (unsigned i = 0; i <= mask; ++i) {
+      acc += e[i];
+      if (2 * acc >= n) return i;
+    }
+    return mask;
+  }
+
+  std::vector<shared_table> tables_;
+  std::unordered_map<uint64_t, size_t> table_of_;  // region offset -> table
+};
+
 class candidate_chooser final : public program_chooser {
  public:
   node choose(region const& r, byte_view data) const override {
-    if (data.empty()) return leaf(opcode::raw);
-    if (all_bytes_equal(data)) {
-      return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
-    }
-    std::vector<node> cands = candidates_for(r, data);
-    bytes const sample = sample_of(data, std::max(1u, dtype_width(r.type)));
-    double const scale =
-        static_cast<double>(data.size()) / static_cast<double>(sample.size());
-    double best_cost = std::numeric_limits<double>::infinity();
-    node best = fallback_program();
-    for (node& c : cands) {
-      bytes payload;
-      try {
-        encode_chunk(c, sample, payload);
-      } catch (error const& e) {
-        if (e.code() == errc::domain) continue;
-        throw;
-      }
-      double const cost = static_cast<double>(serialize_program(c).size()) +
-                          static_cast<double>(payload.size()) * scale;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = std::move(c);
-      }
-    }
-    return best;
+    if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
+    return choose_among(plain(candidates_for(r, data)), data,
+                        dtype_width(r.type));
+  }
+
+  std::unique_ptr<program_chooser> for_file(
+      byte_view file, std::span<region const> regions) const override {
+    return std::make_unique<file_chooser>(file, regions);
   }
 };
 

@@ -4,6 +4,7 @@
 // keeps the smallest; the search will implement this same interface.
 
 #include <memory>
+#include <span>
 
 #include "codec/core/bytes.h"
 #include "codec/dsl/program.h"
@@ -18,6 +19,14 @@ class program_chooser {
   /// must accept any bytes; chunks it cannot encode (errc::domain) are coded
   /// with fallback_program() by the archive writer. Thread-safe.
   virtual node choose(region const& r, byte_view data) const = 0;
+
+  /// A chooser for the regions of one file (`regions` cover `file`), which
+  /// may share tables between its tensors; nullptr: use this one. The
+  /// archive writer calls it once per file, before any choose().
+  virtual std::unique_ptr<program_chooser> for_file(
+      byte_view /*file*/, std::span<region const> /*regions*/) const {
+    return nullptr;
+  }
 };
 
 /// The program every chunk can fall back to: it accepts any bytes.

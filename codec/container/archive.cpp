@@ -55,6 +55,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   check_chunk_size(chunk_size);
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
+  file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());
   programs_.push_back(fallback_program());
@@ -62,7 +63,8 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
 
 void archive_writer::choose_program(size_t r) {
   region const& g = regions_.at(r).info;
-  node p = chooser_.choose(g, file_.subspan(g.offset, g.length));
+  program_chooser const& c = file_chooser_ ? *file_chooser_ : chooser_;
+  node p = c.choose(g, file_.subspan(g.offset, g.length));
   try {
     check_program(p);
   } catch (error const&) {
