@@ -117,8 +117,31 @@ struct candidate {
   double discount = 0;  // program bytes stored once for the file
 };
 
+// Fraction of lanes that repeat their predecessor, on up to 64 Ki lanes.
+template <typename T>
+double repeat_fraction(byte_view data) {
+  size_t const n = std::min<size_t>(data.size() / sizeof(T), 65536);
+  size_t same = 0;
+  for (size_t i = 1; i < n; ++i) {
+    same += load_le<T>(data.data() + i * sizeof(T)) ==
+            load_le<T>(data.data() + (i - 1) * sizeof(T));
+  }
+  return n < 2 ? 0 : static_cast<double>(same) / static_cast<double>(n - 1);
+}
+
+// Sparse tensors (runs of zeros, pruned channels): runs of equal lanes, the
+// run values and lengths (mostly 1, so their high bytes cost nearly nothing)
+// as byte planes.
+node runs_candidate(unsigned width, meaning m) {
+  return view(
+      width, m,
+      make_op(opcode::runs, {}, {planes_rans0(width), planes_rans0(4)}));
+}
+
 std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
+  if (repeat_fraction<uint16_t>(data) > 0.05)
+    out.push_back(runs_candidate(2, m));
   // The static table costs about a byte per distinct value; below this it
   // cannot pay for itself.
   if (data.size() >= min_static_table_region) {
@@ -157,6 +180,8 @@ std::vector<node> float32_candidates(byte_view data) {
   out.push_back(view(
       4, m, make_op(opcode::bitfields, {16, 16}, {planes_rans0(2), high})));
   out.push_back(view(4, m, planes_rans0(4)));
+  if (repeat_fraction<uint32_t>(data) > 0.05)
+    out.push_back(runs_candidate(4, m));
   if (distinct_up_to<uint32_t>(data, 256) <= 256) {
     out.push_back(view(4, m,
                        make_op(opcode::palette, {1},

@@ -9,7 +9,10 @@
 //                       end (the first run: gap is the symbol itself)
 //   varint  M           the symbol (index in order) whose frequency is the
 //                       remainder, < K (K = the symbols in all runs)
-//   (K - 1) x u8 code   the other symbols' frequencies, in symbol order:
+//   u8      mode        0: codes as bytes; 1: blob inner table (8-bit, mode
+//                       0), blob rans_static payload of the K - 1 code
+//                       differences mod 256
+//   (K - 1) codes       the other symbols' frequencies, in symbol order:
 //                       code c = 16e + m gives m when e = 0 (c = 0 is
 //                       invalid), else (16 + m) << (e - 1)
 // Frequency M is T minus the others' sum and must be >= 1. Codes keep 4-5
@@ -105,18 +108,21 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
   return q;
 }
 
-bytes serialize_rans_static_table(rans_static::table const& t) {
+namespace {
+
+// The table blob; `coded` lets the codes be rANS-coded (never inside the
+// inner table that codes them).
+bytes serialize_table(rans_static::table const& t, bool coded) {
   size_t const k = t.symbols.size();
   fail_if(k == 0, errc::domain, "rans_static: empty table");
   // The remainder symbol: the one frequency codes cannot hold, else the
   // largest (then any choice decodes to the same table).
   size_t rem = k;
   for (size_t i = 0; i < k; ++i) {
-    if (t.freqs[i] >= (1u << 20) ||
-        dequantize(quantize(t.freqs[i])) != t.freqs[i]) {
-      fail_if(
-          rem != k, errc::domain,
-          "rans_static: table is not quantized (quantize_rans_static_table)");
+    if (dequantize(quantize(t.freqs[i])) != t.freqs[i]) {
+      fail_if(rem != k, errc::domain,
+              "rans_static: table is not quantized "
+              "(quantize_rans_static_table)");
       rem = i;
     }
   }
@@ -139,13 +145,38 @@ bytes serialize_rans_static_table(rans_static::table const& t) {
     next = uint64_t{first} + length;
   }
   put_varint(out, rem);
+  bytes codes;
   for (size_t i = 0; i < k; ++i) {
-    if (i != rem) put_u8(out, quantize(t.freqs[i]));
+    if (i != rem) codes.push_back(quantize(t.freqs[i]));
   }
+  // Neighbouring symbols have similar frequencies: the code differences,
+  // rANS-coded with a small table of their own, often take 3-4 bits.
+  if (coded && codes.size() >= 64) {
+    bytes deltas(codes.size());
+    uint8_t prev = 0;
+    for (size_t i = 0; i < codes.size(); ++i) {
+      deltas[i] = static_cast<uint8_t>(codes[i] - prev);
+      prev = codes[i];
+    }
+    std::vector<uint64_t> hist;
+    rans_static::histogram(deltas, 1, hist);
+    rans_static::table const inner = choose_rans_static_table(hist);
+    bytes packed{1};
+    put_blob(packed, serialize_table(inner, false));
+    bytes payload;
+    rans_static::coder(inner, 1).encode(deltas, payload);
+    put_blob(packed, payload);
+    if (packed.size() < 1 + codes.size()) {
+      put_bytes(out, packed);
+      return out;
+    }
+  }
+  put_u8(out, 0);
+  put_bytes(out, codes);
   return out;
 }
 
-rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
+rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   fail_if(width != 1 && width != 2, errc::corrupt,
           "rans_static: symbols are 8 or 16 bits");
   uint64_t const alphabet = uint64_t{1} << (8 * width);
@@ -180,13 +211,30 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   uint64_t const rem = r.varint();
   fail_if(rem >= k, errc::corrupt,
           "rans_static: remainder symbol out of range");
-  fail_if(r.remaining() != k - 1, errc::corrupt,
-          "rans_static: table codes do not match its symbols");
+  uint8_t const mode = r.u8();
+  bytes codes;
+  if (mode == 0) {
+    fail_if(r.remaining() != k - 1, errc::corrupt,
+            "rans_static: table codes do not match its symbols");
+    byte_view const raw = r.rest();
+    codes.assign(raw.begin(), raw.end());
+  } else {
+    fail_if(mode != 1 || !coded, errc::corrupt,
+            "rans_static: unknown table code mode");
+    rans_static::table const inner =
+        parse_table(r.blob(r.remaining(), "rans_static inner table"), 1, false);
+    byte_view const payload = r.blob(r.remaining(), "rans_static codes");
+    fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
+    codes.resize(k - 1);
+    rans_static::coder(inner, 1).decode(payload, k - 1, codes.data());
+    uint8_t prev = 0;
+    for (uint8_t& c : codes) prev = c = static_cast<uint8_t>(prev + c);
+  }
   t.freqs.resize(k);
   uint64_t sum = 0;
-  for (size_t i = 0; i < k; ++i) {
+  for (size_t i = 0, j = 0; i < k; ++i) {
     if (i == rem) continue;
-    uint8_t const c = r.u8();
+    uint8_t const c = codes[j++];
     fail_if(c == 0, errc::corrupt, "rans_static: zero frequency code");
     t.freqs[i] = dequantize(c);
     sum += t.freqs[i];
@@ -196,6 +244,16 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   t.freqs[rem] = static_cast<uint32_t>(total - sum);
   rans_static::validate(t, 8 * width);
   return t;
+}
+
+}  // namespace
+
+bytes serialize_rans_static_table(rans_static::table const& t) {
+  return serialize_table(t, true);
+}
+
+rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
+  return parse_table(blob, width, true);
 }
 
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
