@@ -6,6 +6,7 @@
 // wins. The synthesis search will replace this behind program_chooser.
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -117,6 +118,68 @@ struct candidate {
   double discount = 0;  // program bytes stored once for the file
 };
 
+// Present 16-bit symbols and their counts, in symbol order.
+using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
+
+sparse_hist sparse_histogram(byte_view data) {
+  size_t const n = data.size() / 2;
+  sparse_hist out;
+  if (n <= 16384) {  // sorting beats clearing 2^16 counters
+    std::vector<uint16_t> w(n);
+    for (size_t i = 0; i < n; ++i) w[i] = load_le<uint16_t>(&data[2 * i]);
+    std::sort(w.begin(), w.end());
+    for (size_t i = 0; i < n; ++i) {
+      if (i == 0 || w[i] != w[i - 1]) out.emplace_back(w[i], 0);
+      ++out.back().second;
+    }
+    return out;
+  }
+  std::vector<uint64_t> h;
+  rans_static::histogram(data, 2, h);
+  for (uint32_t s = 0; s < h.size(); ++s) {
+    if (h[s]) out.emplace_back(s, h[s]);
+  }
+  return out;
+}
+
+double entropy_bits(sparse_hist const& h) {
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  double bits = 0;
+  for (auto const& [s, c] : h) {
+    bits -= static_cast<double>(c) *
+            std::log2(static_cast<double>(c) / static_cast<double>(n));
+  }
+  return bits;
+}
+
+// Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
+// plus about 0.7 bytes of table per distinct byte (measured).
+double estimate_planes_bytes(sparse_hist const& h) {
+  std::vector<uint64_t> lo(256, 0), hi(256, 0);
+  for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c;
+  double bytes =
+      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
+  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
+  return bytes;
+}
+
+// Estimated bytes of rans_static with the value's own table: the entropy
+// plus about half a byte of table per symbol (measured).
+double estimate_own_table_bytes(sparse_hist const& h) {
+  return entropy_bits(h) / 8 + 0.5 * static_cast<double>(h.size()) + 40;
+}
+
+node own_table_leaf(sparse_hist const& h) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+  node n = make_leaf(opcode::rans_static);
+  n.blob = serialize_rans_static_table(quantize_rans_static_table(
+      rans_static::normalize(symbols, counts, rans_static::max_scale)));
+  return n;
+}
+
 // Fraction of lanes that repeat their predecessor, on up to 64 Ki lanes.
 template <typename T>
 double repeat_fraction(byte_view data) {
@@ -142,14 +205,15 @@ std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
   if (repeat_fraction<uint16_t>(data) > 0.05)
     out.push_back(runs_candidate(2, m));
-  // The static table costs about a byte per distinct value; below this it
-  // cannot pay for itself.
-  if (data.size() >= min_static_table_region) {
-    stream words = lane_stream(data, 2, meaning::uint);
-    out.push_back(view(2, m, make_rans_static(words, 2)));
+  sparse_hist const h = sparse_histogram(data);
+  // A table of its own, where estimates say it can beat byte planes (it
+  // costs about half a byte per distinct value).
+  if (data.size() >= min_static_table_region &&
+      estimate_own_table_bytes(h) < 1.01 * estimate_planes_bytes(h)) {
+    out.push_back(view(2, m, own_table_leaf(h)));
   }
   out.push_back(view(2, m, planes_rans0(2)));
-  if (distinct_up_to<uint16_t>(data, 256) <= 256) {
+  if (h.size() <= 256) {
     out.push_back(view(2, m,
                        make_op(opcode::palette, {1},
                                {leaf(opcode::raw), leaf(opcode::rans0)})));
@@ -271,15 +335,6 @@ bytes sample_of(byte_view data, unsigned width) {
 
 // Estimated bytes of planes + rans0 for 16-bit lanes with histogram `h`: the
 // byte entropies plus about 0.7 bytes of table per distinct byte (measured).
-double estimate_planes_bytes(std::vector<uint64_t> const& h) {
-  std::vector<uint64_t> lo(256, 0), hi(256, 0);
-  for (size_t s = 0; s < h.size(); ++s) lo[s & 255] += h[s], hi[s >> 8] += h[s];
-  double bytes =
-      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
-  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
-  return bytes;
-}
-
 // Picks the cheapest candidate on a sample: program bytes (less what the
 // file shares) plus the payload scaled to the region.
 node choose_among(std::vector<candidate> cands, byte_view data,
@@ -328,7 +383,7 @@ class file_chooser final : public program_chooser {
     // share a distribution: one table per such group.
     struct member {
       uint64_t offset;
-      std::vector<uint64_t> hist;
+      sparse_hist hist;
     };
     std::map<std::pair<int, unsigned>, std::vector<member>> groups;
     for (region const& r : regions) {
@@ -336,28 +391,37 @@ class file_chooser final : public program_chooser {
       if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
         continue;
       }
-      member m{r.offset, {}};
-      rans_static::histogram(file.subspan(r.offset, r.length), 2, m.hist);
+      member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
       groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
     }
+    std::vector<uint64_t> total(65536);
+    std::vector<uint32_t> freq(65536);
     for (auto& [key, members] : groups) {
       if (members.size() < 2) continue;
-      std::vector<uint64_t> total(65536, 0);
+      std::fill(total.begin(), total.end(), 0);
       for (member const& m : members) {
-        for (size_t s = 0; s < 65536; ++s) total[s] += m.hist[s];
+        for (auto const& [s, c] : m.hist) total[s] += c;
       }
       rans_static::table const tab = choose_rans_static_table(total);
       node n = make_leaf(opcode::rans_static);
       n.blob = serialize_rans_static_table(tab);
+      std::fill(freq.begin(), freq.end(), 0);
+      for (size_t i = 0; i < tab.symbols.size(); ++i) {
+        freq[tab.symbols[i]] = tab.freqs[i];
+      }
       // Keep the table only when the tensors it would serve save more than
       // it costs, by entropy estimates against their own best coding.
       double gain = 0;
       size_t users = 0;
       for (member const& m : members) {
-        double const own = std::min(estimate_rans_static_bits(m.hist) / 8,
+        double const own = std::min(estimate_own_table_bytes(m.hist),
                                     estimate_planes_bytes(m.hist));
-        double const shared = rans_static::coded_bits(m.hist, tab) / 8;
-        if (shared < own) gain += own - shared, ++users;
+        double bits = 32.0 * rans_static::lanes;
+        for (auto const& [s, c] : m.hist) {
+          bits += static_cast<double>(c) *
+                  (tab.scale - std::log2(static_cast<double>(freq[s])));
+        }
+        if (bits / 8 < own) gain += own - bits / 8, ++users;
       }
       if (users == 0 || gain < 1.1 * static_cast<double>(n.blob.size())) {
         continue;
@@ -390,14 +454,14 @@ class file_chooser final : public program_chooser {
     return r.type == dtype::bf16 ? 0 : r.type == dtype::f16 ? 1 : -1;
   }
 
-  static unsigned median_exponent(std::vector<uint64_t> const& h, int kind) {
+  static unsigned median_exponent(sparse_hist const& h, int kind) {
     unsigned const shift = kind == 0 ? 7 : 10;
     unsigned const mask = kind == 0 ? 0xff : 0x1f;
     std::vector<uint64_t> e(mask + 1, 0);
     uint64_t n = 0;
-    for (size_t s = 0; s < h.size(); ++s) {
-      e[(s >> shift) & mask] += h[s];
-      n += h[s];
+    for (auto const& [s, c] : h) {
+      e[(s >> shift) & mask] += c;
+      n += c;
     }
     uint64_t acc = 0;
     for (unsigned i = 0; i <= mask; ++i) {
