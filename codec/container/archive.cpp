@@ -116,10 +116,11 @@ void archive_writer::plan_chunks() {
 }
 
 bytes archive_writer::header() const {
-  bytes h(brv::header_size, 0);  // flags and reserved stay zero
+  bytes h(brv::header_size, 0);  // reserved fields stay zero
   std::memcpy(h.data(), brv::magic.data(), brv::magic.size());
   h[4] = brv::version_major;
   h[5] = brv::version_minor;
+  store_le<uint16_t>(h.data() + 6, brv::header_flag_index_zstd);
   store_le<uint32_t>(h.data() + 8, chunk_size_);
   return h;
 }
@@ -182,7 +183,7 @@ bytes archive_writer::finish() {
   x.regions = regions_;
   x.programs = programs_;
   x.chunks = chunks_;
-  bytes out = brv::encode_index(x);
+  bytes out = brv::pack_index(brv::encode_index(x));
   uint64_t const index_length = out.size();
   bytes checked = header();
   put_bytes(checked, out);
@@ -232,8 +233,9 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
              std::to_string(h[5]) + " is not supported (this decoder reads " +
              std::to_string(version_major) + ".x)");
   }
-  fail_if(load_le<uint16_t>(h + 6) != 0, errc::reserved_nonzero,
-          "header flags are not zero");
+  uint16_t const flags = load_le<uint16_t>(h + 6);
+  fail_if((flags & ~brv::header_flag_index_zstd) != 0, errc::reserved_nonzero,
+          "reserved header flags are not zero");
   fail_if(load_le<uint32_t>(h + 12) != 0, errc::reserved_nonzero,
           "header reserved field is not zero");
   chunk_size_ = load_le<uint32_t>(h + 8);
@@ -263,8 +265,14 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
   fail_if(xxh3(buf) != index_sum && enforce_checksums, errc::checksum,
           "index checksum mismatch");
 
-  archive_index x = decode_index(byte_view(buf).subspan(header_size),
-                                 chunk_size_, index_offset - header_size);
+  byte_view stored = byte_view(buf).subspan(header_size);
+  bytes unpacked;
+  if (flags & header_flag_index_zstd) {
+    unpacked = unpack_index(stored);
+    stored = unpacked;
+  }
+  archive_index x =
+      decode_index(stored, chunk_size_, index_offset - header_size);
   original_size_ = x.original_size;
   original_checksum_ = x.original_checksum;
   regions_ = std::move(x.regions);

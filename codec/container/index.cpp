@@ -1,5 +1,7 @@
 #include "codec/container/index.h"
 
+#include <zstd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -183,6 +185,37 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
             "chunk ref points at another ref");
   }
   return x;
+}
+
+bytes pack_index(byte_view index) {
+  // Names, shapes and checksums of small-tensor files weigh like their data;
+  // the index is small, so a good level costs little.
+  int const level = index.size() < (4u << 20) ? 9 : 3;
+  bytes out(ZSTD_compressBound(index.size()));
+  size_t const n =
+      ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);
+  fail_if(ZSTD_isError(n), errc::domain, "zstd failed on the index");
+  out.resize(n);
+  return out;
+}
+
+bytes unpack_index(byte_view stored) {
+  unsigned long long const size =
+      ZSTD_getFrameContentSize(stored.data(), stored.size());
+  fail_if(size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN,
+          errc::corrupt, "index is not a zstd frame with its content size");
+  fail_if(size > max_index_length ||
+              size > max_index_expansion * stored.size() + (64u << 10),
+          errc::limit, "decompressed index is larger than the decoder accepts");
+  fail_if(ZSTD_findFrameCompressedSize(stored.data(), stored.size()) !=
+              stored.size(),
+          errc::corrupt, "index is not exactly one zstd frame");
+  bytes out(size);
+  size_t const n =
+      ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
+  fail_if(ZSTD_isError(n) || n != size, errc::corrupt,
+          "index zstd frame is damaged");
+  return out;
 }
 
 }  // namespace brevis::codec::brv

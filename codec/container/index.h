@@ -29,4 +29,11 @@ bytes encode_index(archive_index const& index);
 archive_index decode_index(byte_view data, uint32_t chunk_size,
                            uint64_t payload_area);
 
+/// The index as stored with header flag Index_Zstd: one zstd frame.
+bytes pack_index(byte_view index);
+/// The index from its stored form (a zstd frame); throws errc::limit when
+/// it would exceed max_index_length or max_index_expansion times the stored
+/// size plus 64 KiB, errc::corrupt when it is not exactly one whole frame.
+bytes unpack_index(byte_view stored);
+
 }  // namespace brevis::codec::brv
