@@ -3,15 +3,17 @@
 //
 // Blob format (FORMAT.md section 4.6; varints are unsigned LEB128):
 //   u8      scale       precision: frequencies sum to T = 2^scale, 1..16
-//   varint  R           runs of present symbols, >= 1
-//   R x (varint gap, varint length - 1)
+//   u8      mode        0: the set and codes below as bytes; 1: varint
+//                       length of the set, the set packed, then the K - 1
+//                       code differences mod 256 packed (packed: blob
+//                       inner 8-bit table in mode 0, blob rans_static
+//                       payload)
+//   set:  varint  R     runs of present symbols, >= 1
+//         R x (varint gap, varint length - 1)
 //                       a run's first symbol is gap past the previous run's
 //                       end (the first run: gap is the symbol itself)
-//   varint  M           the symbol (index in order) whose frequency is the
+//         varint  M     the symbol (index in order) whose frequency is the
 //                       remainder, < K (K = the symbols in all runs)
-//   u8      mode        0: codes as bytes; 1: blob inner table (8-bit, mode
-//                       0), blob rans_static payload of the K - 1 code
-//                       differences mod 256
 //   (K - 1) codes       the other symbols' frequencies, in symbol order:
 //                       code c = 16e + m gives m when e = 0 (c = 0 is
 //                       invalid), else (16 + m) << (e - 1)
@@ -110,8 +112,13 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
 
 namespace {
 
-// The table blob; `coded` lets the codes be rANS-coded (never inside the
-// inner table that codes them).
+rans_static::table parse_rans_static_inner(byte_view blob);
+
+// Appends `data` rANS-coded with a small table of its own: blob inner table
+// (8-bit symbols, mode 0), blob payload.
+void put_packed(bytes& out, byte_view data);
+
+// The table blob; `coded` allows mode 1 (never inside the inner tables).
 bytes serialize_table(rans_static::table const& t, bool coded) {
   size_t const k = t.symbols.size();
   fail_if(k == 0, errc::domain, "rans_static: empty table");
@@ -127,8 +134,8 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
     }
   }
   if (rem == k) rem = first_max(t.freqs);
-  bytes out;
-  put_u8(out, static_cast<uint8_t>(t.scale));
+  // The symbol set: runs of consecutive symbols, then the remainder index.
+  bytes set;
   std::vector<std::pair<uint32_t, uint32_t>> runs;  // first, length
   for (uint32_t s : t.symbols) {
     if (!runs.empty() && runs.back().first + runs.back().second == s) {
@@ -137,20 +144,22 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
       runs.emplace_back(s, 1);
     }
   }
-  put_varint(out, runs.size());
+  put_varint(set, runs.size());
   uint64_t next = 0;
   for (auto [first, length] : runs) {
-    put_varint(out, first - next);
-    put_varint(out, length - 1);
+    put_varint(set, first - next);
+    put_varint(set, length - 1);
     next = uint64_t{first} + length;
   }
-  put_varint(out, rem);
+  put_varint(set, rem);
   bytes codes;
   for (size_t i = 0; i < k; ++i) {
     if (i != rem) codes.push_back(quantize(t.freqs[i]));
   }
-  // Neighbouring symbols have similar frequencies: the code differences,
-  // rANS-coded with a small table of their own, often take 3-4 bits.
+  bytes out;
+  put_u8(out, static_cast<uint8_t>(t.scale));
+  // Mode 1: the set's bytes and the code differences (neighbouring symbols
+  // have similar frequencies), each rANS-coded with a small table.
   if (coded && codes.size() >= 64) {
     bytes deltas(codes.size());
     uint8_t prev = 0;
@@ -158,21 +167,38 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
       deltas[i] = static_cast<uint8_t>(codes[i] - prev);
       prev = codes[i];
     }
-    std::vector<uint64_t> hist;
-    rans_static::histogram(deltas, 1, hist);
-    rans_static::table const inner = choose_rans_static_table(hist);
-    bytes packed{1};
-    put_blob(packed, serialize_table(inner, false));
-    bytes payload;
-    rans_static::coder(inner, 1).encode(deltas, payload);
-    put_blob(packed, payload);
-    if (packed.size() < 1 + codes.size()) {
-      put_bytes(out, packed);
-      return out;
+    bytes packed = out;
+    put_u8(packed, 1);
+    put_varint(packed, set.size());
+    put_packed(packed, set);
+    put_packed(packed, deltas);
+    if (packed.size() < out.size() + 1 + set.size() + codes.size()) {
+      return packed;
     }
   }
   put_u8(out, 0);
+  put_bytes(out, set);
   put_bytes(out, codes);
+  return out;
+}
+
+void put_packed(bytes& out, byte_view data) {
+  std::vector<uint64_t> hist;
+  rans_static::histogram(data, 1, hist);
+  rans_static::table const inner = choose_rans_static_table(hist);
+  put_blob(out, serialize_table(inner, false));
+  bytes payload;
+  rans_static::coder(inner, 1).encode(data, payload);
+  put_blob(out, payload);
+}
+
+// Decodes `count` bytes written by put_packed.
+bytes get_packed(byte_reader& r, size_t count) {
+  rans_static::table const inner =
+      parse_rans_static_inner(r.blob(r.remaining(), "rans_static inner table"));
+  byte_view const payload = r.blob(r.remaining(), "rans_static packed bytes");
+  bytes out(count);
+  rans_static::coder(inner, 1).decode(payload, count, out.data());
   return out;
 }
 
@@ -186,16 +212,27 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   fail_if(t.scale < 1 || t.scale > rans_static::max_scale, errc::corrupt,
           "rans_static: table precision out of range");
   uint64_t const total = uint64_t{1} << t.scale;
-  uint64_t const runs = r.varint();
-  // Each run takes at least two bytes of blob: bounds the loop.
+  uint8_t const mode = r.u8();
+  fail_if(mode > 1 || (mode == 1 && !coded), errc::corrupt,
+          "rans_static: unknown table mode");
+  bytes set_bytes;
+  if (mode == 1) {
+    // At most 1 + 2 x 65536 three-byte varints + a remainder.
+    uint64_t const n = r.varint_max(6u << 16, "rans_static set length");
+    set_bytes = get_packed(r, n);
+  }
+  byte_reader set_reader(set_bytes);
+  byte_reader& sr = mode == 1 ? set_reader : r;
+  uint64_t const runs = sr.varint();
+  // Each run takes at least two bytes: bounds the loop.
   fail_if(runs < 1 || runs > alphabet, errc::corrupt,
           "rans_static: run count out of range");
-  fail_if(runs * 2 > r.remaining(), errc::truncated,
+  fail_if(runs * 2 > sr.remaining(), errc::truncated,
           "rans_static: table shorter than its run count");
   uint64_t next = 0;
   for (uint64_t i = 0; i < runs; ++i) {
-    uint64_t const gap = r.varint();
-    uint64_t const length = r.varint();
+    uint64_t const gap = sr.varint();
+    uint64_t const length = sr.varint();
     fail_if(gap >= alphabet || length >= alphabet ||
                 next + gap + length >= alphabet,
             errc::corrupt, "rans_static: symbol out of range");
@@ -208,10 +245,9 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
             "rans_static: more symbols than the precision allows");
   }
   size_t const k = t.symbols.size();
-  uint64_t const rem = r.varint();
+  uint64_t const rem = sr.varint();
   fail_if(rem >= k, errc::corrupt,
           "rans_static: remainder symbol out of range");
-  uint8_t const mode = r.u8();
   bytes codes;
   if (mode == 0) {
     fail_if(r.remaining() != k - 1, errc::corrupt,
@@ -219,14 +255,10 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
     byte_view const raw = r.rest();
     codes.assign(raw.begin(), raw.end());
   } else {
-    fail_if(mode != 1 || !coded, errc::corrupt,
-            "rans_static: unknown table code mode");
-    rans_static::table const inner =
-        parse_table(r.blob(r.remaining(), "rans_static inner table"), 1, false);
-    byte_view const payload = r.blob(r.remaining(), "rans_static codes");
+    fail_if(!set_reader.empty(), errc::corrupt,
+            "rans_static: trailing symbol set bytes");
+    codes = get_packed(r, k - 1);
     fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
-    codes.resize(k - 1);
-    rans_static::coder(inner, 1).decode(payload, k - 1, codes.data());
     uint8_t prev = 0;
     for (uint8_t& c : codes) prev = c = static_cast<uint8_t>(prev + c);
   }
@@ -244,6 +276,10 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   t.freqs[rem] = static_cast<uint32_t>(total - sum);
   rans_static::validate(t, 8 * width);
   return t;
+}
+
+rans_static::table parse_rans_static_inner(byte_view blob) {
+  return parse_table(blob, 1, false);
 }
 
 }  // namespace

@@ -166,15 +166,14 @@ TEST(rans_static_test, truncated_and_random_payloads_throw) {
   EXPECT_LT(accepted, 5);  // the final-state check catches almost all
 }
 
-// A blob: scale, runs (gap, length - 1), remainder index, codes.
+// A mode-0 blob: scale, mode, runs (gap, length - 1), remainder, codes.
 bytes table_blob(unsigned scale,
                  std::vector<std::pair<uint64_t, uint64_t>> runs, uint64_t rem,
                  std::vector<uint8_t> codes) {
-  bytes b{static_cast<uint8_t>(scale)};
+  bytes b{static_cast<uint8_t>(scale), 0};
   put_varint(b, runs.size());
   for (auto [gap, len] : runs) put_varint(b, gap), put_varint(b, len);
   put_varint(b, rem);
-  b.push_back(0);  // codes stored as bytes
   for (uint8_t c : codes) b.push_back(c);
   return b;
 }
