@@ -123,21 +123,26 @@ using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
 
 sparse_hist sparse_histogram(byte_view data) {
   size_t const n = data.size() / 2;
+  // Counters kept zero between calls; only the touched ones are cleared,
+  // so small tensors cost their size, not 2^16.
+  thread_local std::vector<uint64_t> count(65536, 0);
+  std::vector<uint32_t> seen;
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t const w = load_le<uint16_t>(&data[2 * i]);
+    if (count[w]++ == 0) seen.push_back(w);
+  }
   sparse_hist out;
-  if (n <= 16384) {  // sorting beats clearing 2^16 counters
-    std::vector<uint16_t> w(n);
-    for (size_t i = 0; i < n; ++i) w[i] = load_le<uint16_t>(&data[2 * i]);
-    std::sort(w.begin(), w.end());
-    for (size_t i = 0; i < n; ++i) {
-      if (i == 0 || w[i] != w[i - 1]) out.emplace_back(w[i], 0);
-      ++out.back().second;
+  out.reserve(seen.size());
+  if (seen.size() > 2048) {  // many symbols: a scan beats sorting them
+    for (uint32_t s = 0; s < 65536; ++s) {
+      if (count[s]) out.emplace_back(s, count[s]), count[s] = 0;
     }
     return out;
   }
-  std::vector<uint64_t> h;
-  rans_static::histogram(data, 2, h);
-  for (uint32_t s = 0; s < h.size(); ++s) {
-    if (h[s]) out.emplace_back(s, h[s]);
+  std::sort(seen.begin(), seen.end());
+  for (uint32_t s : seen) {
+    out.emplace_back(s, count[s]);
+    count[s] = 0;
   }
   return out;
 }

@@ -333,7 +333,7 @@ std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
     unsigned width;
     std::shared_ptr<rans_static::coder const> c;
   };
-  constexpr size_t slots = 4;
+  constexpr size_t slots = 8;  // a file's shared tables alternate
   thread_local std::vector<entry> cache;
   for (size_t i = 0; i < cache.size(); ++i) {
     if (cache[i].width == width && cache[i].blob == blob) {
