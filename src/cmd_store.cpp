@@ -69,7 +69,8 @@ int store_add(store_cli_options const& opt) {
     report_error(opt.store, e.what());
     return 1;
   }
-  auto chooser = codec::make_candidate_chooser();
+  auto chooser =
+      codec::make_candidate_chooser(codec::table_sharing::per_region);
   return for_each_input(opt.files, [&](std::string const& path) {
     input in = load_input(path);
     std::string const name = opt.as.empty() ? base_name(path) : opt.as;

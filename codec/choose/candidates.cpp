@@ -6,11 +6,16 @@
 // wins. The synthesis search will replace this behind program_chooser.
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "codec/choose/chooser.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
 
 namespace brevis::codec {
@@ -73,7 +78,7 @@ size_t distinct_up_to(byte_view data, size_t limit) {
   return seen.size();
 }
 
-constexpr size_t min_static_table_region = 64u << 10;
+constexpr size_t min_static_table_region = 4u << 10;
 
 bool all_bytes_equal(byte_view data) {
   return std::all_of(data.begin(), data.end(),
@@ -100,15 +105,120 @@ bool low_bits_zero(byte_view data, unsigned k) {
   return true;
 }
 
+// A file-level static table for one 16-bit float dtype: built from every
+// tensor of that dtype, so it holds every symbol they use; the archive
+// stores the program once, so each tensor is charged a share of the blob.
+struct shared_table {
+  node leaf;
+  double blob_share = 0;  // bytes charged per tensor
+};
+
+struct candidate {
+  node program;
+  double discount = 0;  // program bytes stored once for the file
+};
+
+// Present 16-bit symbols and their counts, in symbol order.
+using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
+
+sparse_hist sparse_histogram(byte_view data) {
+  size_t const n = data.size() / 2;
+  // Counters kept zero between calls; only the touched ones are cleared,
+  // so small tensors cost their size, not 2^16.
+  thread_local std::vector<uint64_t> count(65536, 0);
+  std::vector<uint32_t> seen;
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t const w = load_le<uint16_t>(&data[2 * i]);
+    if (count[w]++ == 0) seen.push_back(w);
+  }
+  sparse_hist out;
+  out.reserve(seen.size());
+  if (seen.size() > 2048) {  // many symbols: a scan beats sorting them
+    for (uint32_t s = 0; s < 65536; ++s) {
+      if (count[s]) out.emplace_back(s, count[s]), count[s] = 0;
+    }
+    return out;
+  }
+  std::sort(seen.begin(), seen.end());
+  for (uint32_t s : seen) {
+    out.emplace_back(s, count[s]);
+    count[s] = 0;
+  }
+  return out;
+}
+
+double entropy_bits(sparse_hist const& h) {
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  double bits = 0;
+  for (auto const& [s, c] : h) {
+    bits -= static_cast<double>(c) *
+            std::log2(static_cast<double>(c) / static_cast<double>(n));
+  }
+  return bits;
+}
+
+// Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
+// plus about 0.7 bytes of table per distinct byte (measured).
+double estimate_planes_bytes(sparse_hist const& h) {
+  std::vector<uint64_t> lo(256, 0), hi(256, 0);
+  for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c;
+  double bytes =
+      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
+  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
+  return bytes;
+}
+
+// Estimated bytes of rans_static with the value's own table: the entropy
+// plus about half a byte of table per symbol (measured).
+double estimate_own_table_bytes(sparse_hist const& h) {
+  return entropy_bits(h) / 8 + 0.5 * static_cast<double>(h.size()) + 40;
+}
+
+node own_table_leaf(sparse_hist const& h) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+  node n = make_leaf(opcode::rans_static);
+  n.blob = serialize_rans_static_table(quantize_rans_static_table(
+      rans_static::normalize(symbols, counts, rans_static::max_scale)));
+  return n;
+}
+
+// Fraction of lanes that repeat their predecessor, on up to 64 Ki lanes.
+template <typename T>
+double repeat_fraction(byte_view data) {
+  size_t const n = std::min<size_t>(data.size() / sizeof(T), 65536);
+  size_t same = 0;
+  for (size_t i = 1; i < n; ++i) {
+    same += load_le<T>(data.data() + i * sizeof(T)) ==
+            load_le<T>(data.data() + (i - 1) * sizeof(T));
+  }
+  return n < 2 ? 0 : static_cast<double>(same) / static_cast<double>(n - 1);
+}
+
+// Sparse tensors (runs of zeros, pruned channels): runs of equal lanes, the
+// run values and lengths (mostly 1, so their high bytes cost nearly nothing)
+// as byte planes.
+node runs_candidate(unsigned width, meaning m) {
+  return view(
+      width, m,
+      make_op(opcode::runs, {}, {planes_rans0(width), planes_rans0(4)}));
+}
+
 std::vector<node> float16_candidates(byte_view data, meaning m) {
   std::vector<node> out;
-  // The static table costs a few KiB; below this it cannot pay for itself.
-  if (data.size() >= min_static_table_region) {
-    stream words = lane_stream(data, 2, meaning::uint);
-    out.push_back(view(2, m, make_rans_static(words, 2)));
+  if (repeat_fraction<uint16_t>(data) > 0.05)
+    out.push_back(runs_candidate(2, m));
+  sparse_hist const h = sparse_histogram(data);
+  // A table of its own, where estimates say it can beat byte planes (it
+  // costs about half a byte per distinct value).
+  if (data.size() >= min_static_table_region &&
+      estimate_own_table_bytes(h) < 1.01 * estimate_planes_bytes(h)) {
+    out.push_back(view(2, m, own_table_leaf(h)));
   }
   out.push_back(view(2, m, planes_rans0(2)));
-  if (distinct_up_to<uint16_t>(data, 256) <= 256) {
+  if (h.size() <= 256) {
     out.push_back(view(2, m,
                        make_op(opcode::palette, {1},
                                {leaf(opcode::raw), leaf(opcode::rans0)})));
@@ -139,6 +249,8 @@ std::vector<node> float32_candidates(byte_view data) {
   out.push_back(view(
       4, m, make_op(opcode::bitfields, {16, 16}, {planes_rans0(2), high})));
   out.push_back(view(4, m, planes_rans0(4)));
+  if (repeat_fraction<uint32_t>(data) > 0.05)
+    out.push_back(runs_candidate(4, m));
   if (distinct_up_to<uint32_t>(data, 256) <= 256) {
     out.push_back(view(4, m,
                        make_op(opcode::palette, {1},
@@ -172,6 +284,8 @@ std::vector<node> integer_candidates(byte_view data, unsigned width,
 
 std::vector<node> candidates_for(region const& r, byte_view data) {
   std::vector<node> out;
+  // Tiny regions: nothing beats the bytes themselves.
+  if (data.size() <= 16) return {leaf(opcode::raw)};
   if (r.kind == region_kind::tensor) {
     unsigned const width = dtype_width(r.type);
     meaning const m = meaning_of(r.type);
@@ -200,6 +314,7 @@ std::vector<node> candidates_for(region const& r, byte_view data) {
     }
   }
   out.push_back(leaf(opcode::zstd, {data.size() < (1u << 20) ? 9u : 3u}));
+  out.push_back(leaf(opcode::raw));
   return out;
 }
 
@@ -223,42 +338,172 @@ bytes sample_of(byte_view data, unsigned width) {
   return out;
 }
 
+// Estimated bytes of planes + rans0 for 16-bit lanes with histogram `h`: the
+// byte entropies plus about 0.7 bytes of table per distinct byte (measured).
+// Picks the cheapest candidate on a sample: program bytes (less what the
+// file shares) plus the payload scaled to the region.
+node choose_among(std::vector<candidate> cands, byte_view data,
+                  unsigned width) {
+  bytes const sample = sample_of(data, std::max(1u, width));
+  double const scale =
+      static_cast<double>(data.size()) / static_cast<double>(sample.size());
+  double best_cost = std::numeric_limits<double>::infinity();
+  node best = fallback_program();
+  for (candidate& c : cands) {
+    bytes payload;
+    try {
+      encode_chunk(c.program, sample, payload);
+    } catch (error const& e) {
+      if (e.code() == errc::domain) continue;
+      throw;
+    }
+    double const cost =
+        static_cast<double>(serialize_program(c.program).size()) - c.discount +
+        static_cast<double>(payload.size()) * scale;
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = std::move(c.program);
+    }
+  }
+  return best;
+}
+
+node trivial_program(byte_view data) {
+  if (data.empty()) return leaf(opcode::raw);
+  return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
+}
+
+std::vector<candidate> plain(std::vector<node> nodes) {
+  std::vector<candidate> out;
+  for (node& n : nodes) out.push_back({std::move(n), 0});
+  return out;
+}
+
+// The chooser for one file: the plain candidates, plus a file-level table
+// per 16-bit float dtype that small tensors can share.
+class file_chooser final : public program_chooser {
+ public:
+  file_chooser(byte_view file, std::span<region const> regions) {
+    // Tensors of a dtype whose values have the same median exponent tend to
+    // share a distribution: one table per such group.
+    struct member {
+      uint64_t offset;
+      sparse_hist hist;
+    };
+    std::map<std::pair<int, unsigned>, std::vector<member>> groups;
+    for (region const& r : regions) {
+      int const k = shared_kind(r);
+      if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
+        continue;
+      }
+      member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
+      groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
+    }
+    std::vector<uint64_t> total(65536);
+    std::vector<uint32_t> freq(65536);
+    for (auto& [key, members] : groups) {
+      if (members.size() < 2) continue;
+      std::fill(total.begin(), total.end(), 0);
+      for (member const& m : members) {
+        for (auto const& [s, c] : m.hist) total[s] += c;
+      }
+      rans_static::table const tab = choose_rans_static_table(total);
+      node n = make_leaf(opcode::rans_static);
+      n.blob = serialize_rans_static_table(tab);
+      std::fill(freq.begin(), freq.end(), 0);
+      for (size_t i = 0; i < tab.symbols.size(); ++i) {
+        freq[tab.symbols[i]] = tab.freqs[i];
+      }
+      // Keep the table only when the tensors it would serve save more than
+      // it costs, by entropy estimates against their own best coding.
+      double gain = 0;
+      size_t users = 0;
+      for (member const& m : members) {
+        double const own = std::min(estimate_own_table_bytes(m.hist),
+                                    estimate_planes_bytes(m.hist));
+        double bits = 32.0 * rans_static::lanes;
+        for (auto const& [s, c] : m.hist) {
+          bits += static_cast<double>(c) *
+                  (tab.scale - std::log2(static_cast<double>(freq[s])));
+        }
+        if (bits / 8 < own) gain += own - bits / 8, ++users;
+      }
+      if (users == 0 || gain < 1.1 * static_cast<double>(n.blob.size())) {
+        continue;
+      }
+      double const share =
+          static_cast<double>(n.blob.size()) / static_cast<double>(users);
+      for (member const& m : members) table_of_[m.offset] = tables_.size();
+      tables_.push_back(shared_table{std::move(n), share});
+    }
+  }
+
+  node choose(region const& r, byte_view data) const override {
+    if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
+    std::vector<candidate> cands = plain(candidates_for(r, data));
+    auto it = table_of_.find(r.offset);
+    if (shared_kind(r) >= 0 && it != table_of_.end() && data.size() > 16) {
+      shared_table const& st = tables_[it->second];
+      node p = view(2, meaning_of(r.type), st.leaf);
+      double const discount =
+          static_cast<double>(st.leaf.blob.size()) - st.blob_share;
+      cands.push_back({std::move(p), discount});
+    }
+    return choose_among(std::move(cands), data, dtype_width(r.type));
+  }
+
+ private:
+  // 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
+  static int shared_kind(region const& r) {
+    if (r.kind != region_kind::tensor) return -1;
+    return r.type == dtype::bf16 ? 0 : r.type == dtype::f16 ? 1 : -1;
+  }
+
+  static unsigned median_exponent(sparse_hist const& h, int kind) {
+    unsigned const shift = kind == 0 ? 7 : 10;
+    unsigned const mask = kind == 0 ? 0xff : 0x1f;
+    std::vector<uint64_t> e(mask + 1, 0);
+    uint64_t n = 0;
+    for (auto const& [s, c] : h) {
+      e[(s >> shift) & mask] += c;
+      n += c;
+    }
+    uint64_t acc = 0;
+    for (unsigned i = 0; i <= mask; ++i) {
+      acc += e[i];
+      if (2 * acc >= n) return i;
+    }
+    return mask;
+  }
+
+  std::vector<shared_table> tables_;
+  std::unordered_map<uint64_t, size_t> table_of_;  // region offset -> table
+};
+
 class candidate_chooser final : public program_chooser {
  public:
+  explicit candidate_chooser(table_sharing sharing) : sharing_(sharing) {}
+
   node choose(region const& r, byte_view data) const override {
-    if (data.empty()) return leaf(opcode::raw);
-    if (all_bytes_equal(data)) {
-      return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
-    }
-    std::vector<node> cands = candidates_for(r, data);
-    bytes const sample = sample_of(data, std::max(1u, dtype_width(r.type)));
-    double const scale =
-        static_cast<double>(data.size()) / static_cast<double>(sample.size());
-    double best_cost = std::numeric_limits<double>::infinity();
-    node best = fallback_program();
-    for (node& c : cands) {
-      bytes payload;
-      try {
-        encode_chunk(c, sample, payload);
-      } catch (error const& e) {
-        if (e.code() == errc::domain) continue;
-        throw;
-      }
-      double const cost = static_cast<double>(serialize_program(c).size()) +
-                          static_cast<double>(payload.size()) * scale;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = std::move(c);
-      }
-    }
-    return best;
+    if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
+    return choose_among(plain(candidates_for(r, data)), data,
+                        dtype_width(r.type));
   }
+
+  std::unique_ptr<program_chooser> for_file(
+      byte_view file, std::span<region const> regions) const override {
+    if (sharing_ == table_sharing::per_region) return nullptr;
+    return std::make_unique<file_chooser>(file, regions);
+  }
+
+ private:
+  table_sharing sharing_;
 };
 
 }  // namespace
 
-std::unique_ptr<program_chooser> make_candidate_chooser() {
-  return std::make_unique<candidate_chooser>();
+std::unique_ptr<program_chooser> make_candidate_chooser(table_sharing sharing) {
+  return std::make_unique<candidate_chooser>(sharing);
 }
 
 }  // namespace brevis::codec

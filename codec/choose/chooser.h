@@ -4,6 +4,7 @@
 // keeps the smallest; the search will implement this same interface.
 
 #include <memory>
+#include <span>
 
 #include "codec/core/bytes.h"
 #include "codec/dsl/program.h"
@@ -18,12 +19,27 @@ class program_chooser {
   /// must accept any bytes; chunks it cannot encode (errc::domain) are coded
   /// with fallback_program() by the archive writer. Thread-safe.
   virtual node choose(region const& r, byte_view data) const = 0;
+
+  /// A chooser for the regions of one file (`regions` cover `file`), which
+  /// may share tables between its tensors; nullptr: use this one. The
+  /// archive writer calls it once per file, before any choose().
+  virtual std::unique_ptr<program_chooser> for_file(
+      byte_view /*file*/, std::span<region const> /*regions*/) const {
+    return nullptr;
+  }
 };
 
 /// The program every chunk can fall back to: it accepts any bytes.
 node fallback_program();
 
+/// Whether small tensors of one file may share an entropy table. Sharing
+/// gains ratio in a standalone archive; a content-addressed store wants the
+/// same tensor to code to the same payload in every file it appears in, so
+/// that it is stored once, and codes each region on its own.
+enum class table_sharing { per_file, per_region };
+
 /// The candidate chooser: a few programs per dtype, measured on a sample.
-std::unique_ptr<program_chooser> make_candidate_chooser();
+std::unique_ptr<program_chooser> make_candidate_chooser(
+    table_sharing sharing = table_sharing::per_file);
 
 }  // namespace brevis::codec

@@ -56,6 +56,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   check_chunk_size(chunk_size);
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
+  file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());
   programs_.push_back(fallback_program());
@@ -63,7 +64,8 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
 
 void archive_writer::choose_program(size_t r) {
   region const& g = regions_.at(r).info;
-  node p = chooser_.choose(g, file_.subspan(g.offset, g.length));
+  program_chooser const& c = file_chooser_ ? *file_chooser_ : chooser_;
+  node p = c.choose(g, file_.subspan(g.offset, g.length));
   try {
     check_program(p);
   } catch (error const&) {
@@ -115,10 +117,11 @@ void archive_writer::plan_chunks() {
 }
 
 bytes archive_writer::header() const {
-  bytes h(brv::header_size, 0);  // flags and reserved stay zero
+  bytes h(brv::header_size, 0);  // reserved fields stay zero
   std::memcpy(h.data(), brv::magic.data(), brv::magic.size());
   h[4] = brv::version_major;
   h[5] = brv::version_minor;
+  store_le<uint16_t>(h.data() + 6, brv::header_flag_index_zstd);
   store_le<uint32_t>(h.data() + 8, chunk_size_);
   return h;
 }
@@ -185,7 +188,7 @@ bytes archive_writer::finish() {
   x.regions = regions_;
   x.programs = programs_;
   x.chunks = chunks_;
-  bytes out = brv::encode_index(x);
+  bytes out = brv::pack_index(brv::encode_index(x));
   uint64_t const index_length = out.size();
   bytes checked = header();
   put_bytes(checked, out);
@@ -237,8 +240,9 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
              std::to_string(h[5]) + " is not supported (this decoder reads " +
              std::to_string(version_major) + ".x)");
   }
-  fail_if(load_le<uint16_t>(h + 6) != 0, errc::reserved_nonzero,
-          "header flags are not zero");
+  uint16_t const flags = load_le<uint16_t>(h + 6);
+  fail_if((flags & ~brv::header_flag_index_zstd) != 0, errc::reserved_nonzero,
+          "reserved header flags are not zero");
   fail_if(load_le<uint32_t>(h + 12) != 0, errc::reserved_nonzero,
           "header reserved field is not zero");
   chunk_size_ = load_le<uint32_t>(h + 8);
@@ -268,8 +272,14 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
   fail_if(xxh3(buf) != index_sum && enforce_checksums, errc::checksum,
           "index checksum mismatch");
 
-  archive_index x = decode_index(byte_view(buf).subspan(header_size),
-                                 chunk_size_, index_offset - header_size);
+  byte_view stored = byte_view(buf).subspan(header_size);
+  bytes unpacked;
+  if (flags & header_flag_index_zstd) {
+    unpacked = unpack_index(stored);
+    stored = unpacked;
+  }
+  archive_index x =
+      decode_index(stored, chunk_size_, index_offset - header_size);
   original_size_ = x.original_size;
   original_checksum_ = x.original_checksum;
   regions_ = std::move(x.regions);

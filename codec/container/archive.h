@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -96,6 +97,7 @@ class archive_writer {
 
   byte_view file_;
   program_chooser const& chooser_;
+  std::unique_ptr<program_chooser> file_chooser_;  // chooser_.for_file(...)
   uint32_t chunk_size_;
   bool verify_ = true;
   std::vector<region_entry> regions_;

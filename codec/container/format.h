@@ -21,15 +21,17 @@ inline constexpr uint8_t version_minor = 0;
 inline constexpr size_t header_size = 16;
 inline constexpr size_t trailer_size = 32;
 
+/// Header flag bits (FORMAT.md, 3.1); the other bits are reserved.
+/// Index_Zstd: the stored index is one zstd frame holding the index.
+inline constexpr uint16_t header_flag_index_zstd = 0x0001;
+/// A compressed index may expand at most this much (plus 64 KiB).
+inline constexpr uint64_t max_index_expansion = 64;
+
 /// Chunk entry flag bits (FORMAT.md, 3.3.3); the other bits are reserved.
 inline constexpr uint8_t chunk_flag_ref = 0x01;
 
 // Decoder limits (FORMAT.md, 7).
 inline constexpr uint64_t max_index_length = 1ull << 30;
-// The stored index is zstd-compressed; its plain form may be at most this many
-// times larger than the frame, and is compressed at this level.
-inline constexpr uint64_t max_index_expansion = 256;
-inline constexpr int index_zstd_level = 9;
 inline constexpr uint64_t max_regions = 1u << 24;
 inline constexpr uint64_t max_programs = 1u << 16;
 inline constexpr uint64_t max_program_length = 2u << 20;

@@ -1,9 +1,9 @@
 #include "codec/container/index.h"
 
+#include <zstd.h>
+
 #include <algorithm>
 #include <string>
-
-#include <zstd.h>
 
 #include "codec/container/format.h"
 
@@ -60,9 +60,7 @@ region_entry get_region(byte_reader& r, uint64_t offset,
 
 }  // namespace
 
-namespace {
-
-bytes encode_plain(archive_index const& index) {
+bytes encode_index(archive_index const& index) {
   bytes out;
   put_varint(out, index.original_size);
   put_le<uint64_t>(out, index.original_checksum);
@@ -86,7 +84,7 @@ bytes encode_plain(archive_index const& index) {
   return out;
 }
 
-archive_index decode_plain(byte_view data, uint32_t chunk_size,
+archive_index decode_index(byte_view data, uint32_t chunk_size,
                            uint64_t payload_area) {
   byte_reader r(data);
   archive_index x;
@@ -189,44 +187,35 @@ archive_index decode_plain(byte_view data, uint32_t chunk_size,
   return x;
 }
 
-}  // namespace
-
-// The index is stored zstd-compressed behind its plain length: region names
-// and per-chunk fields repeat, and on checkpoints of many small tensors the
-// plain index is several percent of the archive.
-bytes encode_index(archive_index const& index) {
-  return compress_index(encode_plain(index));
-}
-
-bytes compress_index(byte_view plain) {
-  bytes out;
-  put_varint(out, plain.size());
-  size_t const at = out.size();
-  out.resize(at + ZSTD_compressBound(plain.size()));
-  size_t const n = ZSTD_compress(out.data() + at, out.size() - at, plain.data(),
-                                 plain.size(), index_zstd_level);
-  fail_if(ZSTD_isError(n) != 0, errc::io, "index compression failed");
-  out.resize(at + n);
+bytes pack_index(byte_view index) {
+  // Names, shapes and checksums of small-tensor files weigh like their data;
+  // the index is small, so a good level costs little.
+  int const level = index.size() < (4u << 20) ? 9 : 3;
+  bytes out(ZSTD_compressBound(index.size()));
+  size_t const n =
+      ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);
+  fail_if(ZSTD_isError(n), errc::domain, "zstd failed on the index");
+  out.resize(n);
   return out;
 }
 
-archive_index decode_index(byte_view data, uint32_t chunk_size,
-                           uint64_t payload_area) {
-  byte_reader r(data);
-  uint64_t const plain_size =
-      r.varint_max(max_index_length, "plain index length");
-  byte_view const frame = r.rest();
-  // Bounds what a forged length can make the decoder allocate.
-  fail_if(plain_size > max_index_expansion * (frame.size() + 1), errc::corrupt,
-          "plain index length is implausible for its compressed size");
-  fail_if(ZSTD_getFrameContentSize(frame.data(), frame.size()) != plain_size,
-          errc::corrupt, "index frame size does not match its plain length");
-  bytes plain(plain_size);
-  size_t const n = ZSTD_decompress(plain.data(), plain.size(), frame.data(),
-                                   frame.size());
-  fail_if(ZSTD_isError(n) != 0 || n != plain_size, errc::corrupt,
-          "index does not decompress");
-  return decode_plain(plain, chunk_size, payload_area);
+bytes unpack_index(byte_view stored) {
+  unsigned long long const size =
+      ZSTD_getFrameContentSize(stored.data(), stored.size());
+  fail_if(size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN,
+          errc::corrupt, "index is not a zstd frame with its content size");
+  fail_if(size > max_index_length ||
+              size > max_index_expansion * stored.size() + (64u << 10),
+          errc::limit, "decompressed index is larger than the decoder accepts");
+  fail_if(ZSTD_findFrameCompressedSize(stored.data(), stored.size()) !=
+              stored.size(),
+          errc::corrupt, "index is not exactly one zstd frame");
+  bytes out(size);
+  size_t const n =
+      ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
+  fail_if(ZSTD_isError(n) || n != size, errc::corrupt,
+          "index zstd frame is damaged");
+  return out;
 }
 
 }  // namespace brevis::codec::brv

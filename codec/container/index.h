@@ -21,9 +21,6 @@ struct archive_index {
 /// Serializes the index. Chunk offsets, payload offsets and region offsets
 /// are implicit in the format and not written.
 bytes encode_index(archive_index const& index);
-/// The stored form of a plain (uncompressed) index: varint(plain length)
-/// then one zstd frame. encode_index uses it; tests use it to forge indexes.
-bytes compress_index(byte_view plain);
 
 /// Parses and validates an index whose payload area holds
 /// `payload_area` bytes, for an archive of chunk size `chunk_size`. Fills in
@@ -31,5 +28,12 @@ bytes compress_index(byte_view plain);
 /// errc::reserved_nonzero or errc::bad_program.
 archive_index decode_index(byte_view data, uint32_t chunk_size,
                            uint64_t payload_area);
+
+/// The index as stored with header flag Index_Zstd: one zstd frame.
+bytes pack_index(byte_view index);
+/// The index from its stored form (a zstd frame); throws errc::limit when
+/// it would exceed max_index_length or max_index_expansion times the stored
+/// size plus 64 KiB, errc::corrupt when it is not exactly one whole frame.
+bytes unpack_index(byte_view stored);
 
 }  // namespace brevis::codec::brv

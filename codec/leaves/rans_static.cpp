@@ -1,39 +1,208 @@
 // rans_static: static order-0 rANS over the value's lanes (8- or 16-bit
 // symbols) with the frequency table held in the node's blob.
 //
-// Blob format (all varints are unsigned LEB128):
-//   u8      scale             precision: frequencies sum to 2^scale, 1..16
-//   varint  n                 number of symbols, 1..2^(8 width)
-//   n x varint  symbol gaps   first symbol, then symbol[i] - symbol[i-1] - 1
-//   n x varint  freq - 1      frequency of each symbol, minus one
-// Symbols are strictly increasing and below 2^(8 width); the frequencies sum
-// to exactly 2^scale; nothing follows. Gaps and freq-1 are small on weights,
-// so a table of a few thousand bf16 values costs a few KB once per tensor.
+// Blob format (FORMAT.md section 4.6; varints are unsigned LEB128):
+//   u8      scale       precision: frequencies sum to T = 2^scale, 1..16
+//   u8      mode        0: the set and codes below as bytes; 1: varint
+//                       length of the set, the set packed, then the K - 1
+//                       code differences mod 256 packed (packed: blob
+//                       inner 8-bit table in mode 0, blob rans_static
+//                       payload)
+//   set:  varint  R     runs of present symbols, >= 1
+//         R x (varint gap, varint length - 1)
+//                       a run's first symbol is gap past the previous run's
+//                       end (the first run: gap is the symbol itself)
+//         varint  M     the symbol (index in order) whose frequency is the
+//                       remainder, < K (K = the symbols in all runs)
+//   (K - 1) codes       the other symbols' frequencies, in symbol order:
+//                       code c = 16e + m gives m when e = 0 (c = 0 is
+//                       invalid), else (16 + m) << (e - 1)
+// Frequency M is T minus the others' sum and must be >= 1. Codes keep 4-5
+// significant bits (a relative error of at most 3%, costing ~0.0003 bits a
+// symbol), so a table costs about a byte per symbol, rebuilt with integer
+// arithmetic only.
 //
 // Payload: codec/entropy/rans_static.h.
 #include "codec/leaves/rans_static.h"
 
 #include <algorithm>
+#include <bit>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include "codec/dsl/operator.h"
 
 namespace brevis::codec {
+namespace {
 
-bytes serialize_rans_static_table(rans_static::table const& t) {
+uint32_t dequantize(uint8_t code) {
+  unsigned const e = code >> 4, m = code & 15;
+  return e == 0 ? m : (16u + m) << (e - 1);
+}
+
+// The code nearest to w >= 1 (w < 2^20, so the exponent fits 4 bits).
+uint8_t quantize(uint32_t w) {
+  if (w < 16) return static_cast<uint8_t>(w);
+  unsigned sh = static_cast<unsigned>(std::bit_width(w)) - 5;
+  uint32_t m = w >> sh;  // 16..31
+  if (sh > 0 && ((w >> (sh - 1)) & 1)) {
+    if (++m == 32) m = 16, ++sh;
+  }
+  return static_cast<uint8_t>(std::min(255u, ((sh + 1) << 4) | (m - 16)));
+}
+
+// Index of the first largest frequency.
+size_t first_max(std::vector<uint32_t> const& f) {
+  return static_cast<size_t>(std::max_element(f.begin(), f.end()) - f.begin());
+}
+
+}  // namespace
+
+rans_static::table quantize_rans_static_table(rans_static::table const& t) {
+  size_t const k = t.symbols.size();
+  fail_if(k == 0, errc::domain, "rans_static: empty table");
+  if (k == 1) return t;
+  uint64_t const total = uint64_t{1} << t.scale;
+  size_t const rem = first_max(t.freqs);
+  std::vector<uint8_t> code(k, 0);
+  int64_t sum = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (i == rem) continue;
+    code[i] = quantize(t.freqs[i]);
+    sum += dequantize(code[i]);
+  }
+  // The remainder symbol absorbs the others' rounding; pull it back toward
+  // its own frequency by moving the largest others one step the way they
+  // were rounded, and always keep it >= 1.
+  std::vector<size_t> order(k);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return t.freqs[a] > t.freqs[b]; });
+  auto remainder = [&] { return static_cast<int64_t>(total) - sum; };
+  int64_t const want = t.freqs[rem];
+  for (size_t i : order) {
+    if (i == rem || remainder() >= want) continue;
+    if (dequantize(code[i]) > t.freqs[i] && code[i] > 1) {
+      sum -= dequantize(code[i]) - dequantize(code[i] - 1);
+      --code[i];
+    }
+  }
+  for (size_t i : order) {  // only when rounding left nothing: always works
+    while (i != rem && remainder() < 1 && code[i] > 1) {
+      sum -= dequantize(code[i]) - dequantize(code[i] - 1);
+      --code[i];
+    }
+  }
+  for (size_t i : order) {
+    if (i == rem || code[i] == 255) continue;
+    uint32_t const up = dequantize(code[i] + 1) - dequantize(code[i]);
+    if (dequantize(code[i]) < t.freqs[i] && remainder() - up >= want) {
+      sum += up;
+      ++code[i];
+    }
+  }
+  rans_static::table q = t;
+  for (size_t i = 0; i < k; ++i) {
+    if (i != rem) q.freqs[i] = dequantize(code[i]);
+  }
+  q.freqs[rem] = static_cast<uint32_t>(remainder());
+  return q;
+}
+
+namespace {
+
+rans_static::table parse_rans_static_inner(byte_view blob);
+
+// Appends `data` rANS-coded with a small table of its own: blob inner table
+// (8-bit symbols, mode 0), blob payload.
+void put_packed(bytes& out, byte_view data);
+
+// The table blob; `coded` allows mode 1 (never inside the inner tables).
+bytes serialize_table(rans_static::table const& t, bool coded) {
+  size_t const k = t.symbols.size();
+  fail_if(k == 0, errc::domain, "rans_static: empty table");
+  // The remainder symbol: the one frequency codes cannot hold, else the
+  // largest (then any choice decodes to the same table).
+  size_t rem = k;
+  for (size_t i = 0; i < k; ++i) {
+    if (dequantize(quantize(t.freqs[i])) != t.freqs[i]) {
+      fail_if(rem != k, errc::domain,
+              "rans_static: table is not quantized "
+              "(quantize_rans_static_table)");
+      rem = i;
+    }
+  }
+  if (rem == k) rem = first_max(t.freqs);
+  // The symbol set: runs of consecutive symbols, then the remainder index.
+  bytes set;
+  std::vector<std::pair<uint32_t, uint32_t>> runs;  // first, length
+  for (uint32_t s : t.symbols) {
+    if (!runs.empty() && runs.back().first + runs.back().second == s) {
+      ++runs.back().second;
+    } else {
+      runs.emplace_back(s, 1);
+    }
+  }
+  put_varint(set, runs.size());
+  uint64_t next = 0;
+  for (auto [first, length] : runs) {
+    put_varint(set, first - next);
+    put_varint(set, length - 1);
+    next = uint64_t{first} + length;
+  }
+  put_varint(set, rem);
+  bytes codes;
+  for (size_t i = 0; i < k; ++i) {
+    if (i != rem) codes.push_back(quantize(t.freqs[i]));
+  }
   bytes out;
   put_u8(out, static_cast<uint8_t>(t.scale));
-  put_varint(out, t.symbols.size());
-  for (size_t i = 0; i < t.symbols.size(); ++i) {
-    put_varint(out,
-               i == 0 ? t.symbols[0] : t.symbols[i] - t.symbols[i - 1] - 1);
+  // Mode 1: the set's bytes and the code differences (neighbouring symbols
+  // have similar frequencies), each rANS-coded with a small table.
+  if (coded && codes.size() >= 64) {
+    bytes deltas(codes.size());
+    uint8_t prev = 0;
+    for (size_t i = 0; i < codes.size(); ++i) {
+      deltas[i] = static_cast<uint8_t>(codes[i] - prev);
+      prev = codes[i];
+    }
+    bytes packed = out;
+    put_u8(packed, 1);
+    put_varint(packed, set.size());
+    put_packed(packed, set);
+    put_packed(packed, deltas);
+    if (packed.size() < out.size() + 1 + set.size() + codes.size()) {
+      return packed;
+    }
   }
-  for (uint32_t f : t.freqs) put_varint(out, f - 1);
+  put_u8(out, 0);
+  put_bytes(out, set);
+  put_bytes(out, codes);
   return out;
 }
 
-rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
+void put_packed(bytes& out, byte_view data) {
+  std::vector<uint64_t> hist;
+  rans_static::histogram(data, 1, hist);
+  rans_static::table const inner = choose_rans_static_table(hist);
+  put_blob(out, serialize_table(inner, false));
+  bytes payload;
+  rans_static::coder(inner, 1).encode(data, payload);
+  put_blob(out, payload);
+}
+
+// Decodes `count` bytes written by put_packed.
+bytes get_packed(byte_reader& r, size_t count) {
+  rans_static::table const inner =
+      parse_rans_static_inner(r.blob(r.remaining(), "rans_static inner table"));
+  byte_view const payload = r.blob(r.remaining(), "rans_static packed bytes");
+  bytes out(count);
+  rans_static::coder(inner, 1).decode(payload, count, out.data());
+  return out;
+}
+
+rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   fail_if(width != 1 && width != 2, errc::corrupt,
           "rans_static: symbols are 8 or 16 bits");
   uint64_t const alphabet = uint64_t{1} << (8 * width);
@@ -42,31 +211,85 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   t.scale = r.u8();
   fail_if(t.scale < 1 || t.scale > rans_static::max_scale, errc::corrupt,
           "rans_static: table precision out of range");
-  uint64_t const n = r.varint();
-  fail_if(n < 1 || n > alphabet || n > (uint64_t{1} << t.scale), errc::corrupt,
-          "rans_static: symbol count out of range");
-  // Each symbol takes at least two bytes of blob: bounds the allocation.
-  fail_if(n * 2 > r.remaining(), errc::truncated,
-          "rans_static: table shorter than its symbol count");
-  t.symbols.resize(n);
-  t.freqs.resize(n);
-  uint64_t sym = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t const gap = r.varint();
-    fail_if(gap >= alphabet, errc::corrupt, "rans_static: symbol out of range");
-    sym = i == 0 ? gap : sym + gap + 1;
-    fail_if(sym >= alphabet, errc::corrupt, "rans_static: symbol out of range");
-    t.symbols[i] = static_cast<uint32_t>(sym);
+  uint64_t const total = uint64_t{1} << t.scale;
+  uint8_t const mode = r.u8();
+  fail_if(mode > 1 || (mode == 1 && !coded), errc::corrupt,
+          "rans_static: unknown table mode");
+  bytes set_bytes;
+  if (mode == 1) {
+    // At most 1 + 2 x 65536 three-byte varints + a remainder.
+    uint64_t const n = r.varint_max(6u << 16, "rans_static set length");
+    set_bytes = get_packed(r, n);
   }
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t const f = r.varint();
-    fail_if(f >= (uint64_t{1} << t.scale), errc::corrupt,
-            "rans_static: frequency out of range");
-    t.freqs[i] = static_cast<uint32_t>(f + 1);
+  byte_reader set_reader(set_bytes);
+  byte_reader& sr = mode == 1 ? set_reader : r;
+  uint64_t const runs = sr.varint();
+  // Each run takes at least two bytes: bounds the loop.
+  fail_if(runs < 1 || runs > alphabet, errc::corrupt,
+          "rans_static: run count out of range");
+  fail_if(runs * 2 > sr.remaining(), errc::truncated,
+          "rans_static: table shorter than its run count");
+  uint64_t next = 0;
+  for (uint64_t i = 0; i < runs; ++i) {
+    uint64_t const gap = sr.varint();
+    uint64_t const length = sr.varint();
+    fail_if(gap >= alphabet || length >= alphabet ||
+                next + gap + length >= alphabet,
+            errc::corrupt, "rans_static: symbol out of range");
+    uint64_t const first = next + gap;
+    for (uint64_t s = first; s <= first + length; ++s) {
+      t.symbols.push_back(static_cast<uint32_t>(s));
+    }
+    next = first + length + 1;
+    fail_if(t.symbols.size() > total, errc::corrupt,
+            "rans_static: more symbols than the precision allows");
   }
-  fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
+  size_t const k = t.symbols.size();
+  uint64_t const rem = sr.varint();
+  fail_if(rem >= k, errc::corrupt,
+          "rans_static: remainder symbol out of range");
+  bytes codes;
+  if (mode == 0) {
+    fail_if(r.remaining() != k - 1, errc::corrupt,
+            "rans_static: table codes do not match its symbols");
+    byte_view const raw = r.rest();
+    codes.assign(raw.begin(), raw.end());
+  } else {
+    fail_if(!set_reader.empty(), errc::corrupt,
+            "rans_static: trailing symbol set bytes");
+    codes = get_packed(r, k - 1);
+    fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
+    uint8_t prev = 0;
+    for (uint8_t& c : codes) prev = c = static_cast<uint8_t>(prev + c);
+  }
+  t.freqs.resize(k);
+  uint64_t sum = 0;
+  for (size_t i = 0, j = 0; i < k; ++i) {
+    if (i == rem) continue;
+    uint8_t const c = codes[j++];
+    fail_if(c == 0, errc::corrupt, "rans_static: zero frequency code");
+    t.freqs[i] = dequantize(c);
+    sum += t.freqs[i];
+  }
+  fail_if(sum >= total, errc::corrupt,
+          "rans_static: frequencies exceed the precision");
+  t.freqs[rem] = static_cast<uint32_t>(total - sum);
   rans_static::validate(t, 8 * width);
   return t;
+}
+
+rans_static::table parse_rans_static_inner(byte_view blob) {
+  return parse_table(blob, 1, false);
+}
+
+}  // namespace
+
+bytes serialize_rans_static_table(rans_static::table const& t) {
+  return serialize_table(t, true);
+}
+
+rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
+  return parse_table(blob, width, true);
 }
 
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
@@ -80,7 +303,8 @@ rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
   fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
   // 2^16: the rare values of real weights each need a frequency of at least
   // one, and coarser precisions measured 0.1% larger on bf16 weights.
-  return rans_static::normalize(symbols, counts, rans_static::max_scale);
+  return quantize_rans_static_table(
+      rans_static::normalize(symbols, counts, rans_static::max_scale));
 }
 
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {
@@ -109,7 +333,7 @@ std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
     unsigned width;
     std::shared_ptr<rans_static::coder const> c;
   };
-  constexpr size_t slots = 4;
+  constexpr size_t slots = 8;  // a file's shared tables alternate
   thread_local std::vector<entry> cache;
   for (size_t i = 0; i < cache.size(); ++i) {
     if (cache[i].width == width && cache[i].blob == blob) {

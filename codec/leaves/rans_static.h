@@ -18,16 +18,20 @@ namespace brevis::codec {
 /// a width other than 1 or 2.
 node make_rans_static(stream const& sample_or_whole_value, unsigned width);
 
-/// The normalized table make_rans_static would choose for a histogram
-/// (2^(8 width) entries): the smallest precision that costs almost nothing
-/// over 2^16 (smaller decode tables stay in cache).
+/// The quantized, normalized table make_rans_static chooses for a histogram
+/// (2^(8 width) entries), at precision 2^16.
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist);
 
 /// Estimated coded size in bits of a value with histogram `hist`: payload
 /// plus the table blob. Throws errc::domain on an empty histogram.
 double estimate_rans_static_bits(std::span<uint64_t const> hist);
 
-/// The blob format (see rans_static.cpp).
+/// The nearest table the blob can hold: frequencies kept to 4-5 significant
+/// bits, one (the largest) taking the remainder. Idempotent.
+rans_static::table quantize_rans_static_table(rans_static::table const& t);
+
+/// The blob format (see rans_static.cpp). Throws errc::domain unless `t` is
+/// quantized (at most one frequency the codes cannot hold).
 bytes serialize_rans_static_table(rans_static::table const& t);
 /// Parses and validates a blob for symbols of `width` bytes; throws
 /// errc::corrupt (or errc::truncated) when it is malformed.

@@ -488,7 +488,8 @@ int run_mount(mount_options const& opt) {
   int rc = 0;
   try {
     store s(store_dir);
-    auto chooser = codec::make_candidate_chooser();
+    auto chooser =
+        codec::make_candidate_chooser(codec::table_sharing::per_region);
     mount_fs::options fo;
     fo.quiet_ms = opt.quiet_ms;
     fo.compress = opt.compress;

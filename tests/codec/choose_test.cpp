@@ -36,8 +36,8 @@ bytes gaussian_bf16(size_t n) {
   bytes f32 = gaussian_f32(n, 0xffffffff);
   bytes out;
   for (size_t i = 0; i < n; ++i) {
-    testing::append(out,
-                    static_cast<uint16_t>(load_le<uint32_t>(&f32[4 * i]) >> 16));
+    testing::append(
+        out, static_cast<uint16_t>(load_le<uint32_t>(&f32[4 * i]) >> 16));
   }
   return out;
 }
@@ -92,9 +92,9 @@ TEST(choose_test, constant_regions_cost_nothing) {
   EXPECT_EQ(choose_and_check(tensor_region(dtype::f32, zeros.size()), zeros).op,
             opcode::zero);
   bytes sevens(1000, 7);
-  EXPECT_EQ(choose_and_check(tensor_region(dtype::u8, sevens.size()), sevens)
-                .op,
-            opcode::constant);
+  EXPECT_EQ(
+      choose_and_check(tensor_region(dtype::u8, sevens.size()), sevens).op,
+      opcode::constant);
 }
 
 TEST(choose_test, every_dtype_and_adversarial_input_roundtrips) {
@@ -109,6 +109,63 @@ TEST(choose_test, every_dtype_and_adversarial_input_roundtrips) {
         choose_and_check(tensor_region(t, s.data.size()), s.data);
       }
     }
+  }
+}
+
+TEST(choose_test, tiny_regions_never_cost_more_than_raw_plus_a_byte) {
+  auto chooser = make_candidate_chooser();
+  for (dtype t : {dtype::none, dtype::bf16, dtype::i32, dtype::f32}) {
+    for (size_t n : {1, 2, 3, 6, 8, 12, 16, 40}) {
+      bytes d(n);
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(i * 37 + 1);
+      node const p = chooser->choose(tensor_region(t, n), d);
+      bytes payload;
+      encode_chunk(p, d, payload);
+      EXPECT_LE(payload.size(), n + 1) << program_text(p);
+      EXPECT_TRUE(roundtrips(p, d));
+    }
+  }
+}
+
+// Small bf16 tensors of one file with the same distribution share one
+// file-level table: the same program, stored once by the archive.
+TEST(choose_test, small_tensors_of_a_file_share_a_table) {
+  std::vector<region> regions;
+  bytes file;
+  for (uint32_t k = 0; k < 40; ++k) {
+    bytes const t = [&] {
+      bytes f32 = gaussian_f32(3000, 0xffffffff, 10 + k);
+      bytes out;
+      for (size_t i = 0; i < 3000; ++i) {
+        testing::append(
+            out, static_cast<uint16_t>(load_le<uint32_t>(&f32[4 * i]) >> 16));
+      }
+      return out;
+    }();
+    region r = tensor_region(dtype::bf16, t.size());
+    r.offset = file.size();
+    regions.push_back(r);
+    file.insert(file.end(), t.begin(), t.end());
+  }
+  auto base = make_candidate_chooser();
+  auto chooser = base->for_file(file, regions);
+  ASSERT_NE(chooser, nullptr);
+  std::vector<node> programs;
+  for (region const& r : regions) {
+    bytes const d(file.begin() + r.offset, file.begin() + r.offset + r.length);
+    programs.push_back(chooser->choose(r, d));
+    check_program(programs.back());
+    EXPECT_TRUE(roundtrips(programs.back(), d));
+  }
+  size_t shared = 0;
+  for (node const& p : programs) shared += p == programs[0];
+  EXPECT_TRUE(uses(programs[0], opcode::rans_static))
+      << program_text(programs[0]);
+  EXPECT_GE(shared, 30u);
+  // Every tensor of the file encodes with it (its table has every symbol).
+  for (region const& r : regions) {
+    bytes const d(file.begin() + r.offset, file.begin() + r.offset + r.length);
+    EXPECT_TRUE(roundtrips(programs[0], d));
   }
 }
 

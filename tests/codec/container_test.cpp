@@ -88,10 +88,16 @@ bytes forge(bytes const& archive,
   uint64_t const at = load_le<uint64_t>(archive.data() + n - 32);
   uint64_t const len = load_le<uint64_t>(archive.data() + n - 24);
   uint32_t const chunk_size = load_le<uint32_t>(archive.data() + 8);
-  brv::archive_index x = brv::decode_index(byte_view(archive).subspan(at, len),
-                                           chunk_size, at - brv::header_size);
+  bool const packed =
+      load_le<uint16_t>(archive.data() + 6) & brv::header_flag_index_zstd;
+  byte_view stored = byte_view(archive).subspan(at, len);
+  bytes const unpacked = packed ? brv::unpack_index(stored) : bytes{};
+  if (packed) stored = unpacked;
+  brv::archive_index x =
+      brv::decode_index(stored, chunk_size, at - brv::header_size);
   edit(x);
   bytes index = brv::encode_index(x);
+  if (packed) index = brv::pack_index(index);
   bytes out(archive.begin(), archive.begin() + at);
   put_bytes(out, index);
   bytes checked(archive.begin(), archive.begin() + brv::header_size);
@@ -374,7 +380,7 @@ TEST(container_test, header_checks) {
   EXPECT_EQ(with(3, 'X'), errc::bad_magic);
   EXPECT_EQ(with(4, 2), errc::unsupported_version);
   EXPECT_EQ(with(4, 0), errc::unsupported_version);
-  EXPECT_EQ(with(6, 1), errc::reserved_nonzero);
+  EXPECT_EQ(with(6, 3), errc::reserved_nonzero);  // bit 0 is Index_Zstd
   EXPECT_EQ(with(7, 0x80), errc::reserved_nonzero);
   EXPECT_EQ(with(15, 1), errc::reserved_nonzero);
   EXPECT_EQ(with(11, 0x40), errc::limit);             // a 1 GiB chunk size
@@ -426,13 +432,13 @@ TEST(container_test, forged_indexes_are_rejected) {
 }
 
 // Hand-built index bytes: counts the encoder would never write.
-bytes with_index(bytes const& plain_index, uint32_t chunk_size = 4096) {
-  bytes const index = brv::compress_index(plain_index);
+bytes with_index(bytes const& index, uint32_t chunk_size = 4096,
+                 uint16_t flags = 0) {
   bytes out;
   put_bytes(out, brv::magic);
   put_u8(out, 1);
   put_u8(out, 0);
-  put_le<uint16_t>(out, 0);
+  put_le<uint16_t>(out, flags);
   put_le<uint32_t>(out, chunk_size);
   put_le<uint32_t>(out, 0);
   bytes checked = out;
@@ -457,6 +463,31 @@ bytes petabyte_index() {
   ix.insert(ix.end(), {0, 0, 0});
   put_varint(ix, 1ull << 50);  // 2^50 chunks
   return ix;
+}
+
+TEST(container_test, compressed_index_is_bounded_and_checked) {
+  uint16_t const z = brv::header_flag_index_zstd;
+  // The same absurd index, compressed, fails the same way.
+  EXPECT_EQ(
+      open_and_read(with_index(brv::pack_index(petabyte_index()), 4096, z)),
+      errc::corrupt);
+  // Not a zstd frame; a frame with trailing bytes; a cut frame.
+  EXPECT_EQ(open_and_read(with_index(petabyte_index(), 4096, z)),
+            errc::corrupt);
+  bytes two = brv::pack_index(petabyte_index());
+  two.push_back(0);
+  EXPECT_EQ(open_and_read(with_index(two, 4096, z)), errc::corrupt);
+  bytes cut = brv::pack_index(petabyte_index());
+  cut.resize(cut.size() - 1);
+  EXPECT_NE(open_and_read(with_index(cut, 4096, z)), errc{});
+  // A small frame that expands past the bound is refused before allocating.
+  bytes const zeros(4u << 20, 0);
+  EXPECT_EQ(open_and_read(with_index(brv::pack_index(zeros), 4096, z)),
+            errc::limit);
+  // The encoder's archives use it and read back.
+  bytes const file = random_bytes(10000, 8);
+  bytes const a = archive_of(file);
+  EXPECT_EQ(load_le<uint16_t>(a.data() + 6), z);
 }
 
 TEST(container_test, absurd_counts_fail_fast) {
@@ -563,7 +594,7 @@ TEST(container_test, DISABLED_generate_corpora) {
   b[4] = 2;
   save(bad / "future_version.brv", b);
   b = a;
-  b[6] = 1;
+  b[6] = 2;  // bit 0 is Index_Zstd
   save(bad / "reserved_flags.brv", b);
   b = a;
   store_le<uint32_t>(b.data() + 8, 1u << 31);

@@ -166,13 +166,62 @@ TEST(rans_static_test, truncated_and_random_payloads_throw) {
   EXPECT_LT(accepted, 5);  // the final-state check catches almost all
 }
 
-bytes table_blob(unsigned scale, std::vector<uint64_t> gaps,
-                 std::vector<uint64_t> freqs_minus_1) {
-  bytes b{static_cast<uint8_t>(scale)};
-  put_varint(b, gaps.size());
-  for (uint64_t g : gaps) put_varint(b, g);
-  for (uint64_t f : freqs_minus_1) put_varint(b, f);
+// A mode-0 blob: scale, mode, runs (gap, length - 1), remainder, codes.
+bytes table_blob(unsigned scale,
+                 std::vector<std::pair<uint64_t, uint64_t>> runs, uint64_t rem,
+                 std::vector<uint8_t> codes) {
+  bytes b{static_cast<uint8_t>(scale), 0};
+  put_varint(b, runs.size());
+  for (auto [gap, len] : runs) put_varint(b, gap), put_varint(b, len);
+  put_varint(b, rem);
+  for (uint8_t c : codes) b.push_back(c);
   return b;
+}
+
+TEST(rans_static_test, table_blob_layout_is_as_documented) {
+  // Symbols 3, 4 and 10..12; the remainder is symbol 4 (index 1).
+  bytes const b = table_blob(8, {{3, 1}, {5, 2}}, 1, {5, 0x10, 0x21, 0x35});
+  rs::table const t = parse_rans_static_table(b, 1);
+  EXPECT_EQ(t.symbols, (std::vector<uint32_t>{3, 4, 10, 11, 12}));
+  // 5; 16; (16 + 1) << 1 = 34; (16 + 5) << 2 = 84; 256 - 139 = 117.
+  EXPECT_EQ(t.freqs, (std::vector<uint32_t>{5, 117, 16, 34, 84}));
+  EXPECT_EQ(serialize_rans_static_table(t),
+            table_blob(8, {{3, 1}, {5, 2}}, 1, {5, 0x10, 0x21, 0x35}));
+}
+
+TEST(rans_static_test, quantized_tables_serialize_exactly_and_cost_little) {
+  bytes const d = gaussian_bf16(300000, 7);
+  std::vector<uint64_t> hist;
+  rs::histogram(d, 2, hist);
+  rs::table const exact = rs::normalize(hist, 16);
+  rs::table const q = choose_rans_static_table(hist);
+  EXPECT_EQ(q, quantize_rans_static_table(q));  // idempotent
+  bytes const blob = serialize_rans_static_table(q);
+  EXPECT_EQ(parse_rans_static_table(blob, 2), q);
+  double const loss = rs::coded_bits(hist, q) - rs::coded_bits(hist, exact);
+  std::cout << "  " << q.symbols.size() << " symbols, blob " << blob.size()
+            << " B, quantization loss " << loss / 300000 << " bits/symbol\n";
+  EXPECT_LT(loss / 300000, 0.001);
+  EXPECT_LT(blob.size(), q.symbols.size() * 3 / 4 + 64);  // codes rANS-coded
+  EXPECT_EQ(blob[0], 16);
+  // A table that is not quantized is refused, not silently changed.
+  rs::table bad{16, {1, 2, 3}, {1001, 1003, 65536 - 2004}};
+  EXPECT_THROW(serialize_rans_static_table(bad), error);
+  EXPECT_NO_THROW(serialize_rans_static_table(quantize_rans_static_table(bad)));
+}
+
+TEST(rans_static_test, quantization_keeps_every_frequency_positive) {
+  // Near-uniform tables round up everywhere: the remainder must stay >= 1.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    unsigned const scale = 8 + rng() % 9;
+    size_t const k = 2 + rng() % std::min<size_t>(4000, (1u << scale) - 2);
+    std::vector<uint64_t> hist(65536, 0);
+    for (size_t i = 0; i < k; ++i) hist[i * 65536 / k] = 20 + rng() % 3;
+    rs::table const q = quantize_rans_static_table(rs::normalize(hist, scale));
+    EXPECT_NO_THROW(rs::validate(q, 16));
+    EXPECT_EQ(parse_rans_static_table(serialize_rans_static_table(q), 2), q);
+  }
 }
 
 TEST(rans_static_test, corrupt_tables_are_rejected) {
@@ -186,26 +235,22 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
                      ->decode(n, t, bytes(40, 1), out.size(), out.data()),
                  error);
   };
-  n.blob = table_blob(4, {3, 0}, {7, 7});  // symbols 3, 4; 8 + 8 = 16
+  n.blob = table_blob(4, {{3, 1}}, 0, {8});  // symbols 3, 4; 8 + 8 = 16
   check_program(n, bytes_type);
-  rejects(table_blob(4, {3, 0}, {7, 6}), 1);           // sum 15
-  rejects(table_blob(4, {3, 0}, {7, 8}), 1);           // sum 17
-  rejects(table_blob(4, {3, 300}, {7, 7}), 1);         // symbol 304 > 255
-  rejects(table_blob(4, {255, 0}, {7, 7}), 1);         // 255 then 256
-  rejects(table_blob(17, {3, 0}, {65535, 65535}), 2);  // precision too high
-  rejects(table_blob(0, {3}, {0}), 1);                 // precision zero
-  rejects(table_blob(4, {3, 0}, {1ULL << 40, 7}), 1);  // huge count
-  rejects(table_blob(4, {}, {}), 1);                   // no symbols
-  rejects(bytes{4, 0x80, 0x80, 0x80, 0x80, 0x10}, 2);  // count 2^32
-  rejects(bytes{4, 2, 3}, 1);                          // truncated
-  bytes trailing = table_blob(4, {3, 0}, {7, 7});
-  trailing.push_back(0);
-  rejects(trailing, 1);
-  rejects(table_blob(4, {3, 0}, {7, 7}), 4);  // width 4
-  // Unsorted symbols cannot be expressed with gaps; check validate directly.
-  EXPECT_THROW(rs::validate(rs::table{4, {4, 3}, {8, 8}}, 8), error);
-  EXPECT_THROW(rs::validate(rs::table{4, {3, 3}, {8, 8}}, 8), error);
-  EXPECT_THROW(rs::validate(rs::table{4, {3, 4}, {16, 0}}, 8), error);
+  rejects(table_blob(4, {{3, 1}}, 0, {16}), 1);           // others fill 16
+  rejects(table_blob(4, {{3, 1}}, 0, {0}), 1);            // zero code
+  rejects(table_blob(4, {{3, 1}}, 2, {8}), 1);            // remainder >= K
+  rejects(table_blob(4, {{3, 1}}, 0, {8, 1}), 1);         // a code too many
+  rejects(table_blob(4, {{3, 1}}, 0, {}), 1);             // a code too few
+  rejects(table_blob(4, {{3, 0}, {300, 0}}, 0, {8}), 1);  // symbol 304
+  rejects(table_blob(4, {{255, 1}}, 0, {8}), 1);          // 255 then 256
+  rejects(table_blob(4, {{0, 16}}, 0, bytes(16, 1)), 1);  // 17 symbols > 2^4
+  rejects(table_blob(17, {{3, 1}}, 0, {8}), 2);           // precision too high
+  rejects(table_blob(0, {{3, 0}}, 0, {}), 1);             // precision zero
+  rejects(table_blob(4, {}, 0, {}), 1);                   // no runs
+  rejects(bytes{4, 0x80, 0x80, 0x80, 0x80, 0x10}, 2);     // 2^32 runs
+  rejects(bytes{4, 1, 3}, 1);                             // truncated
+  rejects(table_blob(4, {{3, 1}}, 0, {8}), 4);            // width 4
   // Random blobs never crash.
   std::mt19937 rng(4);
   for (int i = 0; i < 3000; ++i) {
@@ -214,6 +259,23 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
       x = static_cast<uint8_t>(rng() % 4 ? rng() % 20 : rng());
     try {
       parse_rans_static_table(b, 1 + rng() % 2);
+    } catch (error const&) {
+    }
+  }
+  // Mutations of a real blob never crash and parse only into valid tables.
+  bytes const good = serialize_rans_static_table(choose_rans_static_table([] {
+    std::vector<uint64_t> h(65536, 0);
+    for (size_t i = 0; i < 700; ++i) h[(i * 37) % 65536] = 1 + i % 90;
+    return h;
+  }()));
+  for (int i = 0; i < 1000; ++i) {
+    bytes b = good;
+    for (int m = 0; m < 1 + static_cast<int>(rng() % 3); ++m) {
+      b[rng() % b.size()] = static_cast<uint8_t>(rng());
+    }
+    if (rng() % 4 == 0) b.resize(rng() % b.size());
+    try {
+      rs::validate(parse_rans_static_table(b, 2), 16);
     } catch (error const&) {
     }
   }

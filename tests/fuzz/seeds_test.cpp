@@ -50,7 +50,8 @@ node rans_static_for(bytes const& data, unsigned width, unsigned scale = 16) {
   std::vector<uint64_t> hist;
   rans_static::histogram(data, width, hist);
   node n = leaf(opcode::rans_static);
-  n.blob = serialize_rans_static_table(rans_static::normalize(hist, scale));
+  n.blob = serialize_rans_static_table(
+      quantize_rans_static_table(rans_static::normalize(hist, scale)));
   return n;
 }
 
