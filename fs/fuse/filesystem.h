@@ -67,7 +67,7 @@ class mount_fs {
     unsigned workers = 1;
     size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
     unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
-    unsigned prefetch_threads = 1;
+    unsigned prefetch_threads = 2;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);
