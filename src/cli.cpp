@@ -225,6 +225,11 @@ int run_cli(int argc, char** argv) {
                     "before compressing it (default 1000)");
   mount->add_option("--fuse-threads", mopt.fuse_threads,
                     "Maximum FUSE worker threads (0: libfuse's default)");
+  mount->add_option("--cache-size", mopt.cache_size,
+                    "Memory for decoded chunks, e.g. 512M or 2G (default "
+                    "256M; 0: no cache)");
+  mount->add_option("--prefetch", mopt.prefetch,
+                    "Chunks decoded ahead of a sequential reader (default 2)");
   CLI::App* unmount = app.add_subcommand("unmount", "Unmount (fusermount3 -u)");
   unmount->add_option("mountpoint", mopt.mountpoint, "Mounted directory")
       ->required();

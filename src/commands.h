@@ -72,6 +72,8 @@ struct mount_cli_options {
   bool no_compress = false;  // files stay staged
   unsigned quiet_ms = 1000;  // wait after the last writer closes
   unsigned fuse_threads = 0;
+  std::string cache_size = "256M";  // decoded chunks kept (K/M/G suffix)
+  unsigned prefetch = 2;            // chunks decoded ahead (0: none)
   bool lazy = false;  // unmount -z
 };
 

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <system_error>
 
+#include "codec/dsl/program.h"
+
 namespace brevis::fs {
 
 namespace {
@@ -18,7 +20,12 @@ namespace {
 constexpr std::string_view brevis_prefix = "user.brevis.";
 constexpr char const* virtual_xattrs[] = {
     "user.brevis.state", "user.brevis.logical", "user.brevis.stored",
-    "user.brevis.ratio"};
+    "user.brevis.ratio", "user.brevis.programs"};
+// Linux refuses xattr values past 64 KiB; the programs list stops short.
+constexpr size_t max_xattr_text = 60000;
+// A read this close to where the last one ended still counts as sequential
+// (the kernel's readahead requests may arrive out of order).
+constexpr uint64_t sequential_slack = 1u << 20;
 
 [[noreturn]] void sys_fail(int err, std::string const& what) {
   throw std::system_error(err, std::generic_category(), what);
@@ -73,11 +80,21 @@ struct mount_fs::node {
 
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
   bool staged = false;
-  int fd = -1;  // the staged copy, open while the file is open and staged
+  int fd = -1;       // the staged copy, open while the file is open and staged
+  uint64_t gen = 0;  // the cache's generation of the stored bytes (io)
+
+  std::mutex map_mu;  // guards the chunk map and the read pattern
+  std::shared_ptr<std::vector<store::chunk_span> const> map;
+  uint64_t map_gen = 0;
+  uint64_t seq_end = 0;  // where the last read ended
 };
 
 mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
-    : store_(s), chooser_(chooser), opt_(opt) {
+    : store_(s),
+      chooser_(chooser),
+      opt_(opt),
+      cache_(opt.cache_bytes),
+      prefetch_(opt.cache_bytes && opt.prefetch ? opt.prefetch_threads : 0, 8) {
   queue_ = std::make_unique<compress_queue>(
       [this](uint64_t ino) { compress_job(ino); }, opt_.workers);
 }
@@ -102,6 +119,7 @@ void mount_fs::start() {
 
 void mount_fs::shutdown() {
   stopping_ = true;
+  prefetch_.stop();
   if (queue_) queue_->stop();
 }
 
@@ -112,6 +130,7 @@ std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
   inode_attr const a = store_.stat(ino);
   auto n = std::make_shared<node>(ino);
   n->staged = S_ISREG(a.mode) && a.state == file_state::staged;
+  n->gen = next_gen_++;
   return nodes_.emplace(ino, std::move(n)).first->second;
 }
 
@@ -129,6 +148,17 @@ void mount_fs::forget_node(uint64_t ino) {
     ::close(n->fd);
     n->fd = -1;
   }
+  new_generation(*n);
+}
+
+void mount_fs::new_generation(node& n) {
+  n.gen = next_gen_++;
+  {
+    std::lock_guard lk(n.map_mu);
+    n.map.reset();
+    n.seq_end = 0;
+  }
+  cache_.invalidate(n.ino);
 }
 
 struct stat mount_fs::to_stat(inode_attr const& a) {
@@ -400,6 +430,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   if (n.fd >= 0) ::close(n.fd);
   n.fd = fd;
   n.staged = true;
+  new_generation(n);
 }
 
 bool mount_fs::open(uint64_t ino, int flags) {
@@ -433,7 +464,10 @@ size_t mount_fs::read(uint64_t ino, uint64_t offset, size_t size,
                       uint8_t* out) {
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
-  if (!n->staged) return store_.read(ino, offset, size, out);
+  if (!n->staged) {
+    if (cache_.budget() == 0) return store_.read(ino, offset, size, out);
+    return read_compressed(n, offset, size, out);
+  }
   if (n->fd < 0) sys_fail(EBADF, "read of a file that is not open");
   size_t done = 0;
   while (done < size) {
@@ -445,6 +479,86 @@ size_t mount_fs::read(uint64_t ino, uint64_t offset, size_t size,
     done += static_cast<size_t>(r);
   }
   return done;
+}
+
+std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
+    node& n, uint64_t gen) {
+  std::lock_guard lk(n.map_mu);
+  if (!n.map || n.map_gen != gen) {
+    n.map = std::make_shared<std::vector<store::chunk_span> const>(
+        store_.chunk_map(n.ino));
+    n.map_gen = gen;
+  }
+  return n.map;
+}
+
+chunk_cache::chunk mount_fs::chunk_at(node& n, uint64_t gen,
+                                      store::chunk_span const& sp) {
+  return cache_.get_or_load({n.ino, gen, sp.offset}, [&] {
+    auto b = std::make_shared<codec::bytes>(sp.length);
+    if (store_.read(n.ino, sp.offset, sp.length, b->data()) != sp.length) {
+      store_fail(store_errc::corrupt, "inode " + std::to_string(n.ino) +
+                                          ": short chunk at " +
+                                          std::to_string(sp.offset));
+    }
+    return chunk_cache::chunk(std::move(b));
+  });
+}
+
+size_t mount_fs::read_compressed(std::shared_ptr<node> const& n,
+                                 uint64_t offset, size_t size, uint8_t* out) {
+  uint64_t const gen = n->gen;
+  auto const map = chunks_of(*n, gen);
+  // The chunk holding `offset` is the last one starting at or before it.
+  auto it = std::upper_bound(
+      map->begin(), map->end(), offset,
+      [](uint64_t o, store::chunk_span const& c) { return o < c.offset; });
+  if (it == map->begin()) return 0;
+  size_t i = static_cast<size_t>(it - map->begin()) - 1;
+  size_t done = 0;
+  size_t last = i;
+  for (; i < map->size() && done < size; ++i) {
+    store::chunk_span const& sp = (*map)[i];
+    uint64_t const pos = offset + done;
+    if (pos >= sp.offset + sp.length) continue;  // past the end
+    if (pos < sp.offset) {
+      store_fail(store_errc::corrupt, "inode " + std::to_string(n->ino) +
+                                          ": chunks do not cover byte " +
+                                          std::to_string(pos));
+    }
+    chunk_cache::chunk const c = chunk_at(*n, gen, sp);
+    size_t const take = static_cast<size_t>(
+        std::min<uint64_t>(size - done, sp.offset + sp.length - pos));
+    std::memcpy(out + done, c->data() + (pos - sp.offset), take);
+    done += take;
+    last = i;
+  }
+  bool sequential = false;
+  {
+    std::lock_guard lk(n->map_mu);
+    sequential = offset + sequential_slack >= n->seq_end &&
+                 offset <= n->seq_end + sequential_slack;
+    n->seq_end = std::max(n->seq_end, offset + done);
+    if (!sequential) n->seq_end = offset + done;
+  }
+  if (sequential && done > 0) prefetch_after(n, gen, map, last);
+  return done;
+}
+
+void mount_fs::prefetch_after(
+    std::shared_ptr<node> const& n, uint64_t gen,
+    std::shared_ptr<std::vector<store::chunk_span> const> map, size_t index) {
+  for (unsigned k = 1; k <= opt_.prefetch; ++k) {
+    size_t const j = index + k;
+    if (j >= map->size()) break;
+    if (cache_.present({n->ino, gen, (*map)[j].offset})) continue;
+    bool const taken = prefetch_.offer([this, n, gen, map, j] {
+      std::shared_lock io(n->io);
+      if (n->gen != gen || n->staged || stopping_) return;
+      chunk_at(*n, gen, (*map)[j]);
+    });
+    if (!taken) break;
+  }
 }
 
 size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
@@ -603,6 +717,7 @@ void mount_fs::compress_job(uint64_t ino) {
     // Committed: reads go to the store from now on, then the copy goes.
     std::scoped_lock lk(n->mu, n->io);
     n->staged = false;
+    new_generation(*n);
     if (n->fd >= 0) {
       ::close(n->fd);
       n->fd = -1;
@@ -643,6 +758,9 @@ std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
       return a.state == file_state::staged ? "staged" : "compressed";
     }
     if (key == "logical") return std::to_string(logical);
+    if (key == "programs") {
+      return a.state == file_state::staged ? std::string() : programs_text(ino);
+    }
     if (key == "stored") return std::to_string(stored);
     if (key == "ratio") {
       char buf[32];
@@ -657,6 +775,36 @@ std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
   std::optional<std::string> v = store_.get_xattr(ino, name);
   if (!v) store_fail(store_errc::no_attr, "no attribute");
   return *v;
+}
+
+std::string mount_fs::programs_text(uint64_t ino) {
+  // One line per run of chunks with the same program: "START-END TEXT".
+  std::vector<store::chunk_span> const map = store_.chunk_map(ino);
+  std::unordered_map<codec::node const*, std::string> texts;
+  auto text_of = [&](store::chunk_span const& c) -> std::string const& {
+    auto [it, fresh] = texts.try_emplace(c.program.get());
+    if (fresh) it->second = c.program ? codec::program_text(*c.program) : "?";
+    return it->second;
+  };
+  std::string out;
+  for (size_t i = 0; i < map.size();) {
+    std::string const& t = text_of(map[i]);
+    size_t j = i + 1;
+    while (j < map.size() && text_of(map[j]) == t &&
+           map[j].offset == map[j - 1].offset + map[j - 1].length) {
+      ++j;
+    }
+    std::string line = std::to_string(map[i].offset) + "-" +
+                       std::to_string(map[j - 1].offset + map[j - 1].length) +
+                       " " + t + "\n";
+    if (out.size() + line.size() > max_xattr_text) {
+      out += "... " + std::to_string(map.size() - i) + " more chunks\n";
+      break;
+    }
+    out += line;
+    i = j;
+  }
+  return out;
 }
 
 void mount_fs::setxattr(uint64_t ino, std::string_view name,

@@ -11,6 +11,13 @@
 // truncating it, first brings it back to staging; a writer arriving while
 // its file is being compressed cancels that and waits for it.
 //
+// Reads of compressed files go through a chunk_cache of decoded chunks
+// keyed by (inode, generation, chunk offset); the generation changes under
+// node::io held exclusively whenever the file's stored bytes may (staged
+// again, compressed anew, forgotten), and reads hold io shared, so a
+// decode never lands under a generation it does not belong to. Sequential
+// readers get the next chunks decoded in the background.
+//
 // Locks: node::mu (fields) may be taken before node::io (the staged fd vs.
 // state changes) is released, never after taking io; neither is held while
 // a reply is sent (the callers reply after these return).
@@ -34,6 +41,7 @@
 #include <vector>
 
 #include "codec/choose/chooser.h"
+#include "fs/cache/chunk_cache.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
 
@@ -57,6 +65,9 @@ class mount_fs {
     unsigned quiet_ms = 1000;  // after the last writer closes
     bool compress = true;  // false: files stay staged (tests, --no-compress)
     unsigned workers = 1;
+    size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
+    unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
+    unsigned prefetch_threads = 2;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);
@@ -115,6 +126,10 @@ class mount_fs {
   std::vector<std::string> listxattr(uint64_t ino);
   void removexattr(uint64_t ino, std::string_view name);
 
+  chunk_cache const& cache() const { return cache_; }
+  /// Waits for the prefetcher to go idle (tests).
+  void drain_prefetch() { prefetch_.drain(); }
+
   /// Files queued or being compressed (tests, shutdown).
   size_t pending() const { return queue_ ? queue_->pending() : 0; }
 
@@ -134,6 +149,22 @@ class mount_fs {
   /// The store dropped or orphaned an inode that lost its last name.
   void after_unlink(store::unlink_result const& r);
   void compress_job(uint64_t ino);
+  /// n's chunk map for generation `gen`; io held shared.
+  std::shared_ptr<std::vector<store::chunk_span> const> chunks_of(node& n,
+                                                                  uint64_t gen);
+  /// The decoded chunk of n (generation `gen`) starting at `sp`; io held.
+  chunk_cache::chunk chunk_at(node& n, uint64_t gen,
+                              store::chunk_span const& sp);
+  /// The compressed read; io held shared.
+  size_t read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
+                         size_t size, uint8_t* out);
+  void prefetch_after(std::shared_ptr<node> const& n, uint64_t gen,
+                      std::shared_ptr<std::vector<store::chunk_span> const> map,
+                      size_t index);
+  /// The file's bytes may have changed: new generation, cache dropped. io
+  /// held exclusively (or the node is being forgotten).
+  void new_generation(node& n);
+  std::string programs_text(uint64_t ino);
 
   store& store_;
   codec::program_chooser const& chooser_;
@@ -142,6 +173,9 @@ class mount_fs {
   std::unordered_map<uint64_t, std::shared_ptr<node>> nodes_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<compress_queue> queue_;
+  std::atomic<uint64_t> next_gen_{1};
+  chunk_cache cache_;
+  background_jobs prefetch_;
 };
 
 }  // namespace brevis::fs

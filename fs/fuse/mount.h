@@ -2,6 +2,7 @@
 // `brevis mount`: serves a store at a mountpoint through libfuse3's
 // low-level API (fs/fuse/ops.cpp, the only file that includes libfuse).
 
+#include <cstddef>
 #include <string>
 
 namespace brevis::fs {
@@ -15,8 +16,12 @@ struct mount_options {
   bool compress = true;      // false: files stay staged
   unsigned quiet_ms = 1000;  // after the last writer closes
   unsigned threads = 0;      // FUSE worker threads (0: libfuse's default)
+  size_t cache_bytes = 256u << 20;  // decoded chunks kept for reads
+  unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
 };
 
+/// A store is mounted at most once: the mount holds an flock on
+/// STORE/mount.lock and a second mount of the store fails with an error.
 /// Mounts, serves until unmounted or SIGTERM/SIGINT/SIGHUP, then stops
 /// taking work, leaves unfinished compression staged, commits and returns.
 /// Daemonizes unless `foreground` (after the mount succeeded, so errors

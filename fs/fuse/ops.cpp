@@ -9,7 +9,9 @@
 // ENOMEM, anything else -> EIO with a log line). No exception reaches
 // libfuse.
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -20,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -446,11 +450,62 @@ std::string absolute(std::string const& p) {
 
 }  // namespace
 
+namespace {
+
+/// STORE/mount.lock, flocked for as long as the mount lives (the daemon
+/// inherits the descriptor across fuse_daemonize's fork).
+class mount_lock {
+ public:
+  explicit mount_lock(std::string const& store_dir) {
+    std::string const path = store_dir + "/mount.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      throw std::system_error(errno, std::generic_category(), path);
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      int const e = errno;
+      std::string holder;
+      char buf[32] = {};
+      ssize_t const n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      if (n > 0)
+        holder = " (by pid " + std::string(buf, strnlen(buf, 31)) + ")";
+      ::close(fd_);
+      fd_ = -1;
+      if (e == EWOULDBLOCK) {
+        throw std::runtime_error("store " + store_dir + " is already mounted" +
+                                 holder);
+      }
+      throw std::system_error(e, std::generic_category(), path);
+    }
+  }
+  ~mount_lock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  mount_lock(mount_lock const&) = delete;
+  mount_lock& operator=(mount_lock const&) = delete;
+  /// Records who holds it (after daemonizing: the serving process).
+  void note_pid() {
+    std::string const pid = std::to_string(::getpid());
+    if (::ftruncate(fd_, 0) == 0) {
+      (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
 int run_mount(mount_options const& opt) {
   std::string store_dir, mountpoint;
+  std::unique_ptr<mount_lock> lock;
   try {
-    // The store is checked (and created) before the mount, so its errors
-    // reach the terminal; the daemon opens it again after the fork.
+    // Locked before the store is opened, so a second mount touches
+    // nothing. The store is checked (and created) before the mount, so its
+    // errors reach the terminal; the daemon opens it again after the fork.
+    std::filesystem::create_directories(opt.store);
+    lock = std::make_unique<mount_lock>(absolute(opt.store));
     { store s(opt.store); }
     store_dir = absolute(opt.store);
     mountpoint = absolute(opt.mountpoint);
@@ -484,6 +539,7 @@ int run_mount(mount_options const& opt) {
     return 1;
   }
   fuse_daemonize(opt.foreground ? 1 : 0);
+  lock->note_pid();
 
   int rc = 0;
   try {
@@ -493,6 +549,8 @@ int run_mount(mount_options const& opt) {
     mount_fs::options fo;
     fo.quiet_ms = opt.quiet_ms;
     fo.compress = opt.compress;
+    fo.cache_bytes = opt.cache_bytes;
+    fo.prefetch = opt.prefetch;
     mount_fs fs(s, *chooser, fo);
     ctx.fs = &fs;
     fs.start();

@@ -757,6 +757,27 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
   }
 }
 
+std::vector<store::chunk_span> store::chunk_map(uint64_t ino) const {
+  impl const& s = *impl_;
+  return s.read_txn([&](txn& t) {
+    std::vector<chunk_span> out;
+    inode_rec const r = s.get_inode(t, ino);
+    if (S_ISDIR(r.mode)) store_fail(store_errc::is_dir, "is a directory");
+    cursor c(t, s.chunks);
+    for (bool ok = c.seek(chunk_key(ino, 0));
+         ok && c.key().size() == 16 && read_be64(c.key().data()) == ino;
+         ok = c.next()) {
+      chunk_span sp;
+      sp.offset = read_be64(c.key().data() + 8);
+      chunk_rec const ch = decode_chunk(c.value());
+      sp.length = ch.length;
+      sp.program = s.program(t, ch.program);
+      out.push_back(std::move(sp));
+    }
+    return out;
+  });
+}
+
 // ----------------------------------------------------------------- unlink
 
 void store::unlink(uint64_t parent, std::string_view name) {

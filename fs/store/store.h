@@ -159,6 +159,15 @@ class store {
   /// decoding only the chunks that cover them, in parallel when there are
   /// several. Returns the count. Thread-safe.
   size_t read(uint64_t ino, uint64_t offset, size_t length, uint8_t* out) const;
+  /// One chunk of a compressed file: where it sits and what rebuilds it.
+  struct chunk_span {
+    uint64_t offset = 0;  // in the file
+    uint32_t length = 0;  // logical bytes
+    std::shared_ptr<codec::node const> program;
+  };
+  /// The chunks of `ino` in file order (empty for a staged or empty file);
+  /// the mount's cache reads whole chunks with read(). Thread-safe.
+  std::vector<chunk_span> chunk_map(uint64_t ino) const;
   /// Removes a name; when its inode has no other link, drops its chunks'
   /// references (payloads no one references stop counting as live).
   void unlink(uint64_t parent, std::string_view name);

@@ -3,3 +3,5 @@ brevis_add_test(store_test
   fs/store_cli_test.cpp)
 target_link_libraries(store_test PRIVATE brevis_store)
 add_dependencies(store_test brevis)
+brevis_add_test(chunk_cache_test fs/chunk_cache_test.cpp)
+target_link_libraries(chunk_cache_test PRIVATE brevis_cache)

@@ -325,5 +325,86 @@ TEST_F(mount_test, posix_operations) {
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
+TEST_F(mount_test, second_mount_of_a_store_fails) {
+  mount(50);
+  fs::path const other = dir_ / "mnt2";
+  fs::create_directories(other);
+  run_result r = brevis({"mount", "-f", store().string(), other.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("already mounted"), std::string::npos) << r.err;
+  struct stat a {
+  }, b{};
+  ::stat(other.c_str(), &b);
+  ::stat(dir_.path().c_str(), &a);
+  EXPECT_EQ(a.st_dev, b.st_dev);  // nothing mounted there
+  write_file(mnt() / "x", "still served");
+  EXPECT_EQ(read_file(mnt() / "x"), "still served");
+  EXPECT_EQ(stop(0), 0);
+  mount(50);  // the lock went with the first mount
+  EXPECT_EQ(read_file(mnt() / "x"), "still served");
+  EXPECT_EQ(stop(SIGTERM), 0);
+}
+
+TEST_F(mount_test, cached_reads_programs_and_no_stale_bytes) {
+  // Several 1 MiB chunks, read in 128 KiB pieces at odd offsets.
+  std::string const data = make_safetensors(
+      {{"w", "BF16", {1280, 1024}, bf16_weights(1280 * 1024, 11)},
+       {"b", "BF16", {4096}, bf16_weights(4096, 12)}});
+  mount(50);
+  fs::path const f = mnt() / "big.safetensors";
+  write_file(f, data);
+  ASSERT_TRUE(wait_state({f}, "compressed")) << read_file(dir_ / "mount.log");
+  auto read_pieces = [&](size_t start, size_t piece) {
+    int fd = ::open(f.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0);
+    std::string got;
+    std::vector<char> buf(piece);
+    for (size_t off = start;;) {
+      ssize_t const n = ::pread(fd, buf.data(), piece, static_cast<off_t>(off));
+      if (n <= 0) break;
+      got.append(buf.data(), static_cast<size_t>(n));
+      off += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return got;
+  };
+  EXPECT_TRUE(read_pieces(0, 128 << 10) == data);
+  EXPECT_TRUE(read_pieces(12345, 100000) == data.substr(12345));
+  EXPECT_TRUE(read_pieces(0, 128 << 10) == data);  // warm
+
+  // The programs of its regions, one line per run of chunks.
+  char buf[65536];
+  ssize_t const n =
+      ::getxattr(f.c_str(), "user.brevis.programs", buf, sizeof buf);
+  ASSERT_GT(n, 0);
+  std::string const programs(buf, static_cast<size_t>(n));
+  EXPECT_EQ(programs.rfind("0-", 0), 0u) << programs;
+  EXPECT_NE(programs.find("-" + std::to_string(data.size()) + " "),
+            std::string::npos)
+      << programs;
+  EXPECT_EQ(programs.back(), '\n');
+
+  // Rewritten in place, then recompressed: never the cached old bytes.
+  std::string changed = data;
+  for (size_t i = 0; i < changed.size(); i += 4099) changed[i] ^= 0x5a;
+  {
+    int fd = ::open(f.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    for (size_t i = 0; i < changed.size(); i += 4099) {
+      ASSERT_EQ(::pwrite(fd, &changed[i], 1, static_cast<off_t>(i)), 1);
+    }
+    ::close(fd);
+  }
+  EXPECT_TRUE(read_pieces(0, 128 << 10) == changed);
+  ASSERT_TRUE(wait_state({f}, "compressed"));
+  EXPECT_TRUE(read_pieces(0, 128 << 10) == changed);
+  // Replaced by rename: the new file's bytes.
+  write_file(mnt() / "other", data.substr(0, 2 << 20));
+  ASSERT_TRUE(wait_state({mnt() / "other"}, "compressed"));
+  fs::rename(mnt() / "other", f);
+  EXPECT_TRUE(read_pieces(0, 128 << 10) == data.substr(0, 2 << 20));
+  EXPECT_EQ(stop(SIGTERM), 0);
+}
+
 }  // namespace
 }  // namespace brevis::cli_test

@@ -1,0 +1,215 @@
+#include "fs/cache/chunk_cache.h"
+
+#include <algorithm>
+
+namespace brevis::fs {
+
+chunk_cache::chunk_cache(size_t budget, unsigned shards) : budget_(budget) {
+  if (shards == 0) {
+    shards = static_cast<unsigned>(
+        std::clamp<size_t>(budget / (16u << 20), size_t{1}, size_t{16}));
+  }
+  shards = std::clamp(shards, 1u, 64u);
+  shard_budget_ = budget / shards;
+  for (unsigned i = 0; i < shards; ++i) {
+    shards_.push_back(std::make_unique<shard>());
+  }
+}
+
+chunk_cache::shard& chunk_cache::shard_of(chunk_id const& id) {
+  return *shards_[hasher{}(id) % shards_.size()];
+}
+
+chunk_cache::chunk chunk_cache::find(chunk_id const& id) {
+  shard& s = shard_of(id);
+  std::lock_guard lk(s.mu);
+  auto it = s.map.find(id);
+  if (it == s.map.end()) {
+    ++s.stats.misses;
+    return nullptr;
+  }
+  ++s.stats.hits;
+  s.lru.splice(s.lru.begin(), s.lru, it->second);
+  return it->second->data;
+}
+
+bool chunk_cache::present(chunk_id const& id) {
+  shard& s = shard_of(id);
+  std::lock_guard lk(s.mu);
+  return s.map.count(id) != 0 || s.loading.count(id) != 0;
+}
+
+chunk_cache::chunk chunk_cache::get_or_load(chunk_id const& id,
+                                            loader const& load) {
+  shard& s = shard_of(id);
+  std::promise<chunk> promise;
+  {
+    std::unique_lock lk(s.mu);
+    if (auto it = s.map.find(id); it != s.map.end()) {
+      ++s.stats.hits;
+      s.lru.splice(s.lru.begin(), s.lru, it->second);
+      return it->second->data;
+    }
+    if (auto it = s.loading.find(id); it != s.loading.end()) {
+      ++s.stats.joined;
+      std::shared_future<chunk> f = it->second;
+      lk.unlock();
+      return f.get();
+    }
+    ++s.stats.misses;
+    s.loading.emplace(id, promise.get_future().share());
+  }
+  chunk c;
+  try {
+    c = load();
+  } catch (...) {
+    {
+      std::lock_guard lk(s.mu);
+      s.loading.erase(id);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  {
+    std::lock_guard lk(s.mu);
+    s.loading.erase(id);
+    if (c) insert_locked(s, id, c);
+  }
+  promise.set_value(c);
+  return c;
+}
+
+void chunk_cache::insert(chunk_id const& id, chunk c) {
+  if (!c) return;
+  shard& s = shard_of(id);
+  std::lock_guard lk(s.mu);
+  insert_locked(s, id, std::move(c));
+}
+
+void chunk_cache::insert_locked(shard& s, chunk_id const& id, chunk c) {
+  size_t const size = c->size();
+  if (auto it = s.map.find(id); it != s.map.end()) {
+    s.bytes -= it->second->data->size();
+    s.lru.erase(it->second);
+    s.map.erase(it);
+  }
+  if (size > shard_budget_) return;
+  while (s.bytes + size > shard_budget_ && !s.lru.empty()) {
+    entry const& victim = s.lru.back();
+    s.bytes -= victim.data->size();
+    s.map.erase(victim.id);
+    s.lru.pop_back();
+    ++s.stats.evictions;
+  }
+  s.lru.push_front(entry{id, std::move(c)});
+  s.map.emplace(id, s.lru.begin());
+  s.bytes += size;
+}
+
+void chunk_cache::invalidate(uint64_t ino) {
+  for (auto& sp : shards_) {
+    shard& s = *sp;
+    std::lock_guard lk(s.mu);
+    for (auto it = s.lru.begin(); it != s.lru.end();) {
+      if (it->id.ino == ino) {
+        s.bytes -= it->data->size();
+        s.map.erase(it->id);
+        it = s.lru.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+size_t chunk_cache::bytes() const {
+  size_t n = 0;
+  for (auto const& s : shards_) {
+    std::lock_guard lk(s->mu);
+    n += s->bytes;
+  }
+  return n;
+}
+
+size_t chunk_cache::entries() const {
+  size_t n = 0;
+  for (auto const& s : shards_) {
+    std::lock_guard lk(s->mu);
+    n += s->map.size();
+  }
+  return n;
+}
+
+chunk_cache::counters chunk_cache::stats() const {
+  counters c;
+  for (auto const& s : shards_) {
+    std::lock_guard lk(s->mu);
+    c.hits += s->stats.hits;
+    c.misses += s->stats.misses;
+    c.joined += s->stats.joined;
+    c.evictions += s->stats.evictions;
+  }
+  return c;
+}
+
+// -------------------------------------------------------- background_jobs
+
+background_jobs::background_jobs(unsigned threads, size_t max_queued)
+    : max_queued_(max_queued) {
+  for (unsigned i = 0; i < threads; ++i)
+    threads_.emplace_back([this] { run(); });
+}
+
+background_jobs::~background_jobs() { stop(); }
+
+bool background_jobs::offer(std::function<void()> job) {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_ || threads_.empty() || jobs_.size() >= max_queued_) {
+      return false;
+    }
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void background_jobs::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+    jobs_.clear();
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  idle_cv_.notify_all();
+}
+
+void background_jobs::drain() {
+  std::unique_lock lk(mu_);
+  idle_cv_.wait(lk, [&] { return jobs_.empty() && running_ == 0; });
+}
+
+void background_jobs::run() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    ++running_;
+    lk.unlock();
+    try {
+      job();
+    } catch (...) {
+      // A guess that failed; the read that needs the chunk will say why.
+    }
+    lk.lock();
+    --running_;
+    if (jobs_.empty() && running_ == 0) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace brevis::fs

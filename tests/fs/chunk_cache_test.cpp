@@ -1,0 +1,144 @@
+// The read path's chunk cache: budget and LRU order, generations and
+// invalidation, joined concurrent loads, errors, and the prefetcher's jobs.
+
+#include "fs/cache/chunk_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+namespace brevis::fs {
+namespace {
+
+chunk_cache::chunk make(size_t n, uint8_t v) {
+  return std::make_shared<codec::bytes const>(n, v);
+}
+
+TEST(chunk_cache, keeps_within_budget_and_evicts_lru) {
+  chunk_cache c(4 * 1000, 1);
+  for (uint64_t i = 0; i < 4; ++i) c.insert({1, 1, i * 1000}, make(1000, 1));
+  EXPECT_EQ(c.entries(), 4u);
+  EXPECT_EQ(c.bytes(), 4000u);
+  ASSERT_TRUE(c.find({1, 1, 0}));  // now the most recent
+  c.insert({1, 1, 9000}, make(1000, 2));
+  EXPECT_EQ(c.bytes(), 4000u);
+  EXPECT_TRUE(c.find({1, 1, 0}));
+  EXPECT_FALSE(c.find({1, 1, 1000}));  // the least recent went
+  EXPECT_TRUE(c.find({1, 1, 9000}));
+  EXPECT_EQ(c.stats().evictions, 1u);
+  c.insert({1, 1, 20000}, make(5000, 3));  // larger than the budget
+  EXPECT_FALSE(c.find({1, 1, 20000}));
+  EXPECT_LE(c.bytes(), c.budget());
+}
+
+TEST(chunk_cache, zero_budget_keeps_nothing) {
+  chunk_cache c(0);
+  int loads = 0;
+  auto load = [&] {
+    ++loads;
+    return make(10, 1);
+  };
+  EXPECT_EQ(c.get_or_load({1, 1, 0}, load)->size(), 10u);
+  EXPECT_EQ(c.get_or_load({1, 1, 0}, load)->size(), 10u);
+  EXPECT_EQ(loads, 2);
+  EXPECT_EQ(c.bytes(), 0u);
+}
+
+TEST(chunk_cache, generations_and_invalidation) {
+  chunk_cache c(1 << 20);
+  c.insert({7, 1, 0}, make(100, 1));
+  c.insert({7, 1, 100}, make(100, 1));
+  c.insert({8, 1, 0}, make(100, 8));
+  // A new generation of the file never sees the old bytes.
+  EXPECT_FALSE(c.find({7, 2, 0}));
+  EXPECT_EQ((*c.find({7, 1, 0}))[0], 1);
+  c.invalidate(7);
+  EXPECT_FALSE(c.find({7, 1, 0}));
+  EXPECT_FALSE(c.find({7, 1, 100}));
+  EXPECT_TRUE(c.find({8, 1, 0}));
+  EXPECT_EQ(c.bytes(), 100u);
+}
+
+TEST(chunk_cache, load_once_and_errors_reach_the_caller) {
+  chunk_cache c(1 << 20);
+  int loads = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto got = c.get_or_load({1, 1, 0}, [&] {
+      ++loads;
+      return make(64, 5);
+    });
+    EXPECT_EQ((*got)[63], 5);
+  }
+  EXPECT_EQ(loads, 1);
+  EXPECT_THROW(c.get_or_load({1, 1, 64},
+                             []() -> chunk_cache::chunk {
+                               throw std::runtime_error("x");
+                             }),
+               std::runtime_error);
+  EXPECT_FALSE(c.present({1, 1, 64}));  // a failure is not kept
+  EXPECT_EQ(c.get_or_load({1, 1, 64}, [] { return make(1, 9); })->at(0), 9);
+}
+
+// 40 chunks of 4 KiB: all fit in 1 MiB; in 64 KiB the shards thrash.
+void hammer(size_t budget, bool fits) {
+  chunk_cache c(budget, 4);
+  std::atomic<int> loads{0};
+  std::atomic<bool> bad{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        uint64_t const off = static_cast<uint64_t>((i * 7 + t) % 40) * 4096;
+        auto got = c.get_or_load({3, 1, off}, [&] {
+          ++loads;
+          std::this_thread::yield();
+          return make(4096, static_cast<uint8_t>(off / 4096));
+        });
+        if (got->size() != 4096 || (*got)[4095] != off / 4096) bad = true;
+        if (i % 500 == 0 && t == 0) c.invalidate(3);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_FALSE(bad);
+  EXPECT_LE(c.bytes(), c.budget());
+  auto const s = c.stats();
+  EXPECT_EQ(s.hits + s.misses + s.joined, 8u * 2000u);
+  EXPECT_EQ(static_cast<uint64_t>(loads), s.misses);
+  if (fits) EXPECT_GT(s.hits, 0u);
+}
+
+TEST(chunk_cache, concurrent_readers_share_one_load) {
+  hammer(1 << 20, true);
+  hammer(64 << 10, false);
+}
+
+TEST(background_jobs, runs_drops_when_full_and_stops) {
+  std::atomic<int> ran{0};
+  {
+    background_jobs jobs(2, 1000);
+    for (int i = 0; i < 100; ++i) EXPECT_TRUE(jobs.offer([&] { ++ran; }));
+    jobs.drain();
+    EXPECT_EQ(ran, 100);
+    jobs.stop();
+    EXPECT_FALSE(jobs.offer([&] { ++ran; }));
+  }
+  background_jobs none(0, 4);
+  EXPECT_FALSE(none.offer([] {}));
+  // A full queue drops the offer rather than blocking the reader.
+  background_jobs one(1, 1);
+  std::atomic<bool> release{false};
+  one.offer([&] {
+    while (!release) std::this_thread::yield();
+  });
+  int taken = 0;
+  for (int i = 0; i < 5; ++i) taken += one.offer([] {});
+  EXPECT_LE(taken, 2);
+  release = true;
+  one.drain();
+}
+
+}  // namespace
+}  // namespace brevis::fs
