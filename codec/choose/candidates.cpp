@@ -178,10 +178,14 @@ double estimate_own_table_bytes(sparse_hist const& h) {
 node own_table_leaf(sparse_hist const& h) {
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
-  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+  uint64_t total = 0;
+  for (auto const& [s, c] : h) {
+    symbols.push_back(s), counts.push_back(c), total += c;
+  }
   node n = make_leaf(opcode::rans_static);
-  n.blob = serialize_rans_static_table(quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, rans_static::max_scale)));
+  n.blob = serialize_rans_static_table(
+      quantize_rans_static_table(rans_static::normalize(
+          symbols, counts, rans_static_scale_for(symbols.size(), total))));
   return n;
 }
 

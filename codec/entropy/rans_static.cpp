@@ -361,15 +361,21 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
 template <typename sym>
 void coder::dispatch_decode(byte_view payload, size_t count,
                             uint8_t* out) const {
-  switch (scale_) {  // the precisions choose_rans_static_table picks
+  switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
       return decode_impl<sym, 16>(payload, count, out);
     case 15:
       return decode_impl<sym, 15>(payload, count, out);
+    case 14:
+      return decode_impl<sym, 14>(payload, count, out);
     case 13:
       return decode_impl<sym, 13>(payload, count, out);
+    case 12:
+      return decode_impl<sym, 12>(payload, count, out);
     case 11:
       return decode_impl<sym, 11>(payload, count, out);
+    case 10:
+      return decode_impl<sym, 10>(payload, count, out);
     default:
       return decode_impl<sym, 0>(payload, count, out);
   }

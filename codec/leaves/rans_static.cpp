@@ -292,19 +292,31 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   return parse_table(blob, width, true);
 }
 
+unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
+  // 2^16 suits large values: their rare symbols each need a frequency of at
+  // least one (coarser precisions measured 0.1% larger on bf16 weights). A
+  // value of n <= 2^s symbols loses almost nothing at 2^s (every count maps
+  // to a frequency >= 1), and decoders build a 2^s-slot table per table, so
+  // small values get small precisions; 4 slots per symbol at least.
+  uint64_t const want = std::max<uint64_t>(4 * uint64_t{symbols}, count);
+  unsigned s = 10;
+  while (s < rans_static::max_scale && (uint64_t{1} << s) < want) ++s;
+  return s;
+}
+
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
+  uint64_t n = 0;
   for (size_t s = 0; s < hist.size(); ++s) {
     if (hist[s] == 0) continue;
     symbols.push_back(static_cast<uint32_t>(s));
     counts.push_back(hist[s]);
+    n += hist[s];
   }
   fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
-  // 2^16: the rare values of real weights each need a frequency of at least
-  // one, and coarser precisions measured 0.1% larger on bf16 weights.
-  return quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, rans_static::max_scale));
+  return quantize_rans_static_table(rans_static::normalize(
+      symbols, counts, rans_static_scale_for(symbols.size(), n)));
 }
 
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {
