@@ -436,20 +436,30 @@ class file_chooser final : public program_chooser {
       member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
       groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
     }
-    std::vector<uint64_t> total(65536);
-    std::vector<uint32_t> freq(65536);
+    // Kept zero between groups; only the touched entries are cleared.
+    std::vector<uint64_t> total(65536, 0);
+    std::vector<double> sym_bits(65536);  // read only at the table's symbols
     for (auto& [key, members] : groups) {
       if (members.size() < 2) continue;
-      std::fill(total.begin(), total.end(), 0);
+      std::vector<uint32_t> symbols;
       for (member const& m : members) {
-        for (auto const& [s, c] : m.hist) total[s] += c;
+        for (auto const& [s, c] : m.hist) {
+          if (total[s] == 0) symbols.push_back(s);
+          total[s] += c;
+        }
       }
-      rans_static::table const tab = choose_rans_static_table(total);
+      std::sort(symbols.begin(), symbols.end());
+      std::vector<uint64_t> counts(symbols.size());
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        counts[i] = total[symbols[i]];
+        total[symbols[i]] = 0;
+      }
+      rans_static::table const tab = choose_rans_static_table(symbols, counts);
       node n = make_leaf(opcode::rans_static);
       n.blob = serialize_rans_static_table(tab);
-      std::fill(freq.begin(), freq.end(), 0);
       for (size_t i = 0; i < tab.symbols.size(); ++i) {
-        freq[tab.symbols[i]] = tab.freqs[i];
+        sym_bits[tab.symbols[i]] =
+            tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
       }
       // Keep the table only when the tensors it would serve save more than
       // it costs, by entropy estimates against their own best coding.
@@ -461,8 +471,7 @@ class file_chooser final : public program_chooser {
                                     estimate_planes_bytes(m.hist));
         double bits = 32.0 * rans_static::lanes;
         for (auto const& [s, c] : m.hist) {
-          bits += static_cast<double>(c) *
-                  (tab.scale - std::log2(static_cast<double>(freq[s])));
+          bits += static_cast<double>(c) * sym_bits[s];
         }
         if (tab.symbols.size() == 1) bits = 0;
         member_bits.push_back(bits);

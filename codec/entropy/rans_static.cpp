@@ -100,8 +100,10 @@ table normalize(std::span<uint32_t const> symbols,
   for (size_t i = 0; i < k; ++i) {
     uint64_t const cnt = counts[i];
     c[i] = static_cast<double>(cnt);
+    // Nearest, not floor: the start is then a few units off the optimum
+    // instead of up to k, and each unit costs heap work.
     auto const f = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(cnt) * total) / n);
+        (static_cast<unsigned __int128>(cnt) * total + n / 2) / n);
     t.freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
     sum += t.freqs[i];
   }
@@ -142,7 +144,17 @@ table normalize(std::span<uint32_t const> symbols,
     return dec.empty() ? item{std::numeric_limits<double>::infinity(), 0, 0}
                        : dec.top();
   };
-  for (size_t i = 0; i < k; ++i) push(i);
+  {  // heapify all at once: linear, not k log k
+    std::vector<item> up, down;
+    up.reserve(k), down.reserve(k);
+    for (size_t i = 0; i < k; ++i) {
+      auto const ii = static_cast<uint32_t>(i);
+      up.push_back({gain(i), ii, t.freqs[i]});
+      if (t.freqs[i] > 1) down.push_back({cost(i), ii, t.freqs[i]});
+    }
+    inc = decltype(inc)(less_v, std::move(up));
+    dec = decltype(dec)(more_v, std::move(down));
+  }
   while (sum < total) {
     item const b = top_inc();
     ++t.freqs[b.i];

@@ -307,14 +307,19 @@ unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
-  uint64_t n = 0;
   for (size_t s = 0; s < hist.size(); ++s) {
     if (hist[s] == 0) continue;
     symbols.push_back(static_cast<uint32_t>(s));
     counts.push_back(hist[s]);
-    n += hist[s];
   }
+  return choose_rans_static_table(symbols, counts);
+}
+
+rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
+                                            std::span<uint64_t const> counts) {
   fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
   return quantize_rans_static_table(rans_static::normalize(
       symbols, counts, rans_static_scale_for(symbols.size(), n)));
 }
