@@ -126,9 +126,19 @@ using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
 
 sparse_hist sparse_histogram(byte_view data) {
   size_t const n = data.size() / 2;
+  if (n > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
+    std::vector<uint64_t> hist;
+    rans_static::histogram(data, 2, hist);
+    sparse_hist out;
+    for (uint32_t s = 0; s < 65536; ++s) {
+      if (hist[s]) out.emplace_back(s, hist[s]);
+    }
+    return out;
+  }
   // Counters kept zero between calls; only the touched ones are cleared,
-  // so small tensors cost their size, not 2^16.
-  thread_local std::vector<uint64_t> count(65536, 0);
+  // so small tensors cost their size, not 2^16. 32 bits halve the cache
+  // footprint (the region has fewer than 2^32 lanes).
+  thread_local std::vector<uint32_t> count(65536, 0);
   std::vector<uint32_t> seen;
   for (size_t i = 0; i < n; ++i) {
     uint16_t const w = load_le<uint16_t>(&data[2 * i]);

@@ -77,8 +77,22 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
   // were rounded, and always keep it >= 1.
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return t.freqs[a] > t.freqs[b]; });
+  // Stable order by decreasing frequency: LSD radix on 16-bit keys, linear
+  // in k (most symbols of large tables share a few small frequencies).
+  {
+    std::vector<size_t> tmp(k);
+    for (unsigned shift = 0; shift < 16; shift += 8) {
+      size_t pos[257] = {};
+      auto key = [&](size_t i) {
+        uint32_t const f = std::min<uint32_t>(t.freqs[i], 0xffff);
+        return ((0xffffu - f) >> shift) & 0xff;
+      };
+      for (size_t i : order) ++pos[key(i) + 1];
+      for (size_t b = 1; b < 257; ++b) pos[b] += pos[b - 1];
+      for (size_t i : order) tmp[pos[key(i)]++] = i;
+      order.swap(tmp);
+    }
+  }
   auto remainder = [&] { return static_cast<int64_t>(total) - sum; };
   int64_t const want = t.freqs[rem];
   for (size_t i : order) {
