@@ -139,12 +139,30 @@ sparse_hist sparse_histogram(byte_view data) {
   // so small tensors cost their size, not 2^16. 32 bits halve the cache
   // footprint (the region has fewer than 2^32 lanes).
   thread_local std::vector<uint32_t> count(65536, 0);
+  sparse_hist out;
+  if (n >= 65536) {
+    // Large regions: a scan of the counters costs less than tracking the
+    // symbols seen, and two counter sets (by lane parity) overlap the
+    // increments of repeated values.
+    thread_local std::vector<uint32_t> odd(65536, 0);
+    uint8_t const* p = data.data();
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      ++count[load_le<uint16_t>(p + 2 * i)];
+      ++odd[load_le<uint16_t>(p + 2 * i + 2)];
+    }
+    if (i < n) ++count[load_le<uint16_t>(p + 2 * i)];
+    for (uint32_t s = 0; s < 65536; ++s) {
+      uint64_t const c = uint64_t{count[s]} + odd[s];
+      if (c) out.emplace_back(s, c), count[s] = 0, odd[s] = 0;
+    }
+    return out;
+  }
   std::vector<uint32_t> seen;
   for (size_t i = 0; i < n; ++i) {
     uint16_t const w = load_le<uint16_t>(&data[2 * i]);
     if (count[w]++ == 0) seen.push_back(w);
   }
-  sparse_hist out;
   out.reserve(seen.size());
   if (seen.size() > 2048) {  // many symbols: a scan beats sorting them
     for (uint32_t s = 0; s < 65536; ++s) {
