@@ -242,19 +242,14 @@ void coder::build_encoder() const {
 }
 
 void coder::build_decoder() const {
-  static_assert(sizeof(dec_entry) == 4 && offsetof(dec_entry, offset) == 2);
   uint32_t const total = 1u << scale_;
   dec_.resize(total);
-  dec_sym_.resize(total);
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
-    auto const s = static_cast<uint16_t>(table_.symbols[i]);
-    // Entries as u32 words (freq low, offset high) so the loop vectorizes.
-    uint8_t* const base = reinterpret_cast<uint8_t*>(dec_.data() + start);
-    for (uint32_t k = 0; k < f; ++k)
-      store_le<uint32_t>(base + 4 * k, f | k << 16);
-    std::fill_n(dec_sym_.data() + start, f, s);
+    uint64_t const fs = f | uint64_t{table_.symbols[i]} << 32;
+    uint64_t* const base = dec_.data() + start;
+    for (uint32_t k = 0; k < f; ++k) base[k] = fs | uint64_t{k} << 16;
     start += f;
   }
 }
@@ -330,8 +325,7 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
-  dec_entry const* const tab = dec_.data();
-  uint16_t const* const syms = dec_sym_.data();
+  uint64_t const* const tab = dec_.data();
 
   size_t i = 0;
   // Fast rounds: enough words remain for every lane to renormalize once.
@@ -339,9 +333,10 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
     for (unsigned j = 0; j < lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      dec_entry const e = tab[slot];
-      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(syms[slot]));
-      s = e.freq * (s >> scale) + e.offset;
+      uint64_t const e = tab[slot];
+      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(e >> 32));
+      s = static_cast<uint16_t>(e) * (s >> scale) +
+          static_cast<uint16_t>(e >> 16);
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
       uint32_t const r = s < state_low;
@@ -355,9 +350,10 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   for (; i < count; ++i) {
     uint32_t& s = x[i % lanes];
     uint32_t const slot = s & mask;
-    dec_entry const e = tab[slot];
-    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(syms[slot]));
-    s = e.freq * (s >> scale) + e.offset;
+    uint64_t const e = tab[slot];
+    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(e >> 32));
+    s = static_cast<uint16_t>(e) * (s >> scale) +
+        static_cast<uint16_t>(e >> 16);
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
       s = (s << 16) | load_le<uint16_t>(p);
