@@ -262,11 +262,20 @@ std::vector<candidate> float16_candidates(byte_view data, meaning m,
   sparse_hist const h = known ? *known : sparse_histogram(data);
   // A table of its own, where estimates say it can beat byte planes (it
   // costs about half a byte per distinct value).
+  double const planes = estimate_planes_bytes(h);
+  bool try_planes = true;
   if (data.size() >= min_static_table_region &&
-      estimate_own_table_bytes(h) < 1.01 * estimate_planes_bytes(h)) {
-    out.push_back(own_table_leaf(h, m));
+      estimate_own_table_bytes(h) < 1.01 * planes) {
+    candidate own = own_table_leaf(h, m);
+    // The own table's cost is exact, byte planes' an estimate: their trial
+    // encode is skipped only where the table wins clearly.
+    double const own_bytes =
+        *own.payload +
+        static_cast<double>(serialize_program(own.program).size());
+    try_planes = own_bytes > 0.97 * planes;
+    out.push_back(std::move(own));
   }
-  out.push_back({view(2, m, planes_rans0(2))});
+  if (try_planes) out.push_back({view(2, m, planes_rans0(2))});
   if (h.size() <= 256) {
     out.push_back({view(2, m,
                         make_op(opcode::palette, {1},
