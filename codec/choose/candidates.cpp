@@ -116,6 +116,9 @@ struct shared_table {
 struct candidate {
   node program;
   double discount = 0;  // program bytes stored once for the file
+  // Payload bytes for the whole region when known without a trial encode
+  // (a static table's cost follows from the histogram).
+  std::optional<double> payload = std::nullopt;
 };
 
 // Present 16-bit symbols and their counts, in symbol order.
@@ -123,15 +126,43 @@ using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
 
 sparse_hist sparse_histogram(byte_view data) {
   size_t const n = data.size() / 2;
+  if (n > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
+    std::vector<uint64_t> hist;
+    rans_static::histogram(data, 2, hist);
+    sparse_hist out;
+    for (uint32_t s = 0; s < 65536; ++s) {
+      if (hist[s]) out.emplace_back(s, hist[s]);
+    }
+    return out;
+  }
   // Counters kept zero between calls; only the touched ones are cleared,
-  // so small tensors cost their size, not 2^16.
-  thread_local std::vector<uint64_t> count(65536, 0);
+  // so small tensors cost their size, not 2^16. 32 bits halve the cache
+  // footprint (the region has fewer than 2^32 lanes).
+  thread_local std::vector<uint32_t> count(65536, 0);
+  sparse_hist out;
+  if (n >= 65536) {
+    // Large regions: a scan of the counters costs less than tracking the
+    // symbols seen, and two counter sets (by lane parity) overlap the
+    // increments of repeated values.
+    thread_local std::vector<uint32_t> odd(65536, 0);
+    uint8_t const* p = data.data();
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      ++count[load_le<uint16_t>(p + 2 * i)];
+      ++odd[load_le<uint16_t>(p + 2 * i + 2)];
+    }
+    if (i < n) ++count[load_le<uint16_t>(p + 2 * i)];
+    for (uint32_t s = 0; s < 65536; ++s) {
+      uint64_t const c = uint64_t{count[s]} + odd[s];
+      if (c) out.emplace_back(s, c), count[s] = 0, odd[s] = 0;
+    }
+    return out;
+  }
   std::vector<uint32_t> seen;
   for (size_t i = 0; i < n; ++i) {
     uint16_t const w = load_le<uint16_t>(&data[2 * i]);
     if (count[w]++ == 0) seen.push_back(w);
   }
-  sparse_hist out;
   out.reserve(seen.size());
   if (seen.size() > 2048) {  // many symbols: a scan beats sorting them
     for (uint32_t s = 0; s < 65536; ++s) {
@@ -175,14 +206,31 @@ double estimate_own_table_bytes(sparse_hist const& h) {
   return entropy_bits(h) / 8 + 0.5 * static_cast<double>(h.size()) + 40;
 }
 
-node own_table_leaf(sparse_hist const& h) {
+// Payload bits of `h` under `t` (symbols of h all in t), framing included.
+double table_bits(sparse_hist const& h, rans_static::table const& t) {
+  double bits = 32.0 * rans_static::lanes;
+  size_t j = 0;
+  for (auto const& [s, c] : h) {
+    while (t.symbols[j] != s) ++j;  // both in symbol order
+    bits += static_cast<double>(c) *
+            (t.scale - std::log2(static_cast<double>(t.freqs[j])));
+  }
+  return t.symbols.size() == 1 ? 0 : bits;
+}
+
+candidate own_table_leaf(sparse_hist const& h, meaning m) {
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
-  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+  uint64_t total = 0;
+  for (auto const& [s, c] : h) {
+    symbols.push_back(s), counts.push_back(c), total += c;
+  }
+  rans_static::table const t =
+      quantize_rans_static_table(rans_static::normalize(
+          symbols, counts, rans_static_scale_for(symbols.size(), total)));
   node n = make_leaf(opcode::rans_static);
-  n.blob = serialize_rans_static_table(quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, rans_static::max_scale)));
-  return n;
+  n.blob = serialize_rans_static_table(t);
+  return {view(2, m, std::move(n)), 0, table_bits(h, t) / 8};
 }
 
 // Fraction of lanes that repeat their predecessor, on up to 64 Ki lanes.
@@ -206,22 +254,32 @@ node runs_candidate(unsigned width, meaning m) {
       make_op(opcode::runs, {}, {planes_rans0(width), planes_rans0(4)}));
 }
 
-std::vector<node> float16_candidates(byte_view data, meaning m) {
-  std::vector<node> out;
+std::vector<candidate> float16_candidates(byte_view data, meaning m,
+                                          sparse_hist const* known) {
+  std::vector<candidate> out;
   if (repeat_fraction<uint16_t>(data) > 0.05)
-    out.push_back(runs_candidate(2, m));
-  sparse_hist const h = sparse_histogram(data);
+    out.push_back({runs_candidate(2, m)});
+  sparse_hist const h = known ? *known : sparse_histogram(data);
   // A table of its own, where estimates say it can beat byte planes (it
   // costs about half a byte per distinct value).
+  double const planes = estimate_planes_bytes(h);
+  bool try_planes = true;
   if (data.size() >= min_static_table_region &&
-      estimate_own_table_bytes(h) < 1.01 * estimate_planes_bytes(h)) {
-    out.push_back(view(2, m, own_table_leaf(h)));
+      estimate_own_table_bytes(h) < 1.01 * planes) {
+    candidate own = own_table_leaf(h, m);
+    // The own table's cost is exact, byte planes' an estimate: their trial
+    // encode is skipped only where the table wins clearly.
+    double const own_bytes =
+        *own.payload +
+        static_cast<double>(serialize_program(own.program).size());
+    try_planes = own_bytes > 0.97 * planes;
+    out.push_back(std::move(own));
   }
-  out.push_back(view(2, m, planes_rans0(2)));
+  if (try_planes) out.push_back({view(2, m, planes_rans0(2))});
   if (h.size() <= 256) {
-    out.push_back(view(2, m,
-                       make_op(opcode::palette, {1},
-                               {leaf(opcode::raw), leaf(opcode::rans0)})));
+    out.push_back({view(2, m,
+                        make_op(opcode::palette, {1},
+                                {leaf(opcode::raw), leaf(opcode::rans0)}))});
   }
   return out;
 }
@@ -282,39 +340,46 @@ std::vector<node> integer_candidates(byte_view data, unsigned width,
   return out;
 }
 
-std::vector<node> candidates_for(region const& r, byte_view data) {
-  std::vector<node> out;
+std::vector<candidate> plain(std::vector<node> nodes) {
+  std::vector<candidate> out;
+  for (node& n : nodes) out.push_back({std::move(n), 0});
+  return out;
+}
+
+std::vector<candidate> candidates_for(region const& r, byte_view data,
+                                      sparse_hist const* known = nullptr) {
+  std::vector<candidate> out;
   // Tiny regions: nothing beats the bytes themselves.
-  if (data.size() <= 16) return {leaf(opcode::raw)};
+  if (data.size() <= 16) return plain({leaf(opcode::raw)});
   if (r.kind == region_kind::tensor) {
     unsigned const width = dtype_width(r.type);
     meaning const m = meaning_of(r.type);
     switch (r.type) {
       case dtype::bf16:
       case dtype::f16:
-        out = float16_candidates(data, m);
+        out = float16_candidates(data, m, known);
         break;
       case dtype::f32:
-        out = float32_candidates(data);
+        out = plain(float32_candidates(data));
         break;
       case dtype::f64:
-        out.push_back(view(8, m, planes_rans0(8)));
+        out.push_back({view(8, m, planes_rans0(8))});
         break;
       case dtype::none:
         break;
       default:
-        if (width > 0) out = integer_candidates(data, width, m);
+        if (width > 0) out = plain(integer_candidates(data, width, m));
         break;
     }
     if (r.type == dtype::none || dtype_width(r.type) == 0) {
       // Untyped tensor bytes: guess the common element widths.
-      out.push_back(leaf(opcode::rans0));
-      out.push_back(view(2, meaning::uint, planes_rans0(2)));
-      out.push_back(view(4, meaning::uint, planes_rans0(4)));
+      out.push_back({leaf(opcode::rans0)});
+      out.push_back({view(2, meaning::uint, planes_rans0(2))});
+      out.push_back({view(4, meaning::uint, planes_rans0(4))});
     }
   }
-  out.push_back(leaf(opcode::zstd, {data.size() < (1u << 20) ? 9u : 3u}));
-  out.push_back(leaf(opcode::raw));
+  out.push_back({leaf(opcode::zstd, {data.size() < (1u << 20) ? 9u : 3u})});
+  out.push_back({leaf(opcode::raw)});
   return out;
 }
 
@@ -350,16 +415,31 @@ node choose_among(std::vector<candidate> cands, byte_view data,
   double best_cost = std::numeric_limits<double>::infinity();
   node best = fallback_program();
   for (candidate& c : cands) {
-    bytes payload;
-    try {
-      encode_chunk(c.program, sample, payload);
-    } catch (error const& e) {
-      if (e.code() == errc::domain) continue;
-      throw;
+    double payload_bytes = 0;
+    if (c.payload) {
+      payload_bytes = *c.payload;
+    } else {
+      // zstd's stored level costs ~10x level 1 to try: the trial uses level
+      // 1 and the stored level keeps its (smaller) size if it wins.
+      node const* trial = &c.program;
+      node cheap;
+      if (c.program.op == opcode::zstd && !c.program.params.empty() &&
+          c.program.params[0] > 1) {
+        cheap = leaf(opcode::zstd, {1});
+        trial = &cheap;
+      }
+      bytes payload;
+      try {
+        encode_chunk(*trial, sample, payload);
+      } catch (error const& e) {
+        if (e.code() == errc::domain) continue;
+        throw;
+      }
+      payload_bytes = static_cast<double>(payload.size()) * scale;
     }
     double const cost =
         static_cast<double>(serialize_program(c.program).size()) - c.discount +
-        static_cast<double>(payload.size()) * scale;
+        payload_bytes;
     if (cost < best_cost) {
       best_cost = cost;
       best = std::move(c.program);
@@ -371,12 +451,6 @@ node choose_among(std::vector<candidate> cands, byte_view data,
 node trivial_program(byte_view data) {
   if (data.empty()) return leaf(opcode::raw);
   return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
-}
-
-std::vector<candidate> plain(std::vector<node> nodes) {
-  std::vector<candidate> out;
-  for (node& n : nodes) out.push_back({std::move(n), 0});
-  return out;
 }
 
 // The chooser for one file: the plain candidates, plus a file-level table
@@ -399,33 +473,45 @@ class file_chooser final : public program_chooser {
       member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
       groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
     }
-    std::vector<uint64_t> total(65536);
-    std::vector<uint32_t> freq(65536);
+    // Kept zero between groups; only the touched entries are cleared.
+    std::vector<uint64_t> total(65536, 0);
+    std::vector<double> sym_bits(65536);  // read only at the table's symbols
     for (auto& [key, members] : groups) {
       if (members.size() < 2) continue;
-      std::fill(total.begin(), total.end(), 0);
+      std::vector<uint32_t> symbols;
       for (member const& m : members) {
-        for (auto const& [s, c] : m.hist) total[s] += c;
+        for (auto const& [s, c] : m.hist) {
+          if (total[s] == 0) symbols.push_back(s);
+          total[s] += c;
+        }
       }
-      rans_static::table const tab = choose_rans_static_table(total);
+      std::sort(symbols.begin(), symbols.end());
+      std::vector<uint64_t> counts(symbols.size());
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        counts[i] = total[symbols[i]];
+        total[symbols[i]] = 0;
+      }
+      rans_static::table const tab = choose_rans_static_table(symbols, counts);
       node n = make_leaf(opcode::rans_static);
       n.blob = serialize_rans_static_table(tab);
-      std::fill(freq.begin(), freq.end(), 0);
       for (size_t i = 0; i < tab.symbols.size(); ++i) {
-        freq[tab.symbols[i]] = tab.freqs[i];
+        sym_bits[tab.symbols[i]] =
+            tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
       }
       // Keep the table only when the tensors it would serve save more than
       // it costs, by entropy estimates against their own best coding.
       double gain = 0;
       size_t users = 0;
+      std::vector<double> member_bits;
       for (member const& m : members) {
         double const own = std::min(estimate_own_table_bytes(m.hist),
                                     estimate_planes_bytes(m.hist));
         double bits = 32.0 * rans_static::lanes;
         for (auto const& [s, c] : m.hist) {
-          bits += static_cast<double>(c) *
-                  (tab.scale - std::log2(static_cast<double>(freq[s])));
+          bits += static_cast<double>(c) * sym_bits[s];
         }
+        if (tab.symbols.size() == 1) bits = 0;
+        member_bits.push_back(bits);
         if (bits / 8 < own) gain += own - bits / 8, ++users;
       }
       if (users == 0 || gain < 1.1 * static_cast<double>(n.blob.size())) {
@@ -433,21 +519,36 @@ class file_chooser final : public program_chooser {
       }
       double const share =
           static_cast<double>(n.blob.size()) / static_cast<double>(users);
-      for (member const& m : members) table_of_[m.offset] = tables_.size();
+      for (size_t i = 0; i < members.size(); ++i) {
+        table_of_[members[i].offset] = {tables_.size(), member_bits[i] / 8};
+      }
       tables_.push_back(shared_table{std::move(n), share});
+    }
+    // choose() reuses the histograms (same region bytes).
+    for (auto& [key, members] : groups) {
+      for (member& m : members) hist_of_[m.offset] = std::move(m.hist);
     }
   }
 
   node choose(region const& r, byte_view data) const override {
     if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
-    std::vector<candidate> cands = plain(candidates_for(r, data));
+    // The histograms and estimates of the constructor hold only when
+    // `data` is the whole region it saw.
+    bool const whole = data.size() == r.length;
+    auto const h = hist_of_.find(r.offset);
+    std::vector<candidate> cands = candidates_for(
+        r, data,
+        whole && shared_kind(r) >= 0 && h != hist_of_.end() ? &h->second
+                                                            : nullptr);
     auto it = table_of_.find(r.offset);
     if (shared_kind(r) >= 0 && it != table_of_.end() && data.size() > 16) {
-      shared_table const& st = tables_[it->second];
+      shared_table const& st = tables_[it->second.first];
       node p = view(2, meaning_of(r.type), st.leaf);
       double const discount =
           static_cast<double>(st.leaf.blob.size()) - st.blob_share;
-      cands.push_back({std::move(p), discount});
+      cands.push_back(
+          {std::move(p), discount,
+           whole ? std::optional<double>(it->second.second) : std::nullopt});
     }
     return choose_among(std::move(cands), data, dtype_width(r.type));
   }
@@ -477,7 +578,9 @@ class file_chooser final : public program_chooser {
   }
 
   std::vector<shared_table> tables_;
-  std::unordered_map<uint64_t, size_t> table_of_;  // region offset -> table
+  // region offset -> shared table, its estimated payload bytes
+  std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
+  std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
 };
 
 class candidate_chooser final : public program_chooser {
@@ -486,8 +589,7 @@ class candidate_chooser final : public program_chooser {
 
   node choose(region const& r, byte_view data) const override {
     if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
-    return choose_among(plain(candidates_for(r, data)), data,
-                        dtype_width(r.type));
+    return choose_among(candidates_for(r, data), data, dtype_width(r.type));
   }
 
   std::unique_ptr<program_chooser> for_file(

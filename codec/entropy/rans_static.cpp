@@ -100,8 +100,10 @@ table normalize(std::span<uint32_t const> symbols,
   for (size_t i = 0; i < k; ++i) {
     uint64_t const cnt = counts[i];
     c[i] = static_cast<double>(cnt);
+    // Nearest, not floor: the start is then a few units off the optimum
+    // instead of up to k, and each unit costs heap work.
     auto const f = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(cnt) * total) / n);
+        (static_cast<unsigned __int128>(cnt) * total + n / 2) / n);
     t.freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
     sum += t.freqs[i];
   }
@@ -142,7 +144,17 @@ table normalize(std::span<uint32_t const> symbols,
     return dec.empty() ? item{std::numeric_limits<double>::infinity(), 0, 0}
                        : dec.top();
   };
-  for (size_t i = 0; i < k; ++i) push(i);
+  {  // heapify all at once: linear, not k log k
+    std::vector<item> up, down;
+    up.reserve(k), down.reserve(k);
+    for (size_t i = 0; i < k; ++i) {
+      auto const ii = static_cast<uint32_t>(i);
+      up.push_back({gain(i), ii, t.freqs[i]});
+      if (t.freqs[i] > 1) down.push_back({cost(i), ii, t.freqs[i]});
+    }
+    inc = decltype(inc)(less_v, std::move(up));
+    dec = decltype(dec)(more_v, std::move(down));
+  }
   while (sum < total) {
     item const b = top_inc();
     ++t.freqs[b.i];
@@ -230,19 +242,14 @@ void coder::build_encoder() const {
 }
 
 void coder::build_decoder() const {
-  static_assert(sizeof(dec_entry) == 4 && offsetof(dec_entry, offset) == 2);
   uint32_t const total = 1u << scale_;
   dec_.resize(total);
-  dec_sym_.resize(total);
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
-    auto const s = static_cast<uint16_t>(table_.symbols[i]);
-    // Entries as u32 words (freq low, offset high) so the loop vectorizes.
-    uint8_t* const base = reinterpret_cast<uint8_t*>(dec_.data() + start);
-    for (uint32_t k = 0; k < f; ++k)
-      store_le<uint32_t>(base + 4 * k, f | k << 16);
-    std::fill_n(dec_sym_.data() + start, f, s);
+    uint64_t const fs = f | uint64_t{table_.symbols[i]} << 32;
+    uint64_t* const base = dec_.data() + start;
+    for (uint32_t k = 0; k < f; ++k) base[k] = fs | uint64_t{k} << 16;
     start += f;
   }
 }
@@ -318,8 +325,7 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
-  dec_entry const* const tab = dec_.data();
-  uint16_t const* const syms = dec_sym_.data();
+  uint64_t const* const tab = dec_.data();
 
   size_t i = 0;
   // Fast rounds: enough words remain for every lane to renormalize once.
@@ -327,9 +333,10 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
     for (unsigned j = 0; j < lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      dec_entry const e = tab[slot];
-      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(syms[slot]));
-      s = e.freq * (s >> scale) + e.offset;
+      uint64_t const e = tab[slot];
+      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(e >> 32));
+      s = static_cast<uint16_t>(e) * (s >> scale) +
+          static_cast<uint16_t>(e >> 16);
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
       uint32_t const r = s < state_low;
@@ -343,9 +350,10 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   for (; i < count; ++i) {
     uint32_t& s = x[i % lanes];
     uint32_t const slot = s & mask;
-    dec_entry const e = tab[slot];
-    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(syms[slot]));
-    s = e.freq * (s >> scale) + e.offset;
+    uint64_t const e = tab[slot];
+    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(e >> 32));
+    s = static_cast<uint16_t>(e) * (s >> scale) +
+        static_cast<uint16_t>(e >> 16);
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
       s = (s << 16) | load_le<uint16_t>(p);
@@ -361,15 +369,21 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
 template <typename sym>
 void coder::dispatch_decode(byte_view payload, size_t count,
                             uint8_t* out) const {
-  switch (scale_) {  // the precisions choose_rans_static_table picks
+  switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
       return decode_impl<sym, 16>(payload, count, out);
     case 15:
       return decode_impl<sym, 15>(payload, count, out);
+    case 14:
+      return decode_impl<sym, 14>(payload, count, out);
     case 13:
       return decode_impl<sym, 13>(payload, count, out);
+    case 12:
+      return decode_impl<sym, 12>(payload, count, out);
     case 11:
       return decode_impl<sym, 11>(payload, count, out);
+    case 10:
+      return decode_impl<sym, 10>(payload, count, out);
     default:
       return decode_impl<sym, 0>(payload, count, out);
   }

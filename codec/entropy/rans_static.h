@@ -88,10 +88,6 @@ class coder {
     uint32_t cmpl;   // 2^scale - freq
     uint32_t freq;   // 0 marks an absent symbol
   };
-  struct dec_entry {  // layout fixed: built as little-endian u32 words
-    uint16_t freq;    // freq - 1 would not help: freq < 2^16 when >1 symbol
-    uint16_t offset;  // slot - start
-  };
 
   template <typename sym>
   void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
@@ -112,8 +108,9 @@ class coder {
   mutable std::once_flag enc_once_, dec_once_;
   mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
   mutable std::vector<enc_entry> enc_;
-  mutable std::vector<dec_entry> dec_;     // 2^scale slots
-  mutable std::vector<uint16_t> dec_sym_;  // 2^scale slots
+  // 2^scale slots: freq | (slot - start) << 16 | symbol << 32, one load a
+  // symbol (freq < 2^16 when the table has more than one symbol).
+  mutable std::vector<uint64_t> dec_;
 };
 
 }  // namespace brevis::codec::rans_static

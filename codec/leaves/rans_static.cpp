@@ -77,8 +77,22 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
   // were rounded, and always keep it >= 1.
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return t.freqs[a] > t.freqs[b]; });
+  // Stable order by decreasing frequency: LSD radix on 16-bit keys, linear
+  // in k (most symbols of large tables share a few small frequencies).
+  {
+    std::vector<size_t> tmp(k);
+    for (unsigned shift = 0; shift < 16; shift += 8) {
+      size_t pos[257] = {};
+      auto key = [&](size_t i) {
+        uint32_t const f = std::min<uint32_t>(t.freqs[i], 0xffff);
+        return ((0xffffu - f) >> shift) & 0xff;
+      };
+      for (size_t i : order) ++pos[key(i) + 1];
+      for (size_t b = 1; b < 257; ++b) pos[b] += pos[b - 1];
+      for (size_t i : order) tmp[pos[key(i)]++] = i;
+      order.swap(tmp);
+    }
+  }
   auto remainder = [&] { return static_cast<int64_t>(total) - sum; };
   int64_t const want = t.freqs[rem];
   for (size_t i : order) {
@@ -292,6 +306,18 @@ rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   return parse_table(blob, width, true);
 }
 
+unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
+  // 2^16 suits large values: their rare symbols each need a frequency of at
+  // least one (coarser precisions measured 0.1% larger on bf16 weights). A
+  // value of n <= 2^s symbols loses almost nothing at 2^s (every count maps
+  // to a frequency >= 1), and decoders build a 2^s-slot table per table, so
+  // small values get small precisions; 4 slots per symbol at least.
+  uint64_t const want = std::max<uint64_t>(4 * uint64_t{symbols}, count);
+  unsigned s = 10;
+  while (s < rans_static::max_scale && (uint64_t{1} << s) < want) ++s;
+  return s;
+}
+
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
@@ -300,11 +326,16 @@ rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
     symbols.push_back(static_cast<uint32_t>(s));
     counts.push_back(hist[s]);
   }
+  return choose_rans_static_table(symbols, counts);
+}
+
+rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
+                                            std::span<uint64_t const> counts) {
   fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
-  // 2^16: the rare values of real weights each need a frequency of at least
-  // one, and coarser precisions measured 0.1% larger on bf16 weights.
-  return quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, rans_static::max_scale));
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return quantize_rans_static_table(rans_static::normalize(
+      symbols, counts, rans_static_scale_for(symbols.size(), n)));
 }
 
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {

@@ -18,9 +18,16 @@ namespace brevis::codec {
 /// a width other than 1 or 2.
 node make_rans_static(stream const& sample_or_whole_value, unsigned width);
 
+/// The precision (log2) for a table of `symbols` symbols coding `count`
+/// symbols: 2^10..2^16, growing with both.
+unsigned rans_static_scale_for(size_t symbols, uint64_t count);
+
 /// The quantized, normalized table make_rans_static chooses for a histogram
-/// (2^(8 width) entries), at precision 2^16.
+/// (2^(8 width) entries), at precision rans_static_scale_for.
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist);
+/// The same from the present symbols (increasing) and their counts (> 0).
+rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
+                                            std::span<uint64_t const> counts);
 
 /// Estimated coded size in bits of a value with histogram `hist`: payload
 /// plus the table blob. Throws errc::domain on an empty histogram.
