@@ -120,6 +120,7 @@ int store_get(store_cli_options const& opt) {
     // the previous ones, at most 2 per thread in flight (as decompress).
     std::vector<fs::store::chunk_span> const spans = s->chunk_map(*ino);
     uint64_t pos = 0;
+    size_t longest = 0;
     for (auto const& sp : spans) {
       if (sp.offset != pos || sp.length == 0) {
         throw fs::store_error(fs::store_errc::corrupt,
@@ -130,13 +131,12 @@ int store_get(store_cli_options const& opt) {
                               "chunk larger than the chunk size limit");
       }
       pos += sp.length;
+      longest = std::max<size_t>(longest, sp.length);
     }
     if (pos != a.size) {
       throw fs::store_error(fs::store_errc::corrupt,
                             "chunk records do not tile the file");
     }
-    size_t longest = 0;
-    for (auto const& sp : spans) longest = std::max<size_t>(longest, sp.length);
     struct decoded {
       std::unique_ptr<uint8_t[]> data;
       size_t length = 0;
