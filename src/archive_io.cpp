@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "codec/core/error.h"
+#include "src/buffer_ring.h"
 #include "src/file_hash.h"
 #include "src/ordered_pipeline.h"
 
@@ -15,35 +15,6 @@ namespace {
 struct decoded {
   std::unique_ptr<uint8_t[]> data;
   size_t length = 0;
-};
-
-// Output buffers go round between the decoding and the writing stage: a
-// fresh megabyte per chunk costs a page fault per 4 KiB, which measured
-// more than the write itself.
-class buffer_ring {
- public:
-  explicit buffer_ring(size_t size) : size_(size) {}
-
-  std::unique_ptr<uint8_t[]> take() {
-    std::lock_guard lock(mutex_);
-    if (free_.empty()) {
-      // Uninitialized: decode_chunk writes every byte.
-      return std::make_unique_for_overwrite<uint8_t[]>(size_);
-    }
-    std::unique_ptr<uint8_t[]> b = std::move(free_.back());
-    free_.pop_back();
-    return b;
-  }
-
-  void give(std::unique_ptr<uint8_t[]> b) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(b));
-  }
-
- private:
-  size_t size_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<uint8_t[]>> free_;
 };
 
 }  // namespace

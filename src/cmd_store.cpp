@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -15,9 +15,13 @@
 #include <random>
 
 #include "codec/choose/chooser.h"
+#include "codec/container/archive.h"
 #include "fs/store/store.h"
+#include "src/buffer_ring.h"
 #include "src/commands.h"
+#include "src/file_hash.h"
 #include "src/input.h"
+#include "src/ordered_pipeline.h"
 #include "src/output_file.h"
 #include "src/progress.h"
 #include "src/report.h"
@@ -112,23 +116,51 @@ int store_get(store_cli_options const& opt) {
     like.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
     like.st_atim = like.st_mtim;
     output_file out(out_path, opt.common.force, &like);
-    // Windows of many chunks, so each read decodes them in parallel.
-    size_t const window = size_t{opt.common.threads} * 8 << 20;
-    codec::bytes buf(std::min<uint64_t>(window, a.size));
-    XXH3_state_t* h = XXH3_createState();
-    XXH3_64bits_reset(h);
-    struct free_state {
-      XXH3_state_t* h;
-      ~free_state() { XXH3_freeState(h); }
-    } guard{h};
-    for (uint64_t off = 0; off < a.size;) {
-      size_t n = s->read(*ino, off, buf.size(), buf.data());
-      if (n == 0) break;
-      XXH3_64bits_update(h, buf.data(), n);
-      out.write(codec::byte_view(buf.data(), n));
-      off += n;
+    // Chunks decode in parallel while the in-order stage hashes and writes
+    // the previous ones, at most 2 per thread in flight (as decompress).
+    std::vector<fs::store::chunk_span> const spans = s->chunk_map(*ino);
+    uint64_t pos = 0;
+    size_t longest = 0;
+    for (auto const& sp : spans) {
+      if (sp.offset != pos || sp.length == 0) {
+        throw fs::store_error(fs::store_errc::corrupt,
+                              "chunk records do not tile the file");
+      }
+      if (sp.length > codec::max_chunk_size) {
+        throw fs::store_error(fs::store_errc::corrupt,
+                              "chunk larger than the chunk size limit");
+      }
+      pos += sp.length;
+      longest = std::max<size_t>(longest, sp.length);
     }
-    if (XXH3_64bits_digest(h) != a.checksum) {
+    if (pos != a.size) {
+      throw fs::store_error(fs::store_errc::corrupt,
+                            "chunk records do not tile the file");
+    }
+    struct decoded {
+      std::unique_ptr<uint8_t[]> data;
+      size_t length = 0;
+    };
+    buffer_ring buffers(longest);
+    file_hash hash;
+    ordered_pipeline(
+        spans.size(), 2 * size_t{std::max(opt.common.threads, 1u)},
+        [&](size_t i) {
+          decoded d{buffers.take(), spans[i].length};
+          if (s->read(*ino, spans[i].offset, d.length, d.data.get()) !=
+              d.length) {
+            throw fs::store_error(fs::store_errc::corrupt,
+                                  "file shorter than its chunk records");
+          }
+          return d;
+        },
+        [&](decoded& d) {
+          codec::byte_view const b(d.data.get(), d.length);
+          hash.update(b);
+          out.write(b);
+          buffers.give(std::move(d.data));
+        });
+    if (hash.digest() != a.checksum) {
       throw fs::store_error(fs::store_errc::corrupt,
                             "whole-file checksum mismatch");
     }

@@ -122,21 +122,28 @@ void pack_file::pread_all(uint64_t offset, size_t n, uint8_t* out) const {
 
 codec::bytes pack_file::read_record(uint64_t offset, payload_key const& key,
                                     uint64_t length) const {
+  codec::bytes out;
+  read_record(offset, key, length, out);
+  return out;
+}
+
+void pack_file::read_record(uint64_t offset, payload_key const& key,
+                            uint64_t length, codec::bytes& out) const {
   auto bad = [&](char const* why) {
     store_fail(store_errc::corrupt, path_ + ": record at offset " +
                                         std::to_string(offset) + ": " + why);
   };
   if (length > max_record_payload) bad("payload larger than the limit");
-  codec::bytes buf(record_header_size + length);
-  pread_all(offset, buf.size(), buf.data());
-  if (std::memcmp(buf.data(), record_magic.data(), 4) != 0) bad("bad magic");
-  if (codec::load_le<uint32_t>(buf.data() + 4) != 0) bad("reserved flags");
-  if (codec::load_le<uint64_t>(buf.data() + 8) != length) bad("wrong length");
-  if (std::memcmp(buf.data() + 16, key.b.data(), 16) != 0) bad("wrong key");
-  codec::byte_view payload(buf.data() + record_header_size, length);
-  if (!(hash_payload(payload) == key)) bad("payload checksum mismatch");
-  buf.erase(buf.begin(), buf.begin() + record_header_size);
-  return buf;
+  uint8_t h[record_header_size];
+  pread_all(offset, sizeof h, h);
+  if (std::memcmp(h, record_magic.data(), 4) != 0) bad("bad magic");
+  if (codec::load_le<uint32_t>(h + 4) != 0) bad("reserved flags");
+  if (codec::load_le<uint64_t>(h + 8) != length) bad("wrong length");
+  if (std::memcmp(h + 16, key.b.data(), 16) != 0) bad("wrong key");
+  // Only after the header agreed on the length.
+  out.resize(length);
+  pread_all(offset + record_header_size, length, out.data());
+  if (!(hash_payload(out) == key)) bad("payload checksum mismatch");
 }
 
 uint64_t pack_file::scan(uint64_t end,

@@ -50,6 +50,10 @@ class pack_file {
   /// store_error(corrupt) naming the pack and offset otherwise.
   codec::bytes read_record(uint64_t offset, payload_key const& key,
                            uint64_t length) const;
+  /// Same, into `out` (resized to `length`; a reused buffer keeps its
+  /// capacity, so no zeroing or page faults per record).
+  void read_record(uint64_t offset, payload_key const& key, uint64_t length,
+                   codec::bytes& out) const;
   /// Walks records from the header up to `end`, calling fn(offset, key,
   /// length, ok) for each (ok: payload hash matches). Returns the offset
   /// where the walk stopped (end, or the first unreadable header).
