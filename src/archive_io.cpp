@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "codec/core/error.h"
+#include "fs/pipeline/ordered_pipeline.h"
 #include "src/buffer_ring.h"
 #include "src/file_hash.h"
-#include "src/ordered_pipeline.h"
 
 namespace brevis::cli {
 namespace {
@@ -48,7 +48,7 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
   file_hash hash;
   uint64_t done = 0;
   buffer_ring buffers(longest);
-  ordered_pipeline(
+  fs::ordered_pipeline(
       chunks.size(), 2 * size_t{std::max(threads, 1u)},
       [&](size_t i) {
         decoded d{buffers.take(), chunks[i].length};

@@ -12,9 +12,9 @@
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
 #include "codec/core/error.h"
+#include "fs/pipeline/ordered_pipeline.h"
 #include "src/commands.h"
 #include "src/input.h"
-#include "src/ordered_pipeline.h"
 #include "src/output_file.h"
 #include "src/progress.h"
 #include "src/report.h"
@@ -70,7 +70,7 @@ void compress_one(compress_options const& opt,
   size_t const count = writer.chunk_count();
   // Encodes in parallel, writes in chunk order: at most 2 x threads chunks
   // are in flight, so memory stays bounded whatever the file size.
-  ordered_pipeline(
+  fs::ordered_pipeline(
       count, 2 * size_t{opt.common.threads},
       [&](size_t i) { return writer.encode(i); },
       [&](codec::encoded_chunk const& c) {

@@ -16,12 +16,12 @@
 
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
+#include "fs/pipeline/ordered_pipeline.h"
 #include "fs/store/store.h"
 #include "src/buffer_ring.h"
 #include "src/commands.h"
 #include "src/file_hash.h"
 #include "src/input.h"
-#include "src/ordered_pipeline.h"
 #include "src/output_file.h"
 #include "src/progress.h"
 #include "src/report.h"
@@ -143,7 +143,7 @@ int store_get(store_cli_options const& opt) {
     };
     buffer_ring buffers(longest);
     file_hash hash;
-    ordered_pipeline(
+    fs::ordered_pipeline(
         spans.size(), 2 * size_t{std::max(opt.common.threads, 1u)},
         [&](size_t i) {
           decoded d{buffers.take(), spans[i].length};

@@ -74,7 +74,7 @@ struct mount_cli_options {
   unsigned fuse_threads = 0;
   std::string cache_size = "256M";  // decoded chunks kept (K/M/G suffix)
   unsigned prefetch = 2;            // chunks decoded ahead (0: none)
-  bool lazy = false;  // unmount -z
+  bool lazy = false;                // unmount -z
 };
 
 int run_compress(compress_options const& opt);

@@ -17,8 +17,8 @@
 
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
+#include "fs/pipeline/ordered_pipeline.h"
 #include "fs/store/store_impl.h"
-#include "src/ordered_pipeline.h"
 
 namespace brevis::fs {
 
@@ -464,7 +464,7 @@ void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
     }
   };
   size_t next = 0;  // the chunk the in-order stage records next
-  cli::ordered_pipeline(
+  ordered_pipeline(
       count, tokens,
       [&](size_t i) {
         check_cancelled();

@@ -15,7 +15,7 @@
 #include <exception>
 #include <memory>
 
-namespace brevis::cli {
+namespace brevis::fs {
 
 template <typename Produce, typename Consume>
 void ordered_pipeline(size_t count, size_t tokens, Produce&& produce,
@@ -68,4 +68,4 @@ void ordered_pipeline(size_t count, size_t tokens, Produce&& produce,
   if (first_error) std::rethrow_exception(first_error);
 }
 
-}  // namespace brevis::cli
+}  // namespace brevis::fs
