@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "codec/dsl/program.h"
+#include "fs/store/pack.h"
 
 namespace brevis::fs {
 
@@ -421,6 +422,9 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
       sys_fail(errno, "rename the staged copy");
     }
+    // The rename itself must be durable before the store drops the chunks,
+    // or a power cut could leave neither copy.
+    detail::sync_parent_directory(path);
     store_.unstage(n.ino, size);
   } catch (...) {
     ::close(fd);

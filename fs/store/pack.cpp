@@ -20,6 +20,18 @@ std::string pack_name(uint64_t id) {
   return buf;
 }
 
+void sync_parent_directory(std::string const& path) {
+  std::string const dir = path.find('/') == std::string::npos
+                              ? "."
+                              : path.substr(0, path.rfind('/'));
+  int const fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) store_fail_errno(errno, "open " + dir);
+  int const rc = ::fsync(fd);
+  int const e = errno;
+  ::close(fd);
+  if (rc != 0) store_fail_errno(e, "fsync " + dir);
+}
+
 pack_file::pack_file(std::string path, bool create, bool writable)
     : path_(std::move(path)) {
   int flags = O_CLOEXEC | (writable ? O_RDWR : O_RDONLY);
@@ -43,6 +55,11 @@ pack_file::pack_file(std::string path, bool create, bool writable)
       fd_ = -1;
       store_fail_errno(e, "write " + path_);
     }
+    // A commit may name this pack as soon as its records are synced: make the
+    // file and its directory entry durable now, so a crash after that commit
+    // never leaves the index pointing at a pack that vanished.
+    sync();
+    sync_parent_directory(path_);
   }
 }
 

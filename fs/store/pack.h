@@ -30,6 +30,10 @@ inline uint64_t record_size(uint64_t payload) {
 std::string pack_name(uint64_t id);  // "0000002a.pack"
 
 /// An open pack file descriptor (closed on destruction).
+/// fsyncs the directory holding `path`, so a file created or renamed there
+/// survives a crash. Throws store_error on failure.
+void sync_parent_directory(std::string const& path);
+
 class pack_file {
  public:
   /// Opens an existing pack (`create` false) or creates a new one with its
