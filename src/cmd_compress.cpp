@@ -81,12 +81,7 @@ void compress_one(compress_options const& opt,
   out.commit();
   bar.finish();
 
-  if (opt.remove_input && path != "-" && out_path != "-") {
-    if (::unlink(path.c_str()) != 0) {
-      codec::fail(codec::errc::io,
-                  std::string("cannot remove input: ") + std::strerror(errno));
-    }
-  }
+  if (opt.remove_input) remove_input(path, out_path);
   if (opt.common.verbosity >= 2) {
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -70,4 +70,12 @@ std::string base_name(std::string const& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+void remove_input(std::string const& path, std::string const& out_path) {
+  if (path == "-" || out_path == "-") return;
+  if (::unlink(path.c_str()) != 0) {
+    codec::fail(codec::errc::io,
+                std::string("cannot remove input: ") + std::strerror(errno));
+  }
+}
+
 }  // namespace brevis::cli

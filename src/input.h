@@ -28,6 +28,10 @@ struct input {
 
 input load_input(std::string const& path);
 
+/// Deletes an input after its output was committed (--rm). Nothing happens
+/// for stdin or when the output went to stdout. Throws codec::error(errc::io).
+void remove_input(std::string const& path, std::string const& out_path);
+
 /// "dir/name.safetensors" -> "name.safetensors"; "-" stays "-".
 std::string base_name(std::string const& path);
 
