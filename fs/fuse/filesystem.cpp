@@ -72,10 +72,12 @@ struct mount_fs::node {
   std::condition_variable cv;
   unsigned writers = 0;
   bool compressing = false;
-  bool orphan = false;  // no name left, kept while open
-  std::string name;     // last known name (helps the parser)
-  // Read without mu by the store's keep callback (it runs under the store's
-  // writer lock, which may be waited for while mu is held).
+  bool orphan = false;    // no name left, kept while open
+  bool dropping = false;  // an orphan whose last handle went
+  bool gone = false;      // the store dropped it; nothing opens it again
+  std::string name;       // last known name (helps the parser)
+  // Changed under mu; read without it by the store's keep callback (it
+  // runs under the store's writer lock, which ranks after mu).
   std::atomic<unsigned> opens{0};
   std::atomic<bool> cancel{false};
 
@@ -124,32 +126,73 @@ void mount_fs::shutdown() {
   if (queue_) queue_->stop();
 }
 
-std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
+std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {
   std::lock_guard lk(nodes_mu_);
   auto it = nodes_.find(ino);
-  if (it != nodes_.end()) return it->second;
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
+  if (std::shared_ptr<node> n = find_node(ino)) return n;
+  // The store is asked with nodes_mu_ released (it is a leaf); when two
+  // threads make the node at once, the first one in wins. Only a node's
+  // own locks change its state, so the record cannot be stale meanwhile.
   inode_attr const a = store_.stat(ino);
   auto n = std::make_shared<node>(ino);
   n->staged = S_ISREG(a.mode) && a.state == file_state::staged;
   n->gen = next_gen_++;
-  return nodes_.emplace(ino, std::move(n)).first->second;
+  std::lock_guard lk(nodes_mu_);
+  return nodes_.try_emplace(ino, std::move(n)).first->second;
+}
+
+bool mount_fs::alive(uint64_t ino) {
+  try {
+    store_.stat(ino);
+    return true;
+  } catch (store_error const& e) {
+    if (e.code() == store_errc::not_found) return false;
+    throw;
+  }
+}
+
+void mount_fs::erase_node(std::shared_ptr<node> const& n) {
+  std::lock_guard lk(nodes_mu_);
+  auto it = nodes_.find(n->ino);
+  if (it != nodes_.end() && it->second == n) nodes_.erase(it);
 }
 
 void mount_fs::forget_node(uint64_t ino) {
-  std::shared_ptr<node> n;
+  std::shared_ptr<node> n = find_node(ino);
+  if (!n) return;
+  bool closed = false;
   {
-    std::lock_guard lk(nodes_mu_);
-    auto it = nodes_.find(ino);
-    if (it == nodes_.end()) return;
-    n = std::move(it->second);
-    nodes_.erase(it);
+    std::scoped_lock lk(n->mu, n->io);
+    n->gone = true;
+    // An open that raced with the drop keeps its descriptor (the file is
+    // anonymous now) until its release.
+    closed = n->opens == 0;
+    if (closed && n->fd >= 0) {
+      ::close(n->fd);
+      n->fd = -1;
+    }
+    new_generation(*n);
   }
-  std::scoped_lock lk(n->mu, n->io);
-  if (n->fd >= 0) {
-    ::close(n->fd);
-    n->fd = -1;
+  if (closed) erase_node(n);
+}
+
+void mount_fs::drop_orphan(node& n) {
+  store_.drop_orphan(n.ino);
+  ::unlink(store_.staging_path(n.ino).c_str());
+  forget_node(n.ino);
+}
+
+void mount_fs::requeue(node& n) {
+  if (!opt_.compress || stopping_) return;
+  {
+    std::scoped_lock lk(n.mu, n.io);
+    if (!n.staged || n.writers > 0 || n.orphan || n.gone) return;
   }
-  new_generation(*n);
+  queue_->schedule(n.ino, std::chrono::milliseconds(opt_.quiet_ms));
 }
 
 void mount_fs::new_generation(node& n) {
@@ -203,13 +246,9 @@ struct stat mount_fs::getattr(uint64_t ino) {
 struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
   std::optional<uint64_t> ino = store_.lookup(parent, name);
   if (!ino) store_fail(store_errc::not_found, "no such entry");
-  {
-    std::lock_guard lk(nodes_mu_);
-    auto it = nodes_.find(*ino);
-    if (it != nodes_.end()) {
-      std::lock_guard nl(it->second->mu);
-      it->second->name = name;
-    }
+  if (std::shared_ptr<node> n = find_node(*ino)) {
+    std::lock_guard nl(n->mu);
+    n->name = name;
   }
   return getattr(*ino);
 }
@@ -222,15 +261,22 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
   spec.gid = who.gid;
   spec.time_ns = now_ns();
   inode_attr const a = store_.make_node(parent, name, spec);
-  std::shared_ptr<node> n = get(a.ino);
+  std::shared_ptr<node> n = get(a.ino);  // not_found: unlinked meanwhile
   (void)flags;  // even a read-only create leaves a file to compress
   {
     std::scoped_lock lk(n->mu, n->io);
+    if (n->gone) store_fail(store_errc::not_found, "removed while created");
     n->name = name;
-    n->fd = ::open(store_.staging_path(a.ino).c_str(),
-                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    // Counted before the copy exists: an unlink from now on keeps the
+    // inode as an orphan instead of dropping it under us.
+    ++n->opens;
+    ++n->writers;
+    std::string const path = store_.staging_path(a.ino);
+    n->fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (n->fd < 0) {
       int const e = errno;
+      --n->opens;
+      --n->writers;
       try {
         store_.remove(parent, name, false, {}, now_ns());
       } catch (...) {
@@ -240,8 +286,15 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
     ::futimens(n->fd,
                std::array<timespec, 2>{to_ts(spec.time_ns), to_ts(spec.time_ns)}
                    .data());
-    ++n->opens;
-    ++n->writers;
+    if (!alive(a.ino)) {
+      // Dropped by an unlink before we counted: no ghost copy stays.
+      ::close(n->fd);
+      n->fd = -1;
+      ::unlink(path.c_str());
+      --n->opens;
+      --n->writers;
+      store_fail(store_errc::not_found, "removed while created");
+    }
   }
   return to_stat(a);
 }
@@ -285,19 +338,36 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
     return;
   }
   if (r.nlink == 0) {
+    // Kept because it was open: the last release drops it -- or we do,
+    // when that release came between the store's check and here.
     queue_->cancel(r.ino);
-    std::shared_ptr<node> n = get(r.ino);
-    std::lock_guard lk(n->mu);
-    n->orphan = true;
+    std::shared_ptr<node> n = find_node(r.ino);
+    if (!n) return;
+    bool drop_now = false;
+    {
+      std::lock_guard lk(n->mu);
+      n->orphan = true;
+      drop_now = n->opens == 0 && !n->dropping && !n->gone;
+      if (drop_now) n->dropping = true;
+    }
+    if (drop_now) drop_orphan(*n);
   }
 }
 
-void mount_fs::unlink(uint64_t parent, std::string_view name) {
-  auto keep = [this](uint64_t ino) {
-    std::lock_guard lk(nodes_mu_);
-    auto it = nodes_.find(ino);
-    return it != nodes_.end() && it->second->opens > 0;
+namespace {
+/// The store's keep_fn: runs under its writer lock, so it may take leaves
+/// only (nodes_mu_ through find) and read the atomic count.
+template <typename Find>
+store::keep_fn keep_open(Find find) {
+  return [find](uint64_t ino) {
+    auto n = find(ino);
+    return n && n->opens > 0;
   };
+}
+}  // namespace
+
+void mount_fs::unlink(uint64_t parent, std::string_view name) {
+  auto keep = keep_open([this](uint64_t ino) { return find_node(ino); });
   after_unlink(store_.remove(parent, name, false, keep, now_ns()));
 }
 
@@ -308,21 +378,14 @@ void mount_fs::rmdir(uint64_t parent, std::string_view name) {
 void mount_fs::rename(uint64_t parent, std::string_view name,
                       uint64_t new_parent, std::string_view new_name,
                       unsigned flags) {
-  auto keep = [this](uint64_t ino) {
-    std::lock_guard lk(nodes_mu_);
-    auto it = nodes_.find(ino);
-    return it != nodes_.end() && it->second->opens > 0;
-  };
+  auto keep = keep_open([this](uint64_t ino) { return find_node(ino); });
   std::optional<uint64_t> const moved = store_.lookup(parent, name);
   after_unlink(
       store_.rename(parent, name, new_parent, new_name, flags, keep, now_ns()));
-  if (moved) {
-    std::lock_guard lk(nodes_mu_);
-    auto it = nodes_.find(*moved);
-    if (it != nodes_.end()) {
-      std::lock_guard nl(it->second->mu);
-      it->second->name = new_name;
-    }
+  if (!moved) return;
+  if (std::shared_ptr<node> n = find_node(*moved)) {
+    std::lock_guard nl(n->mu);
+    n->name = new_name;
   }
 }
 
@@ -339,14 +402,17 @@ std::vector<mount_fs::entry> mount_fs::readdir(uint64_t ino) {
 // ------------------------------------------------------------ attributes
 
 struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
+  std::shared_ptr<node> n;
+  if (r.size || r.mtime_ns) n = get(ino);
   if (r.size) {
     // A truncate is a short write: stage, cut, then queue as on close.
-    std::shared_ptr<node> n = get(ino);
     {
       std::unique_lock lk(n->mu);
       wait_not_compressing(*n, lk);
+      if (n->gone) store_fail(store_errc::not_found, "removed");
       queue_->cancel(ino);
       ++n->writers;
+      ++n->opens;  // an unlink meanwhile keeps it (see create)
       try {
         std::unique_lock io(n->io);
         if (!n->staged) stage_locked(*n, *r.size);
@@ -356,8 +422,10 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
         }
       } catch (...) {
         --n->writers;
+        --n->opens;
         throw;
       }
+      --n->opens;
     }
     written(*n);
   }
@@ -367,27 +435,62 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
   u.gid = r.gid;
   u.mtime_ns = r.mtime_ns;
   u.ctime_ns = now_ns();
-  inode_attr const a = store_.set_attr(ino, u);
-  if (r.mtime_ns && S_ISREG(a.mode) && a.state == file_state::staged) {
-    timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
-    ::utimensat(AT_FDCWD, store_.staging_path(ino).c_str(), ts, 0);
+  if (!r.mtime_ns) return to_stat(store_.set_attr(ino, u));
+  // A compression commits the mtime of the copy it read; one running with
+  // another mtime is cancelled first, so the user's time is the last one
+  // written. mu stays held so that none starts before the copy has it.
+  bool interrupted = false;
+  {
+    std::unique_lock lk(n->mu);
+    if (n->compressing) {
+      struct stat ss {};
+      bool const same = ::stat(store_.staging_path(ino).c_str(), &ss) == 0 &&
+                        from_ts(ss.st_mtim) == *r.mtime_ns;
+      if (!same) interrupted = wait_not_compressing(*n, lk);
+    }
+    inode_attr const a = store_.set_attr(ino, u);
+    if (S_ISREG(a.mode) && a.state == file_state::staged) {
+      timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
+      ::utimensat(AT_FDCWD, store_.staging_path(ino).c_str(), ts, 0);
+    }
   }
+  if (interrupted) requeue(*n);
   return to_stat(store_.stat(ino));
 }
 
 // ---------------------------------------------------------------- files
 
-void mount_fs::wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk) {
+bool mount_fs::wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk) {
+  bool waited = false;
   while (n.compressing) {
     n.cancel = true;
+    waited = true;
     n.cv.wait(lk);
   }
+  return waited;
 }
 
 void mount_fs::open_fd_locked(node& n) {
-  n.fd = ::open(store_.staging_path(n.ino).c_str(),
-                O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (n.fd < 0) sys_fail(errno, "open the staged copy");
+  std::string const path = store_.staging_path(n.ino);
+  n.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (n.fd >= 0) return;
+  if (errno != ENOENT) sys_fail(errno, "open the staged copy");
+  // No copy: the inode was dropped by an unlink (then stat throws
+  // not_found) -- or a crash came between create's commit and its file.
+  // Only that empty file is made again; a copy is never recreated.
+  inode_attr const a = store_.stat(n.ino);
+  if (a.state != file_state::staged || a.size != 0) {
+    store_fail(store_errc::corrupt,
+               "inode " + std::to_string(n.ino) + ": staged copy missing");
+  }
+  n.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (n.fd < 0) sys_fail(errno, "create the staged copy");
+  if (!alive(n.ino)) {
+    ::close(n.fd);
+    n.fd = -1;
+    ::unlink(path.c_str());
+    store_fail(store_errc::not_found, "removed while opened");
+  }
 }
 
 void mount_fs::stage_locked(node& n, uint64_t keep) {
@@ -397,6 +500,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   std::string const tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail(errno, "create the staged copy");
+  bool renamed = false;
   try {
     std::vector<uint8_t> buf(std::min<uint64_t>(size, 4u << 20));
     for (uint64_t off = 0; off < size;) {
@@ -422,13 +526,15 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
       sys_fail(errno, "rename the staged copy");
     }
+    renamed = true;
     // The rename itself must be durable before the store drops the chunks,
     // or a power cut could leave neither copy.
     detail::sync_parent_directory(path);
     store_.unstage(n.ino, size);
   } catch (...) {
     ::close(fd);
-    ::unlink(tmp.c_str());
+    // Still compressed (or dropped meanwhile): no copy of ours stays.
+    ::unlink((renamed ? path : tmp).c_str());
     throw;
   }
   if (n.fd >= 0) ::close(n.fd);
@@ -441,8 +547,9 @@ bool mount_fs::open(uint64_t ino, int flags) {
   std::shared_ptr<node> n = get(ino);
   bool const w = for_writing(flags);
   std::unique_lock lk(n->mu);
+  if (w) wait_not_compressing(*n, lk);
+  if (n->gone) store_fail(store_errc::not_found, "removed");
   if (w) {
-    wait_not_compressing(*n, lk);
     queue_->cancel(ino);  // a reopen for writing takes it off the queue
     ++n->writers;
   }
@@ -592,7 +699,11 @@ void mount_fs::fsync(uint64_t ino, bool datasync) {
 
 void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
                          uint64_t length) {
-  if (mode & ~FALLOC_FL_KEEP_SIZE) sys_fail(EOPNOTSUPP, "fallocate mode");
+  // PUNCH_HOLE comes with KEEP_SIZE (the kernel checks); the staging
+  // filesystem does the rest, or says why not.
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) {
+    sys_fail(EOPNOTSUPP, "fallocate mode");
+  }
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "fallocate on a file not open");
@@ -605,10 +716,11 @@ void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
 void mount_fs::written(node& n) {
   bool queue = false;
   bool orphan = false;
+  bool erase = false;
   {
     std::scoped_lock lk(n.mu, n.io);
     --n.writers;
-    if (n.writers == 0 && n.staged) {
+    if (n.writers == 0 && n.staged && !n.gone) {
       struct stat ss {};
       if (n.fd >= 0 && ::fstat(n.fd, &ss) == 0 && !n.orphan) {
         // Record size and mtime so `brevis stats` sees them while mounted.
@@ -628,12 +740,17 @@ void mount_fs::written(node& n) {
       ::close(n.fd);
       n.fd = -1;
     }
-    orphan = n.orphan && n.opens == 0;
+    orphan = n.orphan && n.opens == 0 && !n.dropping && !n.gone;
+    if (orphan) n.dropping = true;
+    erase = n.gone && n.opens == 0;
+    queue = queue && !n.gone;
+  }
+  if (erase) {
+    if (auto self = find_node(n.ino); self.get() == &n) erase_node(self);
+    return;
   }
   if (orphan) {
-    store_.drop_orphan(n.ino);
-    ::unlink(store_.staging_path(n.ino).c_str());
-    forget_node(n.ino);
+    drop_orphan(n);
     return;
   }
   if (queue && opt_.compress && !stopping_) {
@@ -651,6 +768,7 @@ void mount_fs::release(uint64_t ino, bool writer) {
     written(*n);
     return;
   }
+  bool erase = false;
   {
     std::scoped_lock lk(n->mu, n->io);
     --n->opens;
@@ -658,11 +776,17 @@ void mount_fs::release(uint64_t ino, bool writer) {
       ::close(n->fd);
       n->fd = -1;
     }
-    if (!n->orphan || n->opens > 0) return;
+    erase = n->gone && n->opens == 0;
+    if (!erase) {
+      if (!n->orphan || n->opens > 0 || n->dropping) return;
+      n->dropping = true;
+    }
   }
-  store_.drop_orphan(ino);
-  ::unlink(store_.staging_path(ino).c_str());
-  forget_node(ino);
+  if (erase) {
+    erase_node(n);
+    return;
+  }
+  drop_orphan(*n);
 }
 
 // ------------------------------------------------------------- the queue
@@ -678,7 +802,7 @@ void mount_fs::compress_job(uint64_t ino) {
   std::string name;
   {
     std::lock_guard lk(n->mu);
-    if (n->writers > 0 || n->orphan || n->compressing) return;
+    if (n->writers > 0 || n->orphan || n->gone || n->compressing) return;
     std::shared_lock io(n->io);
     if (!n->staged) return;
     n->compressing = true;

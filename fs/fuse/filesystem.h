@@ -18,9 +18,25 @@
 // decode never lands under a generation it does not belong to. Sequential
 // readers get the next chunks decoded in the background.
 //
-// Locks: node::mu (fields) may be taken before node::io (the staged fd vs.
-// state changes) is released, never after taking io; neither is held while
-// a reply is sent (the callers reply after these return).
+// Lock order (a thread holding one of these takes only later ones):
+//   1. node::mu      a node's fields (writers, opens, compressing, ...);
+//   2. node::io      the staged fd against state changes (staged <->
+//                    compressed); shared for reads and writes;
+//   3. the store     any store call (its writer lock, then its own locks);
+//   4. leaves        nodes_mu_, node::map_mu, the queue's, the cache's:
+//                    held only to touch their data, never across a call
+//                    into the store or another of our locks.
+// The store calls back under its writer lock (keep_fn, cancelled), so a
+// callback may take leaves only: it reads node::opens and node::cancel,
+// which are atomics. Waiting for a compression to end (node::cv) happens
+// with nothing held but node::mu, which the wait releases. No lock is held
+// while a reply is sent (the callers reply after these return).
+//
+// The staged copy: only create() and the restaging path make staging/INODE;
+// opening it never recreates it. A node counts as open (node::opens) before
+// its staged copy is touched, so a concurrent unlink keeps the inode as an
+// orphan rather than dropping it under an open; a path that finds the inode
+// gone after counting itself removes what it made and fails with ENOENT.
 //
 // Errors: methods throw store_error (its errno_value() is the reply) or
 // std::system_error (its code is an errno).
@@ -113,7 +129,8 @@ class mount_fs {
   void fsync(uint64_t ino, bool datasync);
   /// `writer`: what open() returned; create() handles are writers.
   void release(uint64_t ino, bool writer);
-  /// fallocate(2) mode 0 or FALLOC_FL_KEEP_SIZE on a staged, open file.
+  /// fallocate(2) modes 0, FALLOC_FL_KEEP_SIZE and FALLOC_FL_PUNCH_HOLE on
+  /// a staged, open file (others: EOPNOTSUPP).
   void fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
 
   struct statvfs statfs();
@@ -135,15 +152,28 @@ class mount_fs {
 
  private:
   struct node;
+  /// The node of `ino`, made from the store's record when missing.
   std::shared_ptr<node> get(uint64_t ino);
+  /// The node of `ino` when there is one (takes nodes_mu_ only).
+  std::shared_ptr<node> find_node(uint64_t ino);
+  /// Whether the store still has `ino` (linked, or an orphan kept open).
+  bool alive(uint64_t ino);
+  /// The store dropped `ino`: its node is marked gone and leaves nodes_
+  /// now, or at its last release when it is still open.
   void forget_node(uint64_t ino);
+  void erase_node(std::shared_ptr<node> const& n);
+  /// The last handle of orphan `n` went: drop the inode and its copy.
+  void drop_orphan(node& n);
+  /// Queues staged `n` again after an interrupted compression.
+  void requeue(node& n);
   struct stat to_stat(inode_attr const& a);
   /// Brings compressed `n` back to staging (keeping `keep` bytes) and opens
   /// its staged fd; with io held exclusively.
   void stage_locked(node& n, uint64_t keep);
   void open_fd_locked(node& n);
   /// Waits until n is not being compressed (cancelling it); n.mu held.
-  void wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk);
+  /// Returns whether it had to wait.
+  bool wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk);
   /// A writer is done with n: record size and mtime, queue it.
   void written(node& n);
   /// The store dropped or orphaned an inode that lost its last name.
