@@ -731,7 +731,8 @@ void mount_fs::written(node& n) {
         try {
           store_.set_attr(n.ino, u);
         } catch (store_error const& e) {
-          log_error(n.ino, e.what());
+          // not_found: unlinked meanwhile (an orphan from now on).
+          if (e.code() != store_errc::not_found) log_error(n.ino, e.what());
         }
       }
       queue = !n.orphan;
@@ -820,6 +821,7 @@ void mount_fs::compress_job(uint64_t ino) {
   std::string const path = store_.staging_path(ino);
   try {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && !alive(ino)) return;  // unlinked
     if (fd < 0) sys_fail(errno, "open the staged copy");
     struct closer {
       int fd;

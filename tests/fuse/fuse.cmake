@@ -4,3 +4,10 @@ add_dependencies(mount_test brevis)
 # mount_fs in process (no /dev/fuse): the read path's cache and prefetch.
 brevis_add_test(mount_fs_test fuse/mount_fs_test.cpp)
 target_link_libraries(mount_fs_test PRIVATE brevis_fuse)
+# mount_fs in process with compression on: changes while a file is queued
+# or being compressed, and the lock order (a watchdog fails a deadlock).
+brevis_add_test(mount_race_test fuse/mount_race_test.cpp)
+target_link_libraries(mount_race_test PRIVATE brevis_fuse)
+# Nothing lost: SIGKILL of the daemon at many points, remount, fsck.
+brevis_add_test(mount_crash_test fuse/mount_crash_test.cpp)
+add_dependencies(mount_crash_test brevis)
