@@ -11,3 +11,6 @@ target_link_libraries(mount_race_test PRIVATE brevis_fuse)
 # Nothing lost: SIGKILL of the daemon at many points, remount, fsck.
 brevis_add_test(mount_crash_test fuse/mount_crash_test.cpp)
 add_dependencies(mount_crash_test brevis)
+# Concurrent writers, readers, renames and deletes on a real mount.
+brevis_add_test(mount_stress_test fuse/mount_stress_test.cpp)
+add_dependencies(mount_stress_test brevis)
