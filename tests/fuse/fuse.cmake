@@ -14,3 +14,7 @@ add_dependencies(mount_crash_test brevis)
 # Concurrent writers, readers, renames and deletes on a real mount.
 brevis_add_test(mount_stress_test fuse/mount_stress_test.cpp)
 add_dependencies(mount_stress_test brevis)
+# Edge cases: unparsed and empty files, 5 GiB sparse, deep and wide trees,
+# mmap, fallocate, locks, permissions.
+brevis_add_test(mount_edge_test fuse/mount_edge_test.cpp)
+add_dependencies(mount_edge_test brevis)
