@@ -821,8 +821,11 @@ void mount_fs::compress_job(uint64_t ino) {
   std::string const path = store_.staging_path(ino);
   try {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT && !alive(ino)) return;  // unlinked
-    if (fd < 0) sys_fail(errno, "open the staged copy");
+    if (fd < 0) {
+      int const e = errno;
+      if (e == ENOENT && !alive(ino)) return;  // unlinked meanwhile
+      sys_fail(e, "open the staged copy");
+    }
     struct closer {
       int fd;
       ~closer() { ::close(fd); }
