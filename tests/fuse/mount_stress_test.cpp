@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -69,7 +70,7 @@ class worker {
     }
     return "";
   }
-  size_t ops() const { return ops_; }
+  size_t ops() const { return ops_.load(); }
   std::vector<std::string> paths() const {
     std::vector<std::string> out;
     for (auto const& [n, m] : model_) out.push_back(n);
@@ -230,7 +231,7 @@ class worker {
   int id_;
   std::mt19937_64 rng_;
   std::map<std::string, file_model> model_;
-  size_t ops_ = 0;
+  std::atomic<size_t> ops_{0};
 };
 
 /// Fails the test instead of hanging: after `limit`, dumps the daemon's
@@ -287,14 +288,18 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
   }
   std::atomic<bool> stop{false};
   std::vector<std::string> errors(writers + 1);
+  std::atomic<int> failed{0};
   {
     mount_watchdog dog(d, 90s);
     std::vector<std::thread> ts;
     for (int i = 0; i < writers; ++i) {
-      ts.emplace_back([&, i] { errors[i] = ws[i]->run(stop); });
+      ts.emplace_back([&, i] {
+        errors[i] = ws[i]->run(stop);
+        if (!errors[i].empty()) ++failed;
+      });
     }
     // Reads whatever the others have: any bytes, but only ENOENT as error.
-    size_t foreign_reads = 0;
+    std::atomic<size_t> foreign_reads{0};
     ts.emplace_back([&] {
       std::mt19937_64 rng(7);
       std::vector<char> buf(1 << 17);
@@ -306,6 +311,7 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
         if (fd < 0) {
           if (errno != ENOENT) {
             errors[writers] = p.string() + ": open: " + std::strerror(errno);
+            ++failed;
             return;
           }
           continue;
@@ -314,6 +320,7 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
           ssize_t const r = ::pread(fd, buf.data(), buf.size(), off);
           if (r < 0) {
             errors[writers] = p.string() + ": read: " + std::strerror(errno);
+            ++failed;
             break;
           }
           if (r == 0) break;
@@ -323,7 +330,18 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
         ++foreign_reads;
       }
     });
+    // Eight seconds, and some work by everyone however slow the machine
+    // is (the watchdog bounds this).
     std::this_thread::sleep_for(8s);
+    auto busy = [&] {
+      for (auto const& w : ws) {
+        if (w->ops() < 20) return true;
+      }
+      return foreign_reads < 5;
+    };
+    while (busy() && failed == 0) {
+      std::this_thread::sleep_for(50ms);
+    }
     stop = true;
     for (auto& t : ts) t.join();
     dog.finish();
@@ -334,8 +352,7 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
   size_t ops = 0;
   for (int i = 0; i <= writers; ++i) EXPECT_EQ(errors[i], "") << "thread " << i;
   for (auto const& w : ws) ops += w->ops();
-  EXPECT_GT(ops, 100u);
-  std::printf("stress: %zu checked operations in 8 s\n", ops);
+  std::printf("stress: %zu checked operations\n", ops);
 
   // Everything compresses, then reads back; and again after a remount.
   auto const end = std::chrono::steady_clock::now() + 120s;
