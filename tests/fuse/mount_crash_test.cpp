@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -117,9 +118,15 @@ TEST(mount_crash, sigkill_at_many_points_loses_no_closed_file) {
     if (!point.empty()) {
       // A daemon that kills itself inside its first commit.
       ASSERT_EQ(d.stop(SIGTERM), 0) << d.log();
-      ASSERT_EQ(
-          d.start({"--quiet-ms", quiet}, {"BREVIS_STORE_KILL_AT=" + point}),
-          "");
+      std::string const started =
+          d.start({"--quiet-ms", quiet}, {"BREVIS_STORE_KILL_AT=" + point});
+      if (!started.empty()) {
+        // The point came in the first compression of the resumed queue,
+        // before the mount was seen: that was this round's kill.
+        ASSERT_EQ(started.rfind("mount exited", 0), 0u) << started;
+        ++kills;
+        continue;
+      }
     }
 
     // New files, and a rewrite of an older one (restaging a compressed
@@ -195,6 +202,8 @@ TEST(mount_crash, sigkill_at_many_points_loses_no_closed_file) {
   }
   EXPECT_LE(copies, torn.size());
   EXPECT_EQ(kills, 10);
+  std::printf("crash: %d kills, %zu closed files checked, %zu torn writes\n",
+              kills, closed.size(), torn.size());
 }
 
 }  // namespace

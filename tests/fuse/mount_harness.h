@@ -82,7 +82,9 @@ class mount_daemon {
       }
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        // It may have mounted before it died: never leave that behind.
         pid_ = -1;
+        run_program({"/usr/bin/fusermount3", "-u", "-z", mnt_.string()});
         return "mount exited: " + log();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
