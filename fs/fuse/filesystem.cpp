@@ -745,8 +745,9 @@ void mount_fs::report_queue(uint64_t running, std::string const& name) {
   try {
     pipeline_status st;
     st.updated_ns = now_ns();
+    // This job runs inside the queue: it is one of the pending entries.
     size_t const pending = queue_ ? queue_->pending() : 0;
-    st.queued = pending > (running ? 1u : 0u) ? pending - (running ? 1 : 0) : 0;
+    st.queued = pending > 0 ? pending - 1 : 0;
     st.running = running;
     st.running_name = name;
     if (running) {
