@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "codec/choose/chooser.h"
+#include "fs/fuse/filesystem.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/event_log.h"
 #include "fs/store/store.h"
@@ -247,6 +250,58 @@ TEST(event_log, file_target_gets_whole_lines) {
             std::string::npos);
   EXPECT_THROW(open_event_log((dir / "no/such/dir/log").string()),
                std::system_error);
+}
+
+}  // namespace
+}  // namespace brevis::fs
+
+namespace brevis::fs {
+namespace {
+
+// The mount's job end to end without FUSE: a file written through mount_fs
+// is compressed in the background, logged in one line, recorded for stats.
+TEST(mount_pipeline, written_file_is_compressed_logged_and_recorded) {
+  fixture f;
+  std::string const log = (f.dir / "mount.log").string();
+  open_event_log(log);
+  mount_fs::options o;
+  o.quiet_ms = 0;
+  o.pipeline_memory = 4 << 20;
+  {
+    mount_fs m(*f.s, *f.chooser, o);
+    m.start();
+    struct stat const st =
+        m.create(root_inode, "w.safetensors", 0644, O_WRONLY, {0, 0});
+    uint64_t const ino = st.st_ino;
+    ASSERT_EQ(m.write(ino, 0, reinterpret_cast<uint8_t const*>(f.data.data()),
+                      f.data.size()),
+              f.data.size());
+    m.release(ino, true);
+    for (int i = 0;
+         i < 600 && m.getxattr(ino, "user.brevis.state") != "compressed"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(m.getxattr(ino, "user.brevis.state"), "compressed");
+    std::string back(f.data.size(), '\0');
+    ASSERT_EQ(
+        m.read(ino, 0, back.size(), reinterpret_cast<uint8_t*>(back.data())),
+        back.size());
+    EXPECT_TRUE(back == f.data);
+    EXPECT_FALSE(std::filesystem::exists(f.s->staging_path(ino)));
+    m.shutdown();
+  }
+  open_event_log("stderr");
+  std::string const text = cli_test::read_file(log);
+  EXPECT_NE(text.find("compressed 'w.safetensors' (inode "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::to_string(f.data.size()) + " -> "),
+            std::string::npos);
+  ASSERT_EQ(f.s->recent_jobs().size(), 1u);
+  std::optional<pipeline_status> const q = f.s->get_pipeline_status();
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->running, 0u);  // idle after the job
+  EXPECT_EQ(q->queued, 0u);
+  EXPECT_TRUE(f.s->fsck({}).clean());
 }
 
 }  // namespace
