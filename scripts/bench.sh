@@ -118,7 +118,7 @@ PY
 
 now() { date +%s.%N; }
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN{printf "%.3f", e - s}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b > 0 ? a / b : 0}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 # random_reads FILE SIZE COUNT: reads/s of COUNT reads of SIZE bytes at
@@ -158,9 +158,13 @@ seq_read() { local s; s=$(now); cat "$1" >/dev/null; elapsed "$s" "$(now)"; }
 bench_mount() {
   [[ -x $passthrough ]] || bench_die "$passthrough not built (cmake with the tests)"
   [[ -w /proc/sys/vm/drop_caches ]] || bench_die "--mount needs root (drop_caches)"
-  local w; w=$(mktemp -d "$BENCH_DATA/mount-bench.XXXXXX")
+  mkdir -p "$BENCH_DATA"
+  BENCH_MOUNT_WORK=$(mktemp -d "$BENCH_DATA/mount-bench.XXXXXX")
+  local w=$BENCH_MOUNT_WORK
   BENCH_WORK=$w
-  trap 'fusermount3 -u "$w/pmnt" 2>/dev/null; fusermount3 -u "$w/bmnt" 2>/dev/null; rm -rf "$w"' EXIT
+  trap 'fusermount3 -u "$BENCH_MOUNT_WORK/pmnt" 2>/dev/null
+        fusermount3 -u "$BENCH_MOUNT_WORK/bmnt" 2>/dev/null
+        rm -rf "$BENCH_MOUNT_WORK"' EXIT
   local ck="$BENCH_DATA/ckpt-300m.bf16.safetensors" big="$BENCH_DATA/ckpt-2g.bf16.safetensors"
   make_checkpoint "$ck" 300
   make_checkpoint "$big" 2048
@@ -174,10 +178,10 @@ bench_mount() {
   local t p_cp=9e9 b_cp=9e9 s i
   for i in 1 2; do
     s=$(now); cp "$ck" "$w/pmnt/ck"; t=$(elapsed "$s" "$(now)")
-    p_cp=$(awk -v a="$t" -v b="$p_cp" 'BEGIN{print a < b ? a : b}')
+    p_cp=$(awk -v a="$t" -v b="$p_cp" 'BEGIN{print (a < b ? a : b)}')
     rm -f "$w/bmnt/ck"; sync
     s=$(now); cp "$ck" "$w/bmnt/ck"; local closed; closed=$(now); t=$(elapsed "$s" "$closed")
-    b_cp=$(awk -v a="$t" -v b="$b_cp" 'BEGIN{print a < b ? a : b}')
+    b_cp=$(awk -v a="$t" -v b="$b_cp" 'BEGIN{print (a < b ? a : b)}')
     wait_compressed "$w/bmnt/ck"
     local b_job; b_job=$(elapsed "$closed" "$(now)")
   done
@@ -193,8 +197,8 @@ bench_mount() {
   p_warm=$(seq_read "$w/pmnt/ck"); b_warm=$(seq_read "$w/bmnt/ck")
   local p_warm2 b_warm2
   p_warm2=$(seq_read "$w/pmnt/ck"); b_warm2=$(seq_read "$w/bmnt/ck")
-  p_warm=$(awk -v a="$p_warm" -v b="$p_warm2" 'BEGIN{print a < b ? a : b}')
-  b_warm=$(awk -v a="$b_warm" -v b="$b_warm2" 'BEGIN{print a < b ? a : b}')
+  p_warm=$(awk -v a="$p_warm" -v b="$p_warm2" 'BEGIN{print (a < b ? a : b)}')
+  b_warm=$(awk -v a="$b_warm" -v b="$b_warm2" 'BEGIN{print (a < b ? a : b)}')
 
   # Random reads, cold.
   local p4 b4 p128 b128

@@ -362,6 +362,20 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
     }
     written(*n);
   }
+  if (r.mtime_ns && !r.mode && !r.uid && !r.gid && !r.size) {
+    // The writeback cache sends mtime updates all along a write. While a
+    // file is staged and being written, stat shows the staged copy's mtime
+    // (to_stat) and release records it: set it there, without an index
+    // commit (and its fsync) per update.
+    std::shared_ptr<node> n = get(ino);
+    std::lock_guard lk(n->mu);
+    std::shared_lock io(n->io);
+    if (n->staged && n->fd >= 0 && n->writers > 0) {
+      timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
+      if (::futimens(n->fd, ts) != 0) sys_fail(errno, "set times");
+      return to_stat(store_.stat(ino));
+    }
+  }
   store::attr_update u;
   u.mode = r.mode;
   u.uid = r.uid;
@@ -700,6 +714,10 @@ void mount_fs::compress_job(uint64_t ino) {
   req.staged_path = store_.staging_path(ino);
   req.memory_limit = opt_.pipeline_memory;
   req.cancelled = [&] { return n->cancel || stopping_; };
+  // Files queued again at mount have no name until someone looks them up.
+  std::string const label =
+      name.empty() ? "inode " + std::to_string(ino)
+                   : "'" + name + "' (inode " + std::to_string(ino) + ")";
   report_queue(ino, name);
   compress_outcome const out = compress_staged_file(store_, chooser_, req);
   report_queue(0, {});
@@ -708,8 +726,9 @@ void mount_fs::compress_job(uint64_t ino) {
         out.code == store_errc::not_found) {
       return;  // a writer, an unlink or the unmount took it back
     }
-    log_error(ino, "'" + name + "' left staged, tried again in " +
-                       std::to_string(retry_delay_s) + " s: " + out.error);
+    log_event(log_level::error, label + " left staged, tried again in " +
+                                    std::to_string(retry_delay_s) +
+                                    " s: " + out.error);
     if (!stopping_) {
       queue_->schedule(ino, std::chrono::seconds(retry_delay_s));
     }
@@ -736,8 +755,7 @@ void mount_fs::compress_job(uint64_t ino) {
                : 0.0,
       out.seconds,
       out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0);
-  log_event(log_level::info, "compressed '" + name + "' (inode " +
-                                 std::to_string(ino) + "): " + line);
+  log_event(log_level::info, "compressed " + label + ": " + line);
 }
 
 void mount_fs::report_queue(uint64_t running, std::string const& name) {
