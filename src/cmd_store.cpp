@@ -229,6 +229,7 @@ void print_pipeline(fs::store const& s, fs::store_stats const& t, bool live) {
   } else if (q) {
     std::printf("queue:          %llu waiting",
                 static_cast<unsigned long long>(q->queued));
+    std::printf(" (as of %.0f s ago)", seconds_since(q->updated_ns));
     if (q->running) {
       std::printf(", compressing '%s' (%s, for %.0f s)",
                   q->running_name.c_str(), human_size(q->running_size).c_str(),

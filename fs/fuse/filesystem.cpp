@@ -718,9 +718,16 @@ void mount_fs::compress_job(uint64_t ino) {
   std::string const label =
       name.empty() ? "inode " + std::to_string(ino)
                    : "'" + name + "' (inode " + std::to_string(ino) + ")";
-  report_queue(ino, name);
+  // The queue is recorded (a commit each) around jobs long enough to be
+  // seen, and when the queue runs dry, not around every small file.
+  bool visible = false;
+  try {
+    visible = store_.stat(ino).size >= status_min_bytes;
+  } catch (std::exception const&) {
+  }  // gone: the job finds out and says nothing
+  if (visible) report_queue(ino, name);
   compress_outcome const out = compress_staged_file(store_, chooser_, req);
-  report_queue(0, {});
+  if (visible || pending() <= 1) report_queue(0, {});
   if (!out.ok) {
     if (out.code == store_errc::cancelled ||
         out.code == store_errc::not_found) {

@@ -156,6 +156,8 @@ class mount_fs {
   void report_queue(uint64_t running, std::string const& name);
   /// A job that failed for a reason other than a writer or an unlink.
   static constexpr unsigned retry_delay_s = 60;
+  /// Jobs from this size on are recorded as running (report_queue).
+  static constexpr uint64_t status_min_bytes = 16u << 20;
   /// n's chunk map for generation `gen`; io held shared.
   std::shared_ptr<std::vector<store::chunk_span> const> chunks_of(node& n,
                                                                   uint64_t gen);
