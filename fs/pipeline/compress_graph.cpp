@@ -221,8 +221,8 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     flow::function_node<flow::continue_msg> synthesize(
         g, flow::serial, [&](flow::continue_msg) {
           if (stop()) return;
-          page_dropper dropping(copy.get());
           err.guard("synthesize", [&] {
+            page_dropper dropping(copy.get());
             tbb::parallel_for(size_t{0}, writer->region_count(), [&](size_t r) {
               if (!stop()) writer->choose_program(r);
             });
