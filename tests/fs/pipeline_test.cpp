@@ -224,7 +224,7 @@ TEST(compress_graph, job_ring_keeps_the_last_ones) {
   fixture f;
   std::string const small = cli_test::random_bytes(1000, 1);
   for (uint64_t i = 0; i < job_ring_size + 3; ++i) {
-    std::string const name = "f" + std::to_string(i);
+    std::string const name = std::string("f").append(std::to_string(i));
     uint64_t const ino = f.stage(name, small);
     ASSERT_TRUE(
         compress_staged_file(*f.s, *f.chooser, f.request(ino, name)).ok);
@@ -232,7 +232,8 @@ TEST(compress_graph, job_ring_keeps_the_last_ones) {
   std::vector<job_record> const jobs = f.s->recent_jobs();
   ASSERT_EQ(jobs.size(), job_ring_size);
   EXPECT_EQ(jobs.front().name, "f3");
-  EXPECT_EQ(jobs.back().name, "f" + std::to_string(job_ring_size + 2));
+  EXPECT_EQ(jobs.back().name,
+            std::string("f").append(std::to_string(job_ring_size + 2)));
 }
 
 TEST(event_log, file_target_gets_whole_lines) {
