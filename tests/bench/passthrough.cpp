@@ -4,6 +4,10 @@
 // settings the brevis mount uses (writeback cache, 1 MiB max_write and
 // readahead, 1 s attribute and entry timeouts, the kernel's page cache kept
 // across opens), so a ratio against it measures brevis, not FUSE settings.
+// It forwards extended attributes like libfuse's own passthrough example:
+// a filesystem without them would skip the kernel's per-write check for
+// security.capability (one GETXATTR round trip per write) that every
+// filesystem with xattrs, brevis included, pays.
 // Built by CMake, never installed.
 
 #define FUSE_USE_VERSION 314
@@ -12,6 +16,7 @@
 #include <fuse.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -129,6 +134,21 @@ int pt_rename(char const* from, char const* to, unsigned flags) {
   if (flags) return -EINVAL;
   return err(::rename(real(from).c_str(), real(to).c_str()));
 }
+int pt_getxattr(char const* path, char const* name, char* value, size_t size) {
+  ssize_t const n = ::lgetxattr(real(path).c_str(), name, value, size);
+  return n < 0 ? -errno : static_cast<int>(n);
+}
+int pt_setxattr(char const* path, char const* name, char const* value,
+                size_t size, int flags) {
+  return err(::lsetxattr(real(path).c_str(), name, value, size, flags));
+}
+int pt_listxattr(char const* path, char* list, size_t size) {
+  ssize_t const n = ::llistxattr(real(path).c_str(), list, size);
+  return n < 0 ? -errno : static_cast<int>(n);
+}
+int pt_removexattr(char const* path, char const* name) {
+  return err(::lremovexattr(real(path).c_str(), name));
+}
 int pt_statfs(char const* path, struct statvfs* sv) {
   return err(::statvfs(real(path).c_str(), sv));
 }
@@ -165,6 +185,10 @@ int main(int argc, char** argv) {
   ops.mkdir = pt_mkdir;
   ops.rename = pt_rename;
   ops.statfs = pt_statfs;
+  ops.getxattr = pt_getxattr;
+  ops.setxattr = pt_setxattr;
+  ops.listxattr = pt_listxattr;
+  ops.removexattr = pt_removexattr;
   // argv without SOURCE: fuse_main takes MOUNTPOINT and the options.
   for (int i = 1; i + 1 < argc; ++i) argv[i] = argv[i + 1];
   return fuse_main(argc - 1, argv, &ops, nullptr);
