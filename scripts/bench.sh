@@ -6,6 +6,7 @@
 # each other within one run, not across runs.
 #
 #   scripts/bench.sh [bench_peers options] [FILE...]
+#   scripts/bench.sh --mount     the mount against a FUSE passthrough (below)
 #     --quick N    N files per class (the full corpus takes ~35 min, mostly xz
 #                  and zstd -19); --tools LIST picks peers; --per-file adds rows.
 #
@@ -51,5 +52,201 @@ bench_before_peers() {
   done
   bench_store
 }
+
+# ------------------------------------------------------------------ --mount
+# The mount against a plain FUSE passthrough (tests/bench/passthrough.cpp,
+# built with the tests) on the same disk, one run, as ratios (>= 1 is brevis
+# at least as fast):
+#   cp of a ~300 MB bf16 checkpoint in; close -> compressed vs `brevis
+#   compress -T2`; sequential read cold (page cache dropped, fresh mount) and
+#   warm; 4 KiB and 128 KiB random reads/s (cold); the daemon's peak RSS
+#   (VmHWM) while a 2 GB checkpoint is copied in, compressed and read back,
+#   against --cache-size + --pipeline-memory + 128 MiB.
+# The checkpoints are built from corpus tensors into $BENCH_DATA (default
+# /work/bench-data), never committed. Needs root (drop_caches) and /dev/fuse.
+BENCH_DATA=${BENCH_DATA:-/work/bench-data}
+passthrough=${PASSTHROUGH:-$here/../build/tests/brevis_passthrough}
+
+# make_checkpoint OUT MB: bf16 tensors of the corpus (fp32 ones cut to bf16)
+# concatenated into one safetensors file; repeats are rotated, so no chunk is
+# an exact copy of another (that would measure dedup, not compression).
+make_checkpoint() {
+  [[ -s $1 ]] && return 0
+  mkdir -p "$(dirname "$1")"
+  "$BENCH_PYTHON" - "$1" "$2" "$BENCH_ROOT/corpus" <<'PY'
+import glob, json, os, struct, sys
+import numpy as np
+out, target, corpus = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3]
+def tensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = json.loads(f.read(n))
+        base = 8 + n
+        for name, t in head.items():
+            if name == "__metadata__" or t["dtype"] not in ("BF16", "F32"):
+                continue
+            a, b = t["data_offsets"]
+            f.seek(base + a)
+            raw = f.read(b - a)
+            if t["dtype"] == "F32":
+                raw = (np.frombuffer(raw, np.uint32) >> 16).astype(np.uint16).tobytes()
+            if len(raw) >= 4096:
+                yield name, t["shape"], raw
+files = sorted(glob.glob(corpus + "/*.bf16.safetensors") + glob.glob(corpus + "/*.fp32.safetensors"))
+header, blobs, size, rnd = {}, [], 0, 0
+while size < target:
+    for path in files:
+        for name, shape, raw in tensors(path):
+            if size >= target:
+                break
+            if rnd:
+                raw = np.roll(np.frombuffer(raw, np.uint16), rnd * 7919 + 1).tobytes()
+            key = "r%d.%s.%s" % (rnd, os.path.basename(path).split(".")[0], name)
+            header[key] = {"dtype": "BF16", "shape": [len(raw) // 2], "data_offsets": [size, size + len(raw)]}
+            blobs.append(raw)
+            size += len(raw)
+    rnd += 1
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+with open(out + ".tmp", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    for b in blobs:
+        f.write(b)
+os.rename(out + ".tmp", out)
+PY
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v s="$1" -v e="$2" 'BEGIN{printf "%.3f", e - s}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# random_reads FILE SIZE COUNT: reads/s of COUNT reads of SIZE bytes at
+# random aligned offsets (the same offsets for every file).
+random_reads() {
+  "$BENCH_PYTHON" - "$@" <<'PY'
+import os, random, sys, time
+path, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_RDONLY)
+n = os.fstat(fd).st_size // size
+rng = random.Random(42)
+offs = [rng.randrange(n) * size for _ in range(count)]
+t = time.monotonic()
+for o in offs:
+    if len(os.pread(fd, size, o)) != size:
+        sys.exit("short read")
+print("%.1f" % (count / (time.monotonic() - t)))
+PY
+}
+
+mount_brevis() {  # STORE MOUNTPOINT [options]
+  "$brevis" mount "$@" --log "$BENCH_WORK/mount.log" ||
+    bench_die "brevis mount failed"
+}
+unmount() { fusermount3 -u "$1" || { sleep 1; fusermount3 -u "$1"; }; sleep 0.5; }
+daemon_pid() { cat "$1/mount.lock"; }
+wait_compressed() {  # FILE: waits until the mount says compressed
+  local i
+  for ((i = 0; i < 36000; ++i)); do
+    [[ $(getfattr --only-values -n user.brevis.state "$1" 2>/dev/null) == compressed ]] && return 0
+    sleep 0.05
+  done
+  bench_die "$1 was not compressed in 30 minutes"
+}
+seq_read() { local s; s=$(now); cat "$1" >/dev/null; elapsed "$s" "$(now)"; }
+
+bench_mount() {
+  [[ -x $passthrough ]] || bench_die "$passthrough not built (cmake with the tests)"
+  [[ -w /proc/sys/vm/drop_caches ]] || bench_die "--mount needs root (drop_caches)"
+  mkdir -p "$BENCH_DATA"
+  BENCH_MOUNT_WORK=$(mktemp -d "$BENCH_DATA/mount-bench.XXXXXX")
+  local w=$BENCH_MOUNT_WORK
+  BENCH_WORK=$w
+  trap 'fusermount3 -u "$BENCH_MOUNT_WORK/pmnt" 2>/dev/null
+        fusermount3 -u "$BENCH_MOUNT_WORK/bmnt" 2>/dev/null
+        rm -rf "$BENCH_MOUNT_WORK"' EXIT
+  local ck="$BENCH_DATA/ckpt-300m.bf16.safetensors" big="$BENCH_DATA/ckpt-2g.bf16.safetensors"
+  make_checkpoint "$ck" 300
+  make_checkpoint "$big" 2048
+  local size; size=$(stat -c %s "$ck")
+  mkdir -p "$w/psrc" "$w/pmnt" "$w/bmnt"
+  "$passthrough" "$w/psrc" "$w/pmnt" || bench_die "passthrough mount failed"
+  mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100
+  cat "$ck" >/dev/null  # the source from the page cache for both copies
+
+  # cp in, and close -> compressed (best of two each; the second copy
+  # replaces the first).
+  local t p_cp=9e9 b_cp=9e9 b_job=9e9 s i
+  for i in 1 2; do
+    s=$(now); cp "$ck" "$w/pmnt/ck"; t=$(elapsed "$s" "$(now)")
+    p_cp=$(awk -v a="$t" -v b="$p_cp" 'BEGIN{print (a < b ? a : b)}')
+    rm -f "$w/bmnt/ck"; sync
+    s=$(now); cp "$ck" "$w/bmnt/ck"; local closed; closed=$(now); t=$(elapsed "$s" "$closed")
+    b_cp=$(awk -v a="$t" -v b="$b_cp" 'BEGIN{print (a < b ? a : b)}')
+    wait_compressed "$w/bmnt/ck"
+    t=$(elapsed "$closed" "$(now)")
+    b_job=$(awk -v a="$t" -v b="$b_job" 'BEGIN{print (a < b ? a : b)}')
+  done
+  cmp "$ck" "$w/bmnt/ck" || bench_die "the mount's copy differs"
+  s=$(now); "$brevis" compress -q -f -T2 "$ck" -o "$w/ck.brv"; local c_t; c_t=$(elapsed "$s" "$(now)")
+  # The decoder's own speed (page cache warm, output discarded): what a
+  # cold read through the mount can reach at best.
+  s=$(now); "$brevis" decompress -q -f -T2 "$w/ck.brv" -o - >/dev/null; local d_t; d_t=$(elapsed "$s" "$(now)")
+  rm -f "$w/ck.brv"
+
+  # Sequential reads: cold (fresh mounts, page cache dropped), then warm.
+  unmount "$w/bmnt"; mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100
+  drop_caches
+  local p_cold b_cold p_warm b_warm
+  p_cold=$(seq_read "$w/pmnt/ck"); b_cold=$(seq_read "$w/bmnt/ck")
+  p_warm=$(seq_read "$w/pmnt/ck"); b_warm=$(seq_read "$w/bmnt/ck")
+  local p_warm2 b_warm2
+  p_warm2=$(seq_read "$w/pmnt/ck"); b_warm2=$(seq_read "$w/bmnt/ck")
+  p_warm=$(awk -v a="$p_warm" -v b="$p_warm2" 'BEGIN{print (a < b ? a : b)}')
+  b_warm=$(awk -v a="$b_warm" -v b="$b_warm2" 'BEGIN{print (a < b ? a : b)}')
+
+  # Random reads, cold.
+  local p4 b4 p128 b128
+  unmount "$w/bmnt"; mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100; drop_caches
+  p4=$(random_reads "$w/pmnt/ck" 4096 2000); b4=$(random_reads "$w/bmnt/ck" 4096 2000)
+  unmount "$w/bmnt"; mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100; drop_caches
+  p128=$(random_reads "$w/pmnt/ck" 131072 500); b128=$(random_reads "$w/bmnt/ck" 131072 500)
+
+  # Peak memory: a fresh daemon takes the 2 GB checkpoint in, compresses it
+  # and reads it back cold.
+  unmount "$w/bmnt"; rm -rf "$w/store"
+  mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100 --cache-size 256M --pipeline-memory 256M
+  local pid; pid=$(daemon_pid "$w/store")
+  s=$(now); cp "$big" "$w/bmnt/big"; local big_closed; big_closed=$(now)
+  wait_compressed "$w/bmnt/big"; local big_job; big_job=$(elapsed "$big_closed" "$(now)")
+  drop_caches
+  cmp "$big" "$w/bmnt/big" || bench_die "the mount's 2 GB copy differs"
+  local hwm; hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  unmount "$w/bmnt"; unmount "$w/pmnt"
+
+  local mb; mb=$(awk -v n="$size" 'BEGIN{printf "%.0f", n / 1e6}')
+  mbs() { awk -v n="$size" -v t="$1" 'BEGIN{printf "%.0f MB/s", n / 1e6 / t}'; }
+  {
+    echo
+    echo "## The mount vs a plain FUSE passthrough ($mb MB bf16 checkpoint; ratio >= 1: brevis faster)"
+    echo
+    echo "| measure | brevis mount | passthrough / reference | ratio | target |"
+    echo "|---|---|---|---|---|"
+    echo "| cp in | $(mbs "$b_cp") | $(mbs "$p_cp") | $(ratio "$p_cp" "$b_cp") | >= 0.8 |"
+    echo "| close -> compressed vs \`brevis compress -T2\` | ${b_job} s | ${c_t} s | $(ratio "$c_t" "$b_job") | >= 0.8 |"
+    echo "| sequential read, cold | $(mbs "$b_cold") | $(mbs "$p_cold") | $(ratio "$p_cold" "$b_cold") | >= 0.7 |"
+    echo "| (decode ceiling: \`brevis decompress -T2\` to /dev/null) | $(mbs "$d_t") | | | |"
+    echo "| sequential read, warm | $(mbs "$b_warm") | $(mbs "$p_warm") | $(ratio "$p_warm" "$b_warm") | >= 0.9 |"
+    echo "| 4 KiB random reads/s, cold | $b4 | $p4 | $(ratio "$b4" "$p4") | |"
+    echo "| 128 KiB random reads/s, cold | $b128 | $p128 | $(ratio "$b128" "$p128") | |"
+    echo "| peak RSS, 2 GB in, compressed (${big_job} s), read back | $((hwm / 1024)) MiB | limit $((256 + 256 + 128)) MiB | | <= limit |"
+  }
+  echo "bench: the mount's log:" >&2; cat "$w/mount.log" >&2
+}
+
+if [[ ${1:-} == --mount ]]; then
+  bench_mount
+  exit 0
+fi
 
 bench_peers_main "$@"

@@ -230,6 +230,13 @@ int run_cli(int argc, char** argv) {
                     "256M; 0: no cache)");
   mount->add_option("--prefetch", mopt.prefetch,
                     "Chunks decoded ahead of a sequential reader (default 2)");
+  mount->add_option("--pipeline-memory", mopt.pipeline_memory,
+                    "Memory the background compression may hold in flight, "
+                    "e.g. 128M (default 256M)");
+  mount->add_option("--log", mopt.log,
+                    "Where to log (one line per compressed file, and "
+                    "errors): FILE, syslog or stderr (default: stderr with "
+                    "-f, syslog when daemonized)");
   CLI::App* unmount = app.add_subcommand("unmount", "Unmount (fusermount3 -u)");
   unmount->add_option("mountpoint", mopt.mountpoint, "Mounted directory")
       ->required();

@@ -1,6 +1,8 @@
 // `brevis mount STORE MOUNTPOINT` and `brevis unmount MOUNTPOINT`.
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "fs/fuse/mount.h"
 #include "src/commands.h"
@@ -26,6 +28,20 @@ int run_mount(mount_cli_options const& opt) {
   }
   m.cache_bytes = static_cast<size_t>(*cache);
   m.prefetch = opt.prefetch;
+  std::optional<uint64_t> const pipe = parse_size(opt.pipeline_memory);
+  if (!pipe || *pipe > SIZE_MAX || *pipe < (1u << 20)) {
+    std::fprintf(stderr,
+                 "brevis: mount: bad --pipeline-memory '%s' (at least 1M)\n",
+                 opt.pipeline_memory.c_str());
+    return 1;
+  }
+  m.pipeline_memory = static_cast<size_t>(*pipe);
+  // The daemon runs in /: a relative log path means here.
+  if (!opt.log.empty() && opt.log != "syslog" && opt.log != "stderr") {
+    m.log = std::filesystem::absolute(opt.log).string();
+  } else {
+    m.log = opt.log;
+  }
   return fs::run_mount(m);
 }
 

@@ -4,10 +4,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -197,9 +199,76 @@ int store_ls(store_cli_options const& opt) {
   });
 }
 
+/// Whether a live `brevis mount` holds STORE/mount.lock.
+bool mounted(std::string const& store_dir) {
+  std::string const path = store_dir + "/mount.lock";
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool const held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+double seconds_since(int64_t wall_ns) {
+  auto const now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  return static_cast<double>(now - wall_ns) / 1e9;
+}
+
+/// The mount's queue and its last jobs (FORMAT.md S.3, `extra` inode 0).
+void print_pipeline(fs::store const& s, fs::store_stats const& t, bool live) {
+  std::printf("staged:         %llu files, %s not compressed yet\n",
+              static_cast<unsigned long long>(t.staged_files),
+              human_size(t.staged_bytes).c_str());
+  std::optional<fs::pipeline_status> const q = s.get_pipeline_status();
+  if (!live) {
+    std::printf(
+        "queue:          not mounted (staged files are queued at "
+        "the next mount)\n");
+  } else if (q) {
+    std::printf("queue:          %llu waiting",
+                static_cast<unsigned long long>(q->queued));
+    std::printf(" (as of %.0f s ago)", seconds_since(q->updated_ns));
+    if (q->running) {
+      std::printf(", compressing '%s' (%s, for %.0f s)",
+                  q->running_name.c_str(), human_size(q->running_size).c_str(),
+                  seconds_since(q->running_since_ns));
+    } else {
+      std::printf(", idle");
+    }
+    std::printf("\n");
+  }
+  std::vector<fs::job_record> const jobs = s.recent_jobs();
+  if (jobs.empty()) return;
+  uint64_t bytes = 0, micros = 0;
+  for (auto const& j : jobs) {
+    bytes += j.size;
+    micros += j.micros;
+  }
+  std::printf(
+      "last %zu jobs:   %s in %.1f s, %.1f MB/s\n", jobs.size(),
+      human_size(bytes).c_str(), static_cast<double>(micros) / 1e6,
+      micros ? static_cast<double>(bytes) / static_cast<double>(micros) : 0.0);
+  size_t const shown = std::min<size_t>(jobs.size(), 5);
+  for (size_t i = jobs.size() - shown; i < jobs.size(); ++i) {
+    fs::job_record const& j = jobs[i];
+    std::printf("  %-28s %9s -> %9s  ratio %.3f  %6.1f s  %.0f s ago\n",
+                j.name.c_str(), human_size(j.size).c_str(),
+                human_size(j.stored).c_str(), ratio(j.size, j.stored),
+                static_cast<double>(j.micros) / 1e6,
+                seconds_since(j.finished_ns));
+  }
+}
+
 int store_stats(store_cli_options const& opt) {
   return for_each_input({opt.store}, [&](std::string const&) {
-    auto s = open_store(opt, false);
+    // Read-only: no writer lock and no recovery, so it runs beside a live
+    // mount without waiting for it or touching its packs.
+    fs::store_options so;
+    so.create = false;
+    so.read_only = true;
+    auto s = std::make_unique<fs::store>(opt.store, so);
     fs::store_stats const t = s->stats();
     auto pct = [](uint64_t a, uint64_t b) {
       return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0;
@@ -228,6 +297,7 @@ int store_stats(store_cli_options const& opt) {
                 pct(t.live_bytes, t.pack_bytes));
     std::printf("index:          %s used of a %s map\n",
                 human_size(t.map_used).c_str(), human_size(t.map_size).c_str());
+    print_pipeline(*s, t, mounted(opt.store));
   });
 }
 

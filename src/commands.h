@@ -74,7 +74,9 @@ struct mount_cli_options {
   unsigned fuse_threads = 0;
   std::string cache_size = "256M";  // decoded chunks kept (K/M/G suffix)
   unsigned prefetch = 2;            // chunks decoded ahead (0: none)
-  bool lazy = false;                // unmount -z
+  std::string pipeline_memory = "256M";  // compression's bytes in flight
+  std::string log;                       // FILE, "syslog" or "stderr"
+  bool lazy = false;                     // unmount -z
 };
 
 int run_compress(compress_options const& opt);

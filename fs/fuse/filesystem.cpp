@@ -12,6 +12,8 @@
 #include <system_error>
 
 #include "codec/dsl/program.h"
+#include "fs/pipeline/compress_graph.h"
+#include "fs/pipeline/event_log.h"
 #include "fs/store/pack.h"
 
 namespace brevis::fs {
@@ -58,8 +60,7 @@ bool for_writing(int flags) {
 }
 
 void log_error(uint64_t ino, std::string const& what) {
-  std::fprintf(stderr, "brevis mount: inode %llu: %s\n",
-               static_cast<unsigned long long>(ino), what.c_str());
+  log_event(log_level::error, "inode " + std::to_string(ino) + ": " + what);
 }
 
 }  // namespace
@@ -111,8 +112,8 @@ mount_fs::~mount_fs() {
 
 void mount_fs::start() {
   if (size_t n = store_.tidy()) {
-    std::fprintf(stderr,
-                 "brevis mount: removed %zu leftovers of an unclean stop\n", n);
+    log_event(log_level::info,
+              "removed " + std::to_string(n) + " leftovers of an unclean stop");
   }
   if (!opt_.compress) return;
   for (uint64_t ino : store_.staged_inodes()) {
@@ -831,35 +832,46 @@ void mount_fs::compress_job(uint64_t ino) {
       n.cv.notify_all();
     }
   } done{*n};
-  std::string const path = store_.staging_path(ino);
+  compress_request req;
+  req.ino = ino;
+  req.name = name;
+  req.staged_path = store_.staging_path(ino);
+  req.memory_limit = opt_.pipeline_memory;
+  req.cancelled = [&] { return n->cancel || stopping_; };
+  // Files queued again at mount have no name until someone looks them up.
+  std::string const label =
+      name.empty() ? "inode " + std::to_string(ino)
+                   : "'" + name + "' (inode " + std::to_string(ino) + ")";
+  // The queue is recorded (a commit each) around jobs long enough to be
+  // seen, and when the queue runs dry, not around every small file.
+  bool visible = false;
   try {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int const e = errno;
-      if (e == ENOENT && !alive(ino)) return;  // unlinked meanwhile
-      sys_fail(e, "open the staged copy");
+    visible = store_.stat(ino).size >= status_min_bytes;
+  } catch (std::exception const&) {
+  }  // gone: the job finds out and says nothing
+  if (visible) report_queue(ino, name);
+  compress_outcome const out = compress_staged_file(store_, chooser_, req);
+  if (visible || pending() <= 1) report_queue(0, {});
+  if (!out.ok) {
+    if (out.code == store_errc::cancelled ||
+        out.code == store_errc::not_found) {
+      return;  // a writer, an unlink or the unmount took it back
     }
-    struct closer {
-      int fd;
-      ~closer() { ::close(fd); }
-    } c{fd};
-    struct stat ss {};
-    if (::fstat(fd, &ss) != 0) sys_fail(errno, "stat the staged copy");
-    codec::bytes data(static_cast<size_t>(ss.st_size));
-    for (size_t done_bytes = 0; done_bytes < data.size();) {
-      ssize_t const r =
-          ::pread(fd, data.data() + done_bytes, data.size() - done_bytes,
-                  static_cast<off_t>(done_bytes));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) sys_fail(errno, "read the staged copy");
-      if (r == 0) {
-        data.resize(done_bytes);  // cut meanwhile: the commit is cancelled
-        break;
-      }
-      done_bytes += static_cast<size_t>(r);
+    bool unlinked = false;
+    try {
+      unlinked = !alive(ino);
+    } catch (std::exception const&) {
     }
-    store_.compress_staged(ino, name, data, chooser_, from_ts(ss.st_mtim),
-                           [&] { return n->cancel || stopping_; });
+    if (unlinked) return;  // unlinked meanwhile: nothing left to keep
+    log_event(log_level::error, label + " left staged, tried again in " +
+                                    std::to_string(retry_delay_s) +
+                                    " s: " + out.error);
+    if (!stopping_) {
+      queue_->schedule(ino, std::chrono::seconds(retry_delay_s));
+    }
+    return;
+  }
+  {
     // Committed: reads go to the store from now on, then the copy goes.
     std::scoped_lock lk(n->mu, n->io);
     n->staged = false;
@@ -868,14 +880,38 @@ void mount_fs::compress_job(uint64_t ino) {
       ::close(n->fd);
       n->fd = -1;
     }
-    ::unlink(path.c_str());
-  } catch (store_error const& e) {
-    if (e.code() != store_errc::cancelled &&
-        e.code() != store_errc::not_found) {
-      log_error(ino, std::string("left staged: ") + e.what());
+    ::unlink(req.staged_path.c_str());
+  }
+  add_result const& r = out.result;
+  char line[160];
+  std::snprintf(
+      line, sizeof line, "%llu -> %llu bytes, ratio %.3f, %.2f s, %.1f MB/s",
+      static_cast<unsigned long long>(r.size),
+      static_cast<unsigned long long>(r.stored),
+      r.stored ? static_cast<double>(r.size) / static_cast<double>(r.stored)
+               : 0.0,
+      out.seconds,
+      out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0);
+  log_event(log_level::info, "compressed " + label + ": " + line);
+}
+
+void mount_fs::report_queue(uint64_t running, std::string const& name) {
+  // Best effort: `brevis stats` shows it; a failure here changes nothing.
+  try {
+    pipeline_status st;
+    st.updated_ns = now_ns();
+    // This job runs inside the queue: it is one of the pending entries.
+    size_t const pending = queue_ ? queue_->pending() : 0;
+    st.queued = pending > 0 ? pending - 1 : 0;
+    st.running = running;
+    st.running_name = name;
+    if (running) {
+      st.running_since_ns = st.updated_ns;
+      st.running_size = store_.stat(running).size;
     }
+    store_.set_pipeline_status(st);
   } catch (std::exception const& e) {
-    log_error(ino, std::string("left staged: ") + e.what());
+    log_error(running, std::string("recording the queue: ") + e.what());
   }
 }
 

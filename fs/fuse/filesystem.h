@@ -58,6 +58,7 @@
 
 #include "codec/choose/chooser.h"
 #include "fs/cache/chunk_cache.h"
+#include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
 
@@ -81,6 +82,8 @@ class mount_fs {
     unsigned quiet_ms = 1000;  // after the last writer closes
     bool compress = true;  // false: files stay staged (tests, --no-compress)
     unsigned workers = 1;
+    /// Bytes the compression pipeline may hold in flight (compress_graph.h).
+    size_t pipeline_memory = default_pipeline_memory;
     size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
     unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
     unsigned prefetch_threads = 2;
@@ -179,6 +182,12 @@ class mount_fs {
   /// The store dropped or orphaned an inode that lost its last name.
   void after_unlink(store::unlink_result const& r);
   void compress_job(uint64_t ino);
+  /// Records the queue in the store for `brevis stats` (running: 0 idle).
+  void report_queue(uint64_t running, std::string const& name);
+  /// A job that failed for a reason other than a writer or an unlink.
+  static constexpr unsigned retry_delay_s = 60;
+  /// Jobs from this size on are recorded as running (report_queue).
+  static constexpr uint64_t status_min_bytes = 16u << 20;
   /// n's chunk map for generation `gen`; io held shared.
   std::shared_ptr<std::vector<store::chunk_span> const> chunks_of(node& n,
                                                                   uint64_t gen);

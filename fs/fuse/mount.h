@@ -18,6 +18,10 @@ struct mount_options {
   unsigned threads = 0;      // FUSE worker threads (0: libfuse's default)
   size_t cache_bytes = 256u << 20;  // decoded chunks kept for reads
   unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
+  size_t pipeline_memory = 256u << 20;  // compression's bytes in flight
+  /// "stderr", "syslog" or a file; empty: stderr in the foreground, syslog
+  /// when daemonized (stderr is /dev/null then).
+  std::string log;
 };
 
 /// A store is mounted at most once: the mount holds an flock on

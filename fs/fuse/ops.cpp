@@ -31,6 +31,7 @@
 #include "codec/choose/chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/fuse/mount.h"
+#include "fs/pipeline/event_log.h"
 
 namespace brevis::fs {
 namespace {
@@ -506,6 +507,10 @@ int run_mount(mount_options const& opt) {
     // errors reach the terminal; the daemon opens it again after the fork.
     std::filesystem::create_directories(opt.store);
     lock = std::make_unique<mount_lock>(absolute(opt.store));
+    // Opened before the fork, so a bad log path reaches the terminal.
+    open_event_log(!opt.log.empty()              ? opt.log
+                   : opt.foreground || opt.debug ? "stderr"
+                                                 : "syslog");
     { store s(opt.store); }
     store_dir = absolute(opt.store);
     mountpoint = absolute(opt.mountpoint);
@@ -551,6 +556,7 @@ int run_mount(mount_options const& opt) {
     fo.compress = opt.compress;
     fo.cache_bytes = opt.cache_bytes;
     fo.prefetch = opt.prefetch;
+    fo.pipeline_memory = opt.pipeline_memory;
     mount_fs fs(s, *chooser, fo);
     ctx.fs = &fs;
     fs.start();
@@ -564,7 +570,7 @@ int run_mount(mount_options const& opt) {
     fs.shutdown();
     ctx.fs = nullptr;
   } catch (std::exception const& e) {
-    std::fprintf(stderr, "brevis: mount: %s\n", e.what());
+    log_event(log_level::error, e.what());
     fuse_session_unmount(se);
     rc = 1;
   }

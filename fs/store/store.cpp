@@ -93,10 +93,11 @@ inode_attr to_attr(uint64_t ino, inode_rec const& r) {
 
 store::impl::impl(std::string d, store_options o)
     : dir(std::move(d)), opt(std::move(o)) {
-  make_dir(dir, opt.create);
-  make_dir(index_dir(), opt.create);
-  make_dir(packs_dir(), opt.create);
-  make_dir(staging_dir(), opt.create);
+  bool const create = opt.create && !opt.read_only;
+  make_dir(dir, create);
+  make_dir(index_dir(), create);
+  make_dir(packs_dir(), create);
+  make_dir(staging_dir(), create);
   if (char const* k = std::getenv("BREVIS_STORE_KILL_AT")) {
     std::string s = k;
     size_t colon = s.rfind(':');
@@ -106,16 +107,48 @@ store::impl::impl(std::string d, store_options o)
                      : std::strtoull(s.c_str() + colon + 1, nullptr, 10);
   }
 
-  std::string const lock_path = index_dir() + "/writer.lock";
-  lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) store_fail_errno(errno, "open " + lock_path);
+  if (!opt.read_only) {
+    std::string const lock_path = index_dir() + "/writer.lock";
+    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0) store_fail_errno(errno, "open " + lock_path);
+    std::string const append_path = index_dir() + "/append.lock";
+    append_fd = ::open(append_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (append_fd < 0) {
+      int const e = errno;
+      ::close(lock_fd);
+      store_fail_errno(e, "open " + append_path);
+    }
+  }
 
   try {
     lmdb_check(mdb_env_create(&env), "create environment");
     lmdb_check(mdb_env_set_maxdbs(env, 8), "set maxdbs");
     lmdb_check(mdb_env_set_mapsize(env, opt.initial_map_size), "set mapsize");
-    lmdb_check(mdb_env_open(env, index_dir().c_str(), MDB_NOTLS, 0644),
+    lmdb_check(mdb_env_open(env, index_dir().c_str(),
+                            MDB_NOTLS | (opt.read_only ? MDB_RDONLY : 0), 0644),
                "open environment");
+    if (opt.read_only) {
+      txn t(env, false);
+      auto open_db = [&](char const* name, MDB_dbi& dbi) {
+        lmdb_check(mdb_dbi_open(t.get(), name, 0, &dbi), name);
+      };
+      open_db("meta", meta);
+      open_db("inodes", inodes);
+      open_db("dirents", dirents);
+      open_db("chunks", chunks);
+      open_db("programs", programs);
+      open_db("payloads", payloads);
+      open_db("packs", packs);
+      open_db("extra", extra);
+      auto v = t.get(meta, as_bytes_view("version"));
+      if (!v || v->size() != 8 ||
+          codec::load_le<uint64_t>(v->data()) != store_version) {
+        store_fail(store_errc::bad_store,
+                   dir + ": store version is not supported");
+      }
+      t.commit();  // keeps the database handles
+      return;
+    }
     writer_guard g(*this);
     txn t(env, true);
     auto open_db = [&](char const* name, MDB_dbi& dbi) {
@@ -151,7 +184,8 @@ store::impl::impl(std::string d, store_options o)
     t.commit();
   } catch (...) {
     if (env) mdb_env_close(env);
-    ::close(lock_fd);
+    if (lock_fd >= 0) ::close(lock_fd);
+    if (append_fd >= 0) ::close(append_fd);
     throw;
   }
   recover();
@@ -159,10 +193,14 @@ store::impl::impl(std::string d, store_options o)
 
 store::impl::~impl() {
   mdb_env_close(env);
-  ::close(lock_fd);
+  if (lock_fd >= 0) ::close(lock_fd);
+  if (append_fd >= 0) ::close(append_fd);
 }
 
 store::impl::writer_guard::writer_guard(impl& s) : s_(s) {
+  if (s_.lock_fd < 0) {
+    store_fail(store_errc::invalid, s_.dir + ": the store is open read-only");
+  }
   s_.writer_mu.lock();
   while (::flock(s_.lock_fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
@@ -176,6 +214,35 @@ store::impl::writer_guard::writer_guard(impl& s) : s_(s) {
 store::impl::writer_guard::~writer_guard() {
   ::flock(s_.lock_fd, LOCK_UN);
   s_.writer_mu.unlock();
+}
+
+store::impl::append_guard::append_guard(impl& s) : s_(s) {
+  if (s_.append_fd < 0) {
+    store_fail(store_errc::invalid, s_.dir + ": the store is open read-only");
+  }
+  s_.append_mu.lock();
+  while (::flock(s_.append_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int e = errno;
+      s_.append_mu.unlock();
+      store_fail_errno(e, "lock " + s_.index_dir() + "/append.lock");
+    }
+  }
+}
+
+store::impl::append_guard::~append_guard() {
+  ::flock(s_.append_fd, LOCK_UN);
+  s_.append_mu.unlock();
+}
+
+std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id) {
+  std::string const path = pack_path(id);
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (::unlink(path.c_str()) != 0) store_fail_errno(errno, "unlink " + path);
+    report.removed_packs.push_back(pack_name(id));
+  }
+  forget_pack(id);  // a reader's descriptor of the leftover
+  return std::make_unique<pack_file>(path, true, true);
 }
 
 void store::impl::hit(std::string_view point) {
@@ -206,12 +273,14 @@ void store::impl::adopt_map_size() {
 }
 
 void store::impl::recover() {
-  // A live writer elsewhere owns its pack tails: leave them alone.
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return;
+  // A live writer or appender elsewhere owns its pack tails: leave them.
+  if (::flock(append_fd, LOCK_EX | LOCK_NB) != 0) return;
   struct unlock {
     int fd;
     ~unlock() { ::flock(fd, LOCK_UN); }
-  } u{lock_fd};
+  } ua{append_fd};
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return;
+  unlock u{lock_fd};
   report.recovered = true;
 
   std::unordered_map<uint64_t, pack_rec> committed;
@@ -282,6 +351,7 @@ store::~store() = default;
 
 open_report const& store::report() const { return impl_->report; }
 std::string const& store::dir() const { return impl_->dir; }
+uint32_t store::chunk_size() const { return impl_->opt.chunk_size; }
 
 // ---------------------------------------------------------------- helpers
 
@@ -553,7 +623,7 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
   if (fresh) {
     id = s.next_counter(t, "next_pack", 1);
     path = s.pack_path(id);
-    pack = std::make_unique<pack_file>(path, true, true);
+    pack = s.create_pack(id);
     prec.end = pack_header_size;
   } else {
     path = s.pack_path(id);
@@ -563,9 +633,10 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
 }
 
 store::impl::pack_append::~pack_append() {
-  // Undo the append unless the commit happened: the index never points
-  // past `start`, so this is only tidiness (open would truncate too).
-  if (done || !pack) return;
+  // Undo the append unless a commit was tried: the index never points past
+  // `start` then, so this is only tidiness (open would truncate too). After
+  // a failed commit the bytes may be committed after all: leave them.
+  if (done || committing || !pack) return;
   if (fresh) {
     ::unlink(path.c_str());
   } else {
@@ -593,6 +664,7 @@ add_result store::add_file(uint64_t parent, std::string_view name,
   impl& s = *impl_;
   impl::encode_plan plan(data, name, chooser, s.opt.chunk_size, {});
 
+  impl::append_guard appending(s);
   return s.write_txn([&](txn& t) {
     add_result res;
     res.size = data.size();
@@ -642,6 +714,8 @@ add_result store::add_file(uint64_t parent, std::string_view name,
 
     pa.sync();
     s.hit("pack_synced");
+    pa.committing = true;
+    s.hit("commit");  // tests: a commit whose outcome is unknown
     t.commit();
     pa.done = true;
     s.hit("committed");
@@ -840,6 +914,11 @@ store_stats store::stats() const {
           ++x.files;
           x.logical += r.size;
           x.referenced += r.stored;
+          if (S_ISREG(r.mode) && r.nlink > 0 &&
+              r.state == static_cast<uint32_t>(file_state::staged)) {
+            ++x.staged_files;
+            x.staged_bytes += r.size;
+          }
         }
       }
     }

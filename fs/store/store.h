@@ -66,14 +66,18 @@ struct dir_entry {
 
 struct store_options {
   bool create = true;  // create the directory layout when missing
+  /// Opens the index read-only (MDB_RDONLY): no writer lock, no recovery,
+  /// and every write throws. For `brevis stats` beside a live mount.
+  bool read_only = false;
   uint64_t initial_map_size = 64ull << 20;
   uint64_t max_map_size = 1ull << 40;  // growth past this is ENOSPC
   uint64_t pack_limit = 1ull << 30;    // start a new pack past this size
   uint32_t chunk_size = codec::default_chunk_size;
   /// Called at named points of the write path ("pack_write", "pack_synced",
-  /// "committed", "gc_copied", ...); tests use it to fail or kill there.
-  /// The environment variable BREVIS_STORE_KILL_AT=POINT:N raises SIGKILL at
-  /// the Nth time POINT is reached (crash tests of the binary).
+  /// "commit" (just before it), "committed", "gc_copied", ...); tests use it to
+  /// fail or kill there. The environment variable BREVIS_STORE_KILL_AT=POINT:N
+  /// raises SIGKILL at the Nth time POINT is reached (crash tests of the
+  /// binary).
   std::function<void(std::string_view point)> fault_hook;
 };
 
@@ -96,9 +100,33 @@ struct add_result {
   bool replaced = false;      // an earlier file of that name was dropped
 };
 
+/// One finished compression of the mount, kept in a ring of the last
+/// job_ring_size in the store (FORMAT.md S.3, `extra` under inode 0).
+struct job_record {
+  int64_t finished_ns = 0;  // wall clock (CLOCK_REALTIME)
+  uint64_t ino = 0;
+  uint64_t size = 0;    // logical bytes
+  uint64_t stored = 0;  // payload bytes its chunks reference
+  uint64_t micros = 0;  // from the job's start to its commit
+  std::string name;
+};
+inline constexpr uint64_t job_ring_size = 32;
+
+/// What the mount's compression queue is doing, as last written by the
+/// mount (at every job's start and end).
+struct pipeline_status {
+  int64_t updated_ns = 0;  // wall clock
+  uint64_t queued = 0;     // files waiting (quiet period or queue)
+  uint64_t running = 0;    // the inode being compressed, 0 when idle
+  uint64_t running_size = 0;
+  int64_t running_since_ns = 0;
+  std::string running_name;
+};
+
 struct store_stats {
   uint64_t files = 0, dirs = 0;
-  uint64_t logical = 0;     // sum of file sizes
+  uint64_t staged_files = 0, staged_bytes = 0;  // not compressed yet
+  uint64_t logical = 0;                         // sum of file sizes
   uint64_t referenced = 0;  // sum of payload bytes files reference
   uint64_t unique = 0;      // payload bytes stored once (what dedup keeps)
   uint64_t payloads = 0;    // distinct payloads
@@ -140,6 +168,8 @@ class store {
 
   open_report const& report() const;
   std::string const& dir() const;
+  /// Logical bytes per chunk of new files (store_options::chunk_size).
+  uint32_t chunk_size() const;
 
   /// The inode of `name` in directory `parent`, or nullopt.
   std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) const;
@@ -268,6 +298,11 @@ class store {
   size_t tidy();
 
   store_stats stats() const;
+  /// The last finished compression jobs, oldest first.
+  std::vector<job_record> recent_jobs() const;
+  std::optional<pipeline_status> get_pipeline_status() const;
+  /// The mount records its queue (one small write transaction).
+  void set_pipeline_status(pipeline_status const& st);
   /// Checks every pack record, every chunk, program and reference count.
   /// With repair: removes files that cannot be read, fixes counts, drops
   /// dangling records; never touches anything readable.
@@ -279,6 +314,7 @@ class store {
   struct impl;
 
  private:
+  friend class staged_commit;
   std::unique_ptr<impl> impl_;
 };
 

@@ -464,6 +464,7 @@ add_result store::compress_staged(uint64_t ino, std::string_view name,
                                   std::function<bool()> const& cancelled) {
   impl& s = *impl_;
   impl::encode_plan plan(data, name, chooser, s.opt.chunk_size, cancelled);
+  impl::append_guard appending(s);
   return s.write_txn([&](txn& t) {
     inode_rec r = s.get_inode(t, ino);
     if (r.state != static_cast<uint32_t>(file_state::staged) || r.nlink == 0 ||
@@ -490,6 +491,8 @@ add_result store::compress_staged(uint64_t ino, std::string_view name,
     }
     pa.sync();
     s.hit("pack_synced");
+    pa.committing = true;
+    s.hit("commit");  // tests: a commit whose outcome is unknown
     t.commit();
     pa.done = true;
     s.hit("committed");

@@ -36,6 +36,11 @@ struct store::impl {
   mutable std::shared_mutex env_lock;
   std::mutex writer_mu;
   int lock_fd = -1;
+  // Appending to packs (FORMAT.md S.4): one appender at a time, taken
+  // before the writer lock, so a long compression appends while metadata
+  // writers go on.
+  std::mutex append_mu;
+  int append_fd = -1;
 
   mutable std::mutex prog_mu;
   mutable std::unordered_map<uint64_t, std::shared_ptr<codec::node const>>
@@ -93,6 +98,23 @@ struct store::impl {
     impl& s_;
   };
 
+  /// Holds the append lock (this process's mutex and index/append.lock).
+  /// Anything that appends to or cuts packs takes it before the writer lock.
+  class append_guard {
+   public:
+    explicit append_guard(impl& s);
+    ~append_guard();
+    append_guard(append_guard const&) = delete;
+    append_guard& operator=(append_guard const&) = delete;
+
+   private:
+    impl& s_;
+  };
+  /// Creates pack `id`, which no committed record names. With the append
+  /// lock held: a file of that name is a leftover of an append that never
+  /// committed (when crash recovery was skipped) and is replaced.
+  std::unique_ptr<detail::pack_file> create_pack(uint64_t id);
+
   /// Runs f(txn&) in a write transaction under the writer lock and commits
   /// it; grows the map and runs f again when it fills.
   template <typename F>
@@ -146,8 +168,10 @@ struct store::impl {
     uint64_t size = 0;
     uint64_t whole = 0;  // XXH3-64 of the file
   };
-  /// The pack a write transaction appends to; truncates what it appended
-  /// unless `done` is set after the commit.
+  /// The pack a write transaction appends to (the append lock held);
+  /// truncates what it appended when the transaction did not commit, and
+  /// leaves it when a commit was attempted and failed (it may have reached
+  /// the disk: the next writer's open reconciles the tail with the index).
   struct pack_append {
     pack_append(impl& s, detail::txn& t);
     ~pack_append();
@@ -163,6 +187,7 @@ struct store::impl {
     detail::pack_rec prec;
     bool fresh = true;
     uint64_t start = 0, pos = 0;
+    bool committing = false;  // set just before the commit
     bool done = false;
   };
   /// Encodes plan's chunks in batches and puts their records under `ino`;

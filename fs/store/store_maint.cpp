@@ -43,8 +43,12 @@ std::string ino_name(uint64_t ino) { return "inode " + std::to_string(ino); }
 fsck_report store::fsck(fsck_options const& opt) {
   impl& s = *impl_;
   fsck_report rep;
+  std::optional<impl::append_guard> appending;
   std::optional<impl::writer_guard> guard;
-  if (opt.repair) guard.emplace(s);
+  if (opt.repair) {
+    appending.emplace(s);
+    guard.emplace(s);
+  }
 
   std::map<uint64_t, pack_rec> packs;
   std::map<std::pair<uint64_t, uint64_t>, record_info> records;
@@ -336,6 +340,7 @@ fsck_report store::fsck(fsck_options const& opt) {
 gc_report store::gc(double threshold) {
   impl& s = *impl_;
   gc_report rep;
+  impl::append_guard appending(s);
   impl::writer_guard guard(s);
 
   std::map<uint64_t, pack_rec> packs = s.read_txn([&](txn& t) {
@@ -382,7 +387,7 @@ gc_report store::gc(double threshold) {
       if (!dest) {
         dest_id = s.write_txn_locked(
             [&](txn& t) { return s.next_counter(t, "next_pack", 1); });
-        dest = std::make_unique<pack_file>(s.pack_path(dest_id), true, true);
+        dest = s.create_pack(dest_id);
         dest_rec = {pack_header_size, 0};
       }
       uint64_t pos = dest_rec.end;

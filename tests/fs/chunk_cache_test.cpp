@@ -107,7 +107,9 @@ void hammer(size_t budget, bool fits) {
   auto const s = c.stats();
   EXPECT_EQ(s.hits + s.misses + s.joined, 8u * 2000u);
   EXPECT_EQ(static_cast<uint64_t>(loads), s.misses);
-  if (fits) EXPECT_GT(s.hits, 0u);
+  if (fits) {
+    EXPECT_GT(s.hits, 0u);
+  }
 }
 
 TEST(chunk_cache, concurrent_readers_share_one_load) {

@@ -97,8 +97,12 @@ void crash_at(std::string const& point, int n) {
     ++committed;
     EXPECT_EQ(got, datas[i]) << point << ":" << n << " " << names[i];
   }
-  if (point == "committed") EXPECT_EQ(committed, size_t(n));
-  if (point == "pack_synced") EXPECT_EQ(committed, size_t(n - 1));
+  if (point == "committed") {
+    EXPECT_EQ(committed, size_t(n));
+  }
+  if (point == "pack_synced") {
+    EXPECT_EQ(committed, size_t(n - 1));
+  }
   fsck_report f = s.fsck({});
   EXPECT_TRUE(f.clean()) << point << ":" << n << " "
                          << (f.problems.empty() ? "" : f.problems[0]);

@@ -1,0 +1,392 @@
+#include "fs/pipeline/compress_graph.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <tbb/flow_graph.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "codec/container/archive.h"
+#include "codec/core/checksum.h"
+#include "codec/core/error.h"
+#include "codec/dsl/interpreter.h"
+#include "fs/store/records.h"
+#include "fs/store/staged_commit.h"
+
+namespace brevis::fs {
+
+namespace {
+
+namespace flow = tbb::flow;
+using clock = std::chrono::steady_clock;
+
+/// The staged copy, mapped read-only.
+class mapped_copy {
+ public:
+  explicit mapped_copy(std::string const& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("open the staged copy");
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail("stat the staged copy");
+    size_ = static_cast<size_t>(st.st_size);
+    mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
+                st.st_mtim.tv_nsec;
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) fail("map the staged copy");
+    data_ = static_cast<uint8_t const*>(p);
+    ::madvise(p, size_, MADV_SEQUENTIAL);
+  }
+  ~mapped_copy() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  mapped_copy(mapped_copy const&) = delete;
+  mapped_copy& operator=(mapped_copy const&) = delete;
+
+  codec::byte_view bytes() const { return {data_, size_}; }
+  int64_t mtime_ns() const { return mtime_ns_; }
+  /// Drops the whole pages inside [offset, offset + length) from this
+  /// process (the page cache keeps them; a later touch maps them again).
+  void release(uint64_t offset, uint64_t length) const {
+    if (!data_ || length == 0) return;
+    static long const page = ::sysconf(_SC_PAGESIZE);
+    uint64_t const pg = static_cast<uint64_t>(page);
+    uint64_t const from = (offset + pg - 1) / pg * pg;
+    uint64_t const to = std::min<uint64_t>(offset + length, size_) / pg * pg;
+    if (to > from) {
+      ::madvise(const_cast<uint8_t*>(data_) + from, to - from, MADV_DONTNEED);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(char const* what) {
+    int const e = errno;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    store_fail_errno(e, what);
+  }
+  int fd_ = -1;
+  uint8_t const* data_ = nullptr;
+  size_t size_ = 0;
+  int64_t mtime_ns_ = 0;
+};
+
+/// While alive, drops the mapping's pages every few milliseconds: the
+/// codec's chunk planning hashes every chunk through the mapping in one
+/// call, and without this the whole file would end up resident.
+class page_dropper {
+ public:
+  explicit page_dropper(mapped_copy const* m) : m_(m) {
+    if (m_) thread_ = std::thread([this] { run(); });
+  }
+  ~page_dropper() {
+    {
+      std::lock_guard lk(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  page_dropper(page_dropper const&) = delete;
+  page_dropper& operator=(page_dropper const&) = delete;
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    while (!cv_.wait_for(lk, std::chrono::milliseconds(10),
+                         [this] { return done_; })) {
+      m_->release(0, m_->bytes().size());
+    }
+  }
+  mapped_copy const* m_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+/// The first error of a job; everything after it only drains.
+class first_error {
+ public:
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  void set(store_errc code, std::string what) {
+    std::lock_guard lk(mu_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    code_ = code;
+    what_ = std::move(what);
+    failed_.store(true, std::memory_order_release);
+  }
+  /// Runs f, turning whatever it throws into the job's error.
+  template <typename F>
+  void guard(char const* stage, F&& f) noexcept {
+    try {
+      f();
+    } catch (store_error const& e) {
+      set(e.code(), std::string(stage) + ": " + e.what());
+    } catch (codec::error const& e) {
+      set(store_errc::io, std::string(stage) + ": " + e.what());
+    } catch (std::bad_alloc const&) {
+      set(store_errc::no_space, std::string(stage) + ": out of memory");
+    } catch (std::exception const& e) {
+      set(store_errc::io, std::string(stage) + ": " + e.what());
+    } catch (...) {
+      set(store_errc::io, std::string(stage) + ": unknown error");
+    }
+  }
+  store_errc code() const { return code_; }
+  std::string const& what() const { return what_; }
+
+ private:
+  std::mutex mu_;
+  std::atomic<bool> failed_{false};
+  store_errc code_ = store_errc::io;
+  std::string what_;
+};
+
+struct chunk_msg {
+  size_t index = 0;
+  std::shared_ptr<codec::encoded_chunk> encoded;  // null: ref or skipped
+  staged_commit::placement where;
+  bool appended = false;
+};
+
+uint64_t whole_checksum(mapped_copy const& m,
+                        std::function<bool()> const& stop) {
+  // Streamed in windows released behind us: hashing touches every page.
+  constexpr size_t window = 32u << 20;
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) throw std::bad_alloc();
+  XXH3_64bits_reset(st);
+  codec::byte_view const all = m.bytes();
+  for (size_t off = 0; off < all.size() && !stop(); off += window) {
+    size_t const n = std::min(window, all.size() - off);
+    XXH3_64bits_update(st, all.data() + off, n);
+    m.release(off, n);
+  }
+  uint64_t const h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+}  // namespace
+
+namespace {
+
+/// One attempt. `careful`: the encoder also decodes each payload in memory
+/// and falls back to the fallback program for a chunk that does not come
+/// back exactly (archive_writer::set_verify); otherwise only the verify
+/// stage decodes, and a mismatch fails the attempt with `corrupt`.
+compress_outcome run_job(store& s, codec::program_chooser const& chooser,
+                         compress_request const& req, bool careful) noexcept {
+  auto const started = clock::now();
+  compress_outcome out;
+  first_error err;
+  auto stop = [&] {
+    return err.failed() || (req.cancelled && req.cancelled());
+  };
+
+  std::unique_ptr<mapped_copy> copy;
+  std::unique_ptr<codec::archive_writer> writer;
+  std::vector<std::pair<uint64_t, codec::bytes>> programs;  // hash, bytes
+  uint64_t checksum = 0;
+
+  // Whole-file stages: parse, then programs and checksum side by side.
+  {
+    flow::graph g;
+    flow::function_node<flow::continue_msg, flow::continue_msg> parse(
+        g, flow::serial, [&](flow::continue_msg) {
+          err.guard("parse", [&] {
+            copy = std::make_unique<mapped_copy>(req.staged_path);
+            writer = std::make_unique<codec::archive_writer>(
+                copy->bytes(), req.name, chooser, s.chunk_size());
+            writer->set_verify(careful);
+          });
+          return flow::continue_msg();
+        });
+    flow::function_node<flow::continue_msg> synthesize(
+        g, flow::serial, [&](flow::continue_msg) {
+          if (stop()) return;
+          err.guard("synthesize", [&] {
+            page_dropper dropping(copy.get());
+            tbb::parallel_for(size_t{0}, writer->region_count(), [&](size_t r) {
+              if (!stop()) writer->choose_program(r);
+            });
+            if (stop()) return;
+            writer->plan_chunks();
+            for (codec::node const& p : writer->programs()) {
+              codec::bytes b = codec::serialize_program(p);
+              uint64_t const h = detail::hash64(b);
+              programs.emplace_back(h, std::move(b));
+            }
+          });
+        });
+    flow::function_node<flow::continue_msg> hash(
+        g, flow::serial, [&](flow::continue_msg) {
+          if (stop()) return;
+          err.guard("checksum",
+                    [&] { checksum = whole_checksum(*copy, stop); });
+        });
+    flow::make_edge(parse, synthesize);
+    flow::make_edge(parse, hash);
+    parse.try_put(flow::continue_msg());
+    g.wait_for_all();
+    // What sampling touched.
+    if (copy) copy->release(0, copy->bytes().size());
+  }
+
+  // Chunk stages, holding the append lock until the commit.
+  std::unique_ptr<staged_commit> commit;
+  if (!stop())
+    err.guard("append",
+              [&] { commit = std::make_unique<staged_commit>(s, req.ino); });
+  if (!stop()) {
+    auto const chunks = writer->chunks();
+    size_t const count = chunks.size();
+    size_t const per_chunk = 3 * static_cast<size_t>(s.chunk_size());
+    size_t const tokens = std::clamp<size_t>(
+        req.memory_limit / std::max<size_t>(1, per_chunk), 2, 1024);
+    size_t next = 0;
+    flow::graph g;
+    flow::input_node<size_t> source(g, [&](tbb::flow_control& fc) -> size_t {
+      if (next == count || stop()) {
+        fc.stop();
+        return 0;
+      }
+      return next++;
+    });
+    flow::limiter_node<size_t> limit(g, tokens);
+    flow::function_node<size_t, chunk_msg> encode(
+        g, flow::unlimited, [&](size_t i) {
+          chunk_msg m;
+          m.index = i;
+          if (chunks[i].is_ref || stop()) return m;
+          err.guard("encode", [&] {
+            m.encoded =
+                std::make_shared<codec::encoded_chunk>(writer->encode(i));
+          });
+          return m;
+        });
+    flow::sequencer_node<chunk_msg> order(
+        g, [](chunk_msg const& m) { return m.index; });
+    flow::function_node<chunk_msg, chunk_msg> append(
+        g, flow::serial, [&](chunk_msg m) {
+          if (stop()) return m;
+          codec::chunk_entry const& e = chunks[m.index];
+          if (!e.is_ref && !m.encoded) return m;  // failed upstream
+          err.guard("append", [&] {
+            uint64_t const prog =
+                e.is_ref ? 0 : programs.at(m.encoded->program).first;
+            codec::byte_view const payload =
+                m.encoded ? codec::byte_view(m.encoded->payload)
+                          : codec::byte_view();
+            m.where = commit->add_chunk(e, prog, payload);
+            m.appended = true;
+          });
+          return m;
+        });
+    flow::function_node<chunk_msg, flow::continue_msg> verify(
+        g, flow::unlimited, [&](chunk_msg m) {
+          codec::chunk_entry const& e = chunks[m.index];
+          if (m.appended && m.encoded && !stop()) {
+            err.guard("verify", [&] {
+              codec::bytes stored;
+              if (m.where.written) {
+                commit->read_back(m.where, stored);
+              } else {
+                stored = std::move(m.encoded->payload);
+              }
+              codec::bytes back(e.length);
+              try {
+                codec::decode_chunk(writer->programs()[m.encoded->program],
+                                    stored, e.length, back.data());
+              } catch (codec::error const& x) {
+                store_fail(store_errc::corrupt,
+                           "chunk at " + std::to_string(e.offset) +
+                               " does not decode: " + x.what());
+              }
+              if (codec::xxh3(back) != e.checksum) {
+                store_fail(store_errc::corrupt,
+                           "chunk at " + std::to_string(e.offset) +
+                               " does not decode to its bytes");
+              }
+            });
+          }
+          m.encoded.reset();
+          copy->release(e.offset, e.length);
+          return flow::continue_msg();
+        });
+    flow::make_edge(source, limit);
+    flow::make_edge(limit, encode);
+    flow::make_edge(encode, order);
+    flow::make_edge(order, append);
+    flow::make_edge(append, verify);
+    flow::make_edge(verify, limit.decrementer());
+    source.activate();
+    g.wait_for_all();
+  }
+
+  if (!stop()) {
+    err.guard("commit", [&] {
+      staged_commit::file_info f;
+      f.size = copy->bytes().size();
+      f.mtime_ns = copy->mtime_ns();
+      f.checksum = checksum;
+      f.programs = std::move(programs);
+      f.cancelled = req.cancelled;
+      job_record j;
+      j.finished_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+      j.ino = req.ino;
+      j.size = f.size;
+      j.micros = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(clock::now() -
+                                                                started)
+              .count());
+      j.name = req.name;
+      f.job = j;
+      out.result = commit->commit(f);
+    });
+  }
+  err.guard("finish", [&] { commit.reset(); });  // releases the append lock
+  out.seconds = std::chrono::duration<double>(clock::now() - started).count();
+  if (out.result.ino == 0) {  // not committed
+    out.code = err.failed() ? err.code() : store_errc::cancelled;
+    out.error = err.failed() ? err.what() : "cancelled";
+    return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace
+
+compress_outcome compress_staged_file(store& s,
+                                      codec::program_chooser const& chooser,
+                                      compress_request const& req) noexcept {
+  // Encoding without the encoder's own check decodes each chunk once (in
+  // the verify stage) instead of twice. A chunk that fails it means a
+  // faulty operator: run again carefully, so it falls back per chunk.
+  compress_outcome out = run_job(s, chooser, req, false);
+  if (!out.ok && out.code == store_errc::corrupt) {
+    out = run_job(s, chooser, req, true);
+  }
+  return out;
+}
+
+}  // namespace brevis::fs

@@ -1,0 +1,55 @@
+#pragma once
+// The compression of one staged file (DESIGN 3.2), as a oneTBB flow graph:
+//
+//   parse regions ─┬─ synthesize programs (parallel over tensors)
+//                  └─ whole-file checksum
+//   chunks ─ limiter ─ encode (parallel) ─ sequencer ─ append to the pack
+//          (in file order) ─ verify (read back, decode, compare XXH3) ─┘
+//   then commit (fs/store/staged_commit.h).
+//
+// The staged copy is mapped, not read into memory; pages are dropped from
+// the mapping once their chunk is verified, so a 2 GB file costs the
+// pipeline's memory limit, not 2 GB of resident memory. The limiter keeps
+// at most memory_limit / (3 chunk sizes) chunks in flight (each holds its
+// source pages, its payload and a decode buffer).
+//
+// Node bodies never throw: the first error is kept, later nodes pass their
+// messages on without work (so the limiter drains), and the outcome says
+// what happened. The caller leaves the file staged on any error.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "codec/choose/chooser.h"
+#include "fs/store/store.h"
+
+namespace brevis::fs {
+
+inline constexpr size_t default_pipeline_memory = 256u << 20;
+
+struct compress_request {
+  uint64_t ino = 0;
+  std::string name;         // helps the parser pick a format; in the log
+  std::string staged_path;  // the staged copy
+  size_t memory_limit = default_pipeline_memory;
+  /// Asked between chunks; true stops the job (outcome cancelled).
+  std::function<bool()> cancelled;
+};
+
+struct compress_outcome {
+  bool ok = false;
+  store_errc code = store_errc::io;  // when !ok
+  std::string error;                 // when !ok: what and why
+  add_result result;
+  double seconds = 0;  // start to commit
+};
+
+/// Compresses the staged copy of `req.ino` into the store and marks the
+/// inode compressed (the caller removes the copy). Never throws.
+compress_outcome compress_staged_file(store& s,
+                                      codec::program_chooser const& chooser,
+                                      compress_request const& req) noexcept;
+
+}  // namespace brevis::fs
