@@ -505,25 +505,33 @@ node trivial_program(byte_view data) {
   return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
 }
 
-// ---- literal opaque regions (FORMAT.md 4.7) ----
-// Small opaque regions of a file (zip local headers, padding, the pickle, the
-// central directory) coded one by one each pay a codec's framing and share
-// nothing; as `literal` leaves their bytes sit in the programs, which the
-// archive index compresses together as one zstd stream. Only for per-file
-// choosers (a content-addressed store codes regions on their own).
+// ---- literal opaque regions (FORMAT.md 3.3.3, 4.7) ----
+// Small opaque regions of a file (zip headers and descriptors, the pickle,
+// the central directory) and tiny tensors, coded one by one, each pay a
+// codec's framing, a payload and a chunk checksum, and share nothing. As
+// `literal` programs holding their bytes they live in the archive index
+// alone (its chunks are In_Program: no payload, no stored checksum), which
+// is compressed as one zstd stream. Only for per-file choosers (a
+// content-addressed store codes regions on their own).
 constexpr uint64_t max_literal_region = 64u << 10;
+constexpr uint64_t max_literal_tensor = 64;
 constexpr uint64_t max_literal_bytes = 512u << 10;  // per file
 
-// Offsets of the regions that become literals: small opaque ones, in file
-// order, up to the per-file budget.
+// Offsets of the regions that become literals: small opaque ones and tiny
+// tensors, in file order, up to the per-file budget; none in a file that no
+// parser understood (one opaque region: nothing to share).
 std::unordered_set<uint64_t> literal_regions(std::span<region const> regions) {
   std::unordered_set<uint64_t> out;
+  if (std::none_of(regions.begin(), regions.end(), [](region const& r) {
+        return r.kind == region_kind::tensor;
+      })) {
+    return out;
+  }
   uint64_t budget = max_literal_bytes;
   for (region const& r : regions) {
-    if (r.kind != region_kind::opaque || r.length == 0 ||
-        r.length > max_literal_region || r.length > budget) {
-      continue;
-    }
+    uint64_t const max =
+        r.kind == region_kind::opaque ? max_literal_region : max_literal_tensor;
+    if (r.length == 0 || r.length > max || r.length > budget) continue;
     budget -= r.length;
     out.insert(r.offset);
   }

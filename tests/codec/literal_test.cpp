@@ -4,6 +4,8 @@
 #include <random>
 
 #include "codec/container/archive.h"
+#include "codec/container/index.h"
+#include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
@@ -49,6 +51,15 @@ bool roundtrip(node const& n, byte_view data, unsigned width) {
       again.size(), again.data());
   EXPECT_EQ(again, back);
   return true;
+}
+
+errc code_of_decode(auto&& f) {
+  try {
+    f();
+  } catch (error const& e) {
+    return e.code();
+  }
+  return errc::ok;
 }
 
 TEST(literal_test, roundtrips_every_adversarial_input_and_its_slices) {
@@ -203,6 +214,118 @@ TEST(literal_test, the_file_chooser_keeps_small_opaque_regions_as_literals) {
   }
   w2.plan_chunks();
   for (node const& p : w2.programs()) EXPECT_NE(p.op, opcode::literal);
+}
+
+// A small "checkpoint": opaque headers between bf16 tensors.
+struct small_file {
+  bytes data;
+  std::vector<region> regions;
+};
+
+small_file headers_and_tensors(size_t count, size_t header, size_t tensor) {
+  std::mt19937 rng(21);
+  small_file f;
+  for (size_t i = 0; i < count; ++i) {
+    region h;
+    h.offset = f.data.size();
+    h.length = header;
+    for (size_t k = 0; k < header; ++k)
+      f.data.push_back(static_cast<uint8_t>(k * 3 + i));
+    f.regions.push_back(h);
+    region t;
+    t.offset = f.data.size();
+    t.length = tensor;
+    t.kind = region_kind::tensor;
+    t.type = dtype::bf16;
+    for (size_t k = 0; k < tensor; ++k)
+      f.data.push_back(static_cast<uint8_t>(rng()));
+    f.regions.push_back(t);
+  }
+  return f;
+}
+
+bytes write(small_file const& f, program_chooser const& c, uint32_t chunk) {
+  archive_writer w(f.data, f.regions, c, chunk);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  bytes a = w.header();
+  for (size_t i = 0; i < w.chunk_count(); ++i) {
+    put_bytes(a, w.append(w.encode(i)));
+  }
+  put_bytes(a, w.finish());
+  return a;
+}
+
+TEST(literal_test, literal_regions_are_stored_in_the_index_alone) {
+  // Headers of 5000 bytes over 4096-byte chunks: two in-program chunks each.
+  small_file const f = headers_and_tensors(6, 5000, 3000);
+  auto const chooser = make_candidate_chooser();
+  bytes const a = write(f, *chooser, 4096);
+  archive_reader r(a);
+  size_t in_program = 0;
+  for (chunk_entry const& c : r.chunks()) {
+    region const& g = r.regions()[c.region].info;
+    EXPECT_EQ(c.in_program, g.kind == region_kind::opaque);
+    if (!c.in_program) continue;
+    ++in_program;
+    EXPECT_EQ(c.payload_length, 0u);
+    EXPECT_EQ(r.programs()[c.program].op, opcode::literal);
+    // The checksum is computed from the index, and is the bytes' own.
+    EXPECT_EQ(c.checksum, xxh3(byte_view(f.data).subspan(c.offset, c.length)));
+  }
+  EXPECT_EQ(in_program, 12u);
+  bytes back(r.original_size());
+  r.read(0, back.size(), back.data());
+  EXPECT_EQ(back, f.data);
+  // Random access inside an in-program chunk, and across into a tensor.
+  bytes piece(3000);
+  r.read(4000, piece.size(), piece.data());
+  EXPECT_TRUE(std::equal(piece.begin(), piece.end(), f.data.begin() + 4000));
+}
+
+TEST(literal_test, forged_in_program_chunks_are_rejected) {
+  small_file const f = headers_and_tensors(3, 300, 2000);
+  auto const chooser = make_candidate_chooser();
+  bytes const a = write(f, *chooser, 4096);
+  archive_reader r(a);
+  brv::archive_index x;
+  x.original_size = r.original_size();
+  x.original_checksum = r.original_checksum();
+  x.regions.assign(r.regions().begin(), r.regions().end());
+  x.programs.assign(r.programs().begin(), r.programs().end());
+  x.chunks.assign(r.chunks().begin(), r.chunks().end());
+  uint64_t payload_area = 0;
+  for (chunk_entry const& c : x.chunks) payload_area += c.payload_length;
+  auto decodes = [&](brv::archive_index const& y) {
+    return code_of_decode(
+        [&] { brv::decode_index(brv::encode_index(y), 4096, payload_area); });
+  };
+  EXPECT_EQ(decodes(x), errc::ok);
+  size_t const tensor_chunk = 1;  // header, tensor, header, ...
+  ASSERT_FALSE(x.chunks[tensor_chunk].in_program);
+  ASSERT_TRUE(x.chunks[0].in_program);
+  {
+    // In-program, but its region's program is not a literal leaf.
+    brv::archive_index y = x;
+    y.chunks[tensor_chunk].in_program = true;
+    payload_area -= y.chunks[tensor_chunk].payload_length;
+    EXPECT_EQ(decodes(y), errc::corrupt);
+    payload_area += y.chunks[tensor_chunk].payload_length;
+  }
+  {
+    // The literal blob is shorter than the chunk.
+    brv::archive_index y = x;
+    node& p = y.programs[y.regions[0].program];
+    p.blob.pop_back();
+    EXPECT_EQ(decodes(y), errc::corrupt);
+  }
+  {
+    // The region's program is a literal under an operator.
+    brv::archive_index y = x;
+    node& p = y.programs[y.regions[0].program];
+    p = make_op(opcode::split, {0}, {make_leaf(opcode::raw), p});
+    EXPECT_EQ(decodes(y), errc::corrupt);
+  }
 }
 
 }  // namespace
