@@ -5,6 +5,7 @@
 // nonzero weights alone (coding zeros and values as one alphabet would need
 // a table of every value; byte planes would pay for the zeros in each plane).
 // Side data: varint k, the number of nonzero elements.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -37,16 +38,23 @@ void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
   }
 }
 
+// Branch-free (the mask is unpredictable): every element loads the next
+// value (the last one again once all are placed; k >= 1) and keeps it or
+// zero by its mask bit.
 template <typename T>
-void decode_lanes(uint8_t const* mask, uint8_t const* values, size_t count,
-                  uint8_t* out) {
+void decode_lanes(uint8_t const* mask, uint8_t const* values, size_t k,
+                  size_t count, uint8_t* out) {
+  if (k == 0) {
+    std::memset(out, 0, count * sizeof(T));
+    return;
+  }
+  size_t const last = k - 1;
+  size_t next = 0;
   for (size_t j = 0; j < count; ++j) {
-    T x = 0;
-    if ((mask[j / 8] >> (j % 8)) & 1) {
-      x = load_le<T>(values);
-      values += sizeof(T);
-    }
-    store_le<T>(out + j * sizeof(T), x);
+    size_t const bit = (mask[j / 8] >> (j % 8)) & 1;
+    T const v = load_le<T>(values + std::min(next, last) * sizeof(T));
+    store_le<T>(out + j * sizeof(T), static_cast<T>(v & (T{0} - bit)));
+    next += bit;
   }
 }
 
@@ -110,7 +118,7 @@ class sparse_op final : public op_def {
         fail_if(load_le<T>(v + i * sizeof(T)) == 0, errc::corrupt,
                 "sparse: a zero among the nonzero values");
       }
-      decode_lanes<T>(mask, v, count, out);
+      decode_lanes<T>(mask, v, k, count, out);
     });
   }
 
