@@ -187,8 +187,11 @@ byte_view archive_writer::append(encoded_chunk const& c) {
   chunk_entry& e = chunks_[c.index];
   fail_if(e.is_ref && !c.payload.empty(), errc::corrupt,
           "a ref chunk has no payload");
-  if (!e.is_ref && in_program_region_[e.region] && c.program == e.program) {
-    e.in_program = true;  // its bytes are in the program: drop the payload
+  if (!e.is_ref && in_program_region_[e.region]) {
+    // Its bytes are in the region's program, whatever encode() chose (a
+    // fallback for a region of a byte or two): drop the payload.
+    e.in_program = true;
+    e.program = regions_[e.region].program;
     e.payload_offset = brv::header_size + written_;
     e.payload_length = 0;
     ++appended_;
