@@ -23,6 +23,7 @@ size_t mask_bytes(size_t count) { return count / 8 + (count % 8 != 0); }
 template <typename T>
 void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
                   bytes& values) {
+  if (count == 0) return;  // no mask bytes, no values (and maybe null)
   std::memset(mask, 0, mask_bytes(count));
   size_t k = 0;
   for (size_t j = 0; j < count; ++j) {
@@ -45,7 +46,7 @@ template <typename T>
 void decode_lanes(uint8_t const* mask, uint8_t const* values, size_t k,
                   size_t count, uint8_t* out) {
   if (k == 0) {
-    std::memset(out, 0, count * sizeof(T));
+    if (count > 0) std::memset(out, 0, count * sizeof(T));
     return;
   }
   size_t const last = k - 1;
