@@ -254,6 +254,56 @@ node runs_candidate(unsigned width, meaning m) {
       make_op(opcode::runs, {}, {planes_rans0(width), planes_rans0(4)}));
 }
 
+// ---- sparse tensors: nonzero mask + nonzero values (FORMAT.md 4.5) ----
+// Pruned weights have their zeros scattered: a bit mask (rans0 codes its
+// bytes at about H(p) bits an element) and the nonzero values on their own,
+// as byte planes or with a table of the nonzero values only.
+constexpr double min_sparse_zero_fraction = 0.1;
+
+node sparse_of(unsigned width, meaning m, node values) {
+  return view(
+      width, m,
+      make_op(opcode::sparse, {}, {leaf(opcode::rans0), std::move(values)}));
+}
+
+// For 16-bit lanes with histogram `h`, when enough of them are zero.
+std::vector<candidate> sparse_candidates16(sparse_hist const& h, meaning m) {
+  std::vector<candidate> out;
+  if (h.empty() || h.front().first != 0) return out;
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  uint64_t const zeros = h.front().second;
+  if (zeros < min_sparse_zero_fraction * static_cast<double>(n) || zeros == n) {
+    return out;
+  }
+  out.push_back({sparse_of(2, m, planes_rans0(2))});
+  if (n - zeros >= min_static_table_region / 2) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (size_t i = 1; i < h.size(); ++i) {
+      symbols.push_back(h[i].first), counts.push_back(h[i].second);
+    }
+    node t = make_leaf(opcode::rans_static);
+    t.blob =
+        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+    out.push_back({sparse_of(2, m, std::move(t))});
+  }
+  return out;
+}
+
+std::vector<node> sparse_candidates32(byte_view data) {
+  size_t const n = data.size() / 4;
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) {
+    zeros += load_le<uint32_t>(data.data() + 4 * i) == 0;
+  }
+  if (zeros < min_sparse_zero_fraction * static_cast<double>(n) || zeros == n) {
+    return {};
+  }
+  return {sparse_of(4, meaning::fp32, planes_rans0(4))};
+}
+// ---- end sparse tensors ----
+
 std::vector<candidate> float16_candidates(byte_view data, meaning m,
                                           sparse_hist const* known) {
   std::vector<candidate> out;
@@ -276,6 +326,7 @@ std::vector<candidate> float16_candidates(byte_view data, meaning m,
     out.push_back(std::move(own));
   }
   if (try_planes) out.push_back({view(2, m, planes_rans0(2))});
+  for (candidate& c : sparse_candidates16(h, m)) out.push_back(std::move(c));
   if (h.size() <= 256) {
     out.push_back({view(2, m,
                         make_op(opcode::palette, {1},
@@ -307,6 +358,7 @@ std::vector<node> float32_candidates(byte_view data) {
   out.push_back(view(
       4, m, make_op(opcode::bitfields, {16, 16}, {planes_rans0(2), high})));
   out.push_back(view(4, m, planes_rans0(4)));
+  for (node& c : sparse_candidates32(data)) out.push_back(std::move(c));
   if (repeat_fraction<uint32_t>(data) > 0.05)
     out.push_back(runs_candidate(4, m));
   if (distinct_up_to<uint32_t>(data, 256) <= 256) {
@@ -453,11 +505,52 @@ node trivial_program(byte_view data) {
   return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
 }
 
+// ---- literal opaque regions (FORMAT.md 3.3.3, 4.7) ----
+// Small opaque regions of a file (zip headers and descriptors, the pickle,
+// the central directory) and tiny tensors, coded one by one, each pay a
+// codec's framing, a payload and a chunk checksum, and share nothing. As
+// `literal` programs holding their bytes they live in the archive index
+// alone (its chunks are In_Program: no payload, no stored checksum), which
+// is compressed as one zstd stream. Only for per-file choosers (a
+// content-addressed store codes regions on their own).
+constexpr uint64_t max_literal_region = 64u << 10;
+constexpr uint64_t max_literal_tensor = 64;
+constexpr uint64_t max_literal_bytes = 512u << 10;  // per file
+
+// Offsets of the regions that become literals: small opaque ones and tiny
+// tensors, in file order, up to the per-file budget; none in a file that no
+// parser understood (one opaque region: nothing to share).
+std::unordered_set<uint64_t> literal_regions(std::span<region const> regions) {
+  std::unordered_set<uint64_t> out;
+  if (std::none_of(regions.begin(), regions.end(), [](region const& r) {
+        return r.kind == region_kind::tensor;
+      })) {
+    return out;
+  }
+  uint64_t budget = max_literal_bytes;
+  for (region const& r : regions) {
+    uint64_t const max =
+        r.kind == region_kind::opaque ? max_literal_region : max_literal_tensor;
+    if (r.length == 0 || r.length > max || r.length > budget) continue;
+    budget -= r.length;
+    out.insert(r.offset);
+  }
+  return out;
+}
+
+node literal_program(byte_view data) {
+  node n = make_leaf(opcode::literal);
+  n.blob.assign(data.begin(), data.end());
+  return n;
+}
+// ---- end literal opaque regions ----
+
 // The chooser for one file: the plain candidates, plus a file-level table
 // per 16-bit float dtype that small tensors can share.
 class file_chooser final : public program_chooser {
  public:
   file_chooser(byte_view file, std::span<region const> regions) {
+    literals_ = literal_regions(regions);
     // Tensors of a dtype whose values have the same median exponent tend to
     // share a distribution: one table per such group.
     struct member {
@@ -535,6 +628,7 @@ class file_chooser final : public program_chooser {
     // The histograms and estimates of the constructor hold only when
     // `data` is the whole region it saw.
     bool const whole = data.size() == r.length;
+    if (whole && literals_.contains(r.offset)) return literal_program(data);
     auto const h = hist_of_.find(r.offset);
     std::vector<candidate> cands = candidates_for(
         r, data,
@@ -581,6 +675,7 @@ class file_chooser final : public program_chooser {
   // region offset -> shared table, its estimated payload bytes
   std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
   std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
+  std::unordered_set<uint64_t> literals_;              // region offsets
 };
 
 class candidate_chooser final : public program_chooser {

@@ -85,9 +85,20 @@ void archive_writer::plan_chunks() {
   // Cut regions into element-aligned chunks; a chunk equal to an earlier
   // one becomes a ref to it.
   chunks_.clear();
+  in_program_region_.clear();
   std::unordered_map<uint64_t, size_t> first_seen;  // key: xxh3 ^ length
   for (size_t r = 0; r < regions_.size(); ++r) {
     region const& g = regions_[r].info;
+    // A literal program holding exactly the region's bytes: append() stores
+    // its chunks in the index alone (no payload, checksum or ref needed).
+    // Writers of their own (the store) code them as usual.
+    node const& p = programs_[regions_[r].program];
+    bool const in_program =
+        p.op == opcode::literal && p.children.empty() &&
+        p.blob.size() == g.length &&
+        std::equal(p.blob.begin(), p.blob.end(),
+                   file_.begin() + static_cast<std::ptrdiff_t>(g.offset));
+    in_program_region_.push_back(in_program);
     uint32_t const width = std::max(1u, dtype_width(g.type));
     uint32_t const step = chunk_size_ / width * width;
     for (uint64_t done = 0; done < g.length;) {
@@ -99,6 +110,11 @@ void archive_writer::plan_chunks() {
       c.program = regions_[r].program;
       byte_view data = file_.subspan(c.offset, c.length);
       c.checksum = xxh3(data);
+      if (in_program) {  // cheaper than a ref
+        chunks_.push_back(c);
+        done += c.length;
+        continue;
+      }
       uint64_t const key =
           c.checksum ^ (uint64_t{c.length} * 0x9e3779b97f4a7c15);
       auto [it, fresh] = first_seen.emplace(key, chunks_.size());
@@ -171,6 +187,16 @@ byte_view archive_writer::append(encoded_chunk const& c) {
   chunk_entry& e = chunks_[c.index];
   fail_if(e.is_ref && !c.payload.empty(), errc::corrupt,
           "a ref chunk has no payload");
+  if (!e.is_ref && in_program_region_[e.region]) {
+    // Its bytes are in the region's program, whatever encode() chose (a
+    // fallback for a region of a byte or two): drop the payload.
+    e.in_program = true;
+    e.program = regions_[e.region].program;
+    e.payload_offset = brv::header_size + written_;
+    e.payload_length = 0;
+    ++appended_;
+    return {};
+  }
   e.program = c.program;
   e.payload_offset = brv::header_size + written_;
   e.payload_length = c.payload.size();
@@ -288,6 +314,12 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
 }
 
 void archive_reader::decode_stored(chunk_entry const& c, uint8_t* out) const {
+  if (c.in_program) {  // decode_index checked the slice lies in the blob
+    bytes const& blob = programs_[c.program].blob;
+    uint64_t const at = c.offset - regions_[c.region].info.offset;
+    std::memcpy(out, blob.data() + at, c.length);
+    return;
+  }
   if (!memory_.empty()) {  // decode in place: no copy of the payload
     fail_if(c.payload_offset > memory_.size() ||
                 c.payload_length > memory_.size() - c.payload_offset,

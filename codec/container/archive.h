@@ -29,6 +29,7 @@ struct chunk_entry {
   uint32_t region = 0;          // index into the region table
   uint32_t program = 0;         // index into the program table
   bool is_ref = false;          // a copy of earlier original bytes
+  bool in_program = false;      // a slice of its region's literal blob
   uint64_t ref_offset = 0;      // when is_ref: where the copy comes from
   uint64_t payload_offset = 0;  // in the archive
   uint64_t payload_length = 0;
@@ -104,8 +105,9 @@ class archive_writer {
   std::vector<node> chosen_;    // per region, from choose_program
   std::vector<node> programs_;  // programs_[0] is fallback_program()
   std::vector<chunk_entry> chunks_;
-  uint64_t written_ = 0;  // payload bytes appended so far
-  size_t appended_ = 0;   // chunks appended so far
+  std::vector<bool> in_program_region_;  // per region, from plan_chunks
+  uint64_t written_ = 0;                 // payload bytes appended so far
+  size_t appended_ = 0;                  // chunks appended so far
 };
 
 /// Writes a whole archive of `file` in memory, serially (tests, small files).

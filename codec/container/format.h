@@ -29,6 +29,9 @@ inline constexpr uint64_t max_index_expansion = 64;
 
 /// Chunk entry flag bits (FORMAT.md, 3.3.3); the other bits are reserved.
 inline constexpr uint8_t chunk_flag_ref = 0x01;
+/// In_Program: the chunk's bytes are a slice of its region's `literal`
+/// program blob; no program, payload or checksum is stored (FORMAT.md 3.3.3).
+inline constexpr uint8_t chunk_flag_in_program = 0x02;
 
 // Decoder limits (FORMAT.md, 7).
 inline constexpr uint64_t max_index_length = 1ull << 30;
@@ -40,6 +43,6 @@ inline constexpr uint64_t max_rank = 32;
 /// Smallest encodings, which bound counts by the index length.
 inline constexpr uint64_t min_region_entry = 6;
 inline constexpr uint64_t min_program_entry = 5;
-inline constexpr uint64_t min_chunk_entry = 12;
+inline constexpr uint64_t min_chunk_entry = 3;
 
 }  // namespace brevis::codec::brv

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codec/container/format.h"
+#include "codec/core/checksum.h"
 
 namespace brevis::codec::brv {
 namespace {
@@ -72,7 +73,10 @@ bytes encode_index(archive_index const& index) {
   for (chunk_entry const& c : index.chunks) {
     put_varint(out, c.length);
     put_varint(out, c.region);
-    put_u8(out, c.is_ref ? chunk_flag_ref : 0);
+    put_u8(out, c.is_ref       ? chunk_flag_ref
+                : c.in_program ? chunk_flag_in_program
+                               : 0);
+    if (c.in_program) continue;  // bytes and checksum follow from the index
     if (c.is_ref) {
       put_varint(out, c.ref_offset);
     } else {
@@ -135,9 +139,28 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
     fail_if(offset < g.offset || len > g.offset + g.length - offset,
             errc::corrupt, "chunk is not inside its region");
     uint8_t const flags = r.u8();
-    fail_if((flags & ~chunk_flag_ref) != 0, errc::reserved_nonzero,
-            "reserved chunk flag bits are set");
+    fail_if((flags & ~(chunk_flag_ref | chunk_flag_in_program)) != 0,
+            errc::reserved_nonzero, "reserved chunk flag bits are set");
     c.is_ref = (flags & chunk_flag_ref) != 0;
+    c.in_program = (flags & chunk_flag_in_program) != 0;
+    if (c.in_program) {
+      fail_if(c.is_ref, errc::corrupt, "chunk is both a ref and in-program");
+      // The bytes are a slice of the region's literal blob, covered by the
+      // index checksum; the chunk checksum is computed, not stored.
+      c.program = x.regions[cur_region].program;
+      node const& p = x.programs[c.program];
+      fail_if(p.op != opcode::literal || !p.children.empty(), errc::corrupt,
+              "in-program chunk's region program is not a literal leaf");
+      uint64_t const at = offset - g.offset;
+      fail_if(at > p.blob.size() || len > p.blob.size() - at, errc::corrupt,
+              "in-program chunk reaches past its literal blob");
+      c.payload_offset = header_size + payload;
+      c.payload_length = 0;
+      c.checksum = xxh3(byte_view(p.blob).subspan(at, len));
+      offset += len;
+      x.chunks.push_back(c);
+      continue;
+    }
     if (c.is_ref) {
       c.ref_offset = r.varint();
       fail_if(len > offset || c.ref_offset > offset - len, errc::corrupt,
@@ -188,9 +211,13 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
 }
 
 bytes pack_index(byte_view index) {
-  // Names, shapes and checksums of small-tensor files weigh like their data;
-  // the index is small, so a good level costs little.
-  int const level = index.size() < (4u << 20) ? 9 : 3;
+  // Names, shapes and checksums of small-tensor files (and their headers,
+  // held as literals) weigh like their data; the index is small, so a good
+  // level costs little: the best for small files (a few ms), where it
+  // matters most.
+  int const level = index.size() < (128u << 10) ? 19
+                    : index.size() < (4u << 20) ? 9
+                                                : 3;
   bytes out(ZSTD_compressBound(index.size()));
   size_t const n =
       ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);

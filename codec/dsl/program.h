@@ -32,6 +32,7 @@ enum class opcode : uint8_t {
   bitplanes = 13,  // elems<uN> -> 8N bit planes
   map = 14,        // zigzag, xor-const, add-const, rotate
   repeat = 15,     // periodic elems -> one period
+  sparse = 16,     // elems -> nonzero mask, nonzero elems
   // Leaves (value -> payload bytes).
   raw = 64,
   zero = 65,
@@ -40,6 +41,7 @@ enum class opcode : uint8_t {
   rans1 = 68,        // htscodecs rANS 4x16 order 1
   zstd = 69,         // zstd(level)
   rans_static = 70,  // rANS with a static table held in the program blob
+  literal = 71,      // the bytes in the program blob; payload: their offset
 };
 
 inline bool is_leaf(opcode op) { return static_cast<uint8_t>(op) >= 64; }

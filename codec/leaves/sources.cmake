@@ -6,4 +6,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   leaves/rans0.cpp
   leaves/rans1.cpp
   leaves/zstd.cpp
-  leaves/rans_static.cpp)
+  leaves/rans_static.cpp
+  leaves/literal.cpp)

@@ -14,4 +14,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   ops/split.cpp
   ops/bitfields.cpp
   ops/bitplanes.cpp
-  ops/repeat.cpp)
+  ops/repeat.cpp
+  ops/sparse.cpp)

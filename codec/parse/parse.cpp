@@ -70,6 +70,22 @@ std::vector<region> fill_gaps(std::vector<region> regions, uint64_t size,
   return out;
 }
 
+std::vector<region> merge_opaque(std::vector<region> regions) {
+  std::vector<region> out;
+  out.reserve(regions.size());
+  for (region& r : regions) {
+    if (!out.empty() && r.kind == region_kind::opaque &&
+        out.back().kind == region_kind::opaque &&
+        out.back().offset + out.back().length == r.offset) {
+      out.back().length += r.length;
+      out.back().name += " + " + r.name;
+      continue;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace parse_detail
 
 bool regions_cover(std::vector<region> const& regions, uint64_t size) {

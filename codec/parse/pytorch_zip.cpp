@@ -638,8 +638,8 @@ parsed_file parse_pytorch_zip(byte_view file) {
                                   "zip end of central directory"));
   parsed_file out;
   out.format = file_format::pytorch_zip;
-  out.regions =
-      parse_detail::fill_gaps(std::move(regions), file.size(), "zip padding");
+  out.regions = parse_detail::merge_opaque(
+      parse_detail::fill_gaps(std::move(regions), file.size(), "zip padding"));
   return out;
 }
 

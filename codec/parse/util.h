@@ -25,4 +25,10 @@ std::vector<region> fill_gaps(std::vector<region> regions, uint64_t size,
 
 region opaque_region(uint64_t offset, uint64_t length, std::string name);
 
+/// Joins each stretch of adjacent opaque regions into one, named by its
+/// parts joined with " + ". A zip's data descriptor, the next entry's local
+/// header and its padding are one run of bytes: coded as one region, it
+/// pays one chunk's framing and checksum instead of two or three.
+std::vector<region> merge_opaque(std::vector<region> regions);
+
 }  // namespace brevis::codec::parse_detail

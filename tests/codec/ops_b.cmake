@@ -1,1 +1,2 @@
 brevis_add_test(ops_b_test codec/ops_b_test.cpp)
+brevis_add_test(sparse_test codec/sparse_test.cpp)

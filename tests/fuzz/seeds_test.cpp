@@ -357,6 +357,24 @@ std::vector<seed_case> seed_cases() {
         d.push_back(2);
         return d;
       }());
+  // Later additions, with their own generator so earlier seeds stay put.
+  {
+    bytes const d = text(5000);  // every chunk a slice of the blob
+    node n = leaf(opcode::literal);
+    n.blob = d;
+    add("leaf_literal", n, d);
+  }
+  {
+    std::mt19937_64 r16(16);
+    add("sparse_u16",
+        view(2, meaning::fp16,
+             make_op(opcode::sparse, {},
+                     {leaf(opcode::rans0), rans0_planes(2)})),
+        lanes_of<uint16_t>(2600, [&](size_t i) {
+          return static_cast<uint16_t>(i % 5 == 0 ? 0x3c00 + (r16() & 0x3ff)
+                                                  : 0);
+        }));
+  }
   return out;
 }
 

@@ -1,0 +1,141 @@
+// sparse: elems<T> -> mask (bytes, one bit per element: set when the element
+// is not all zero bits) + the nonzero elements in order (same type). Pruned
+// and sparse tensors have their zeros scattered, not in runs: the mask costs
+// about H(p) bits an element, and the values keep the statistics of the
+// nonzero weights alone (coding zeros and values as one alphabet would need
+// a table of every value; byte planes would pay for the zeros in each plane).
+// Side data: varint k, the number of nonzero elements.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "codec/dsl/operator.h"
+#include "codec/ops/op_util.h"
+
+namespace brevis::codec {
+namespace {
+
+constexpr value_type mask_type = op_util::uint_type(1);
+
+size_t mask_bytes(size_t count) { return count / 8 + (count % 8 != 0); }
+
+template <typename T>
+void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
+                  bytes& values) {
+  if (count == 0) return;  // no mask bytes, no values (and maybe null)
+  std::memset(mask, 0, mask_bytes(count));
+  size_t k = 0;
+  for (size_t j = 0; j < count; ++j) {
+    bool const nz = load_le<T>(in + j * sizeof(T)) != 0;
+    mask[j / 8] = static_cast<uint8_t>(mask[j / 8] | (nz << (j % 8)));
+    k += nz;
+  }
+  values.resize(k * sizeof(T));
+  uint8_t* v = values.data();
+  for (size_t j = 0; j < count; ++j) {
+    T const x = load_le<T>(in + j * sizeof(T));
+    if (x != 0) store_le<T>(v, x), v += sizeof(T);
+  }
+}
+
+// Branch-free (the mask is unpredictable): every element loads the next
+// value (the last one again once all are placed; k >= 1) and keeps it or
+// zero by its mask bit.
+template <typename T>
+void decode_lanes(uint8_t const* mask, uint8_t const* values, size_t k,
+                  size_t count, uint8_t* out) {
+  if (k == 0) {
+    if (count > 0) std::memset(out, 0, count * sizeof(T));
+    return;
+  }
+  size_t const last = k - 1;
+  size_t next = 0;
+  for (size_t j = 0; j < count; ++j) {
+    size_t const bit = (mask[j / 8] >> (j % 8)) & 1;
+    T const v = load_le<T>(values + std::min(next, last) * sizeof(T));
+    store_le<T>(out + j * sizeof(T), static_cast<T>(v & (T{0} - bit)));
+    next += bit;
+  }
+}
+
+class sparse_op final : public op_def {
+ public:
+  opcode code() const override { return opcode::sparse; }
+  std::string_view name() const override { return "sparse"; }
+
+  std::vector<value_type> child_types(node const& n,
+                                      value_type in) const override {
+    op_util::expect_valid_width(in);
+    op_util::expect_params(n, 0, "sparse takes no parameters");
+    return {mask_type, in};
+  }
+
+  void encode(node const& n, stream const& in, std::vector<stream>& out,
+              bytes& side) const override {
+    std::vector<value_type> const types = child_types(n, in.type);
+    size_t const count = op_util::element_count(in.data.size(), in.type);
+    stream mask{bytes(mask_bytes(count)), types[0]};
+    stream values{{}, types[1]};
+    op_util::with_lane(in.type.width, [&]<typename T>() {
+      encode_lanes<T>(in.data.data(), count, mask.data.data(), values.data);
+    });
+    put_varint(side, values.count());
+    out.push_back(std::move(mask));
+    out.push_back(std::move(values));
+  }
+
+  std::vector<size_t> child_sizes(node const& n, value_type in, size_t out_size,
+                                  byte_reader& side) const override {
+    child_types(n, in);
+    size_t const count = op_util::element_count(out_size, in);
+    size_t const k = read_nonzero(side, count);
+    return {mask_bytes(count), k * in.width};
+  }
+
+  void decode(node const& n, value_type in, std::span<stream const> children,
+              size_t out_size, byte_view side, uint8_t* out) const override {
+    child_types(n, in);
+    size_t const count = op_util::element_count(out_size, in);
+    byte_reader reader(side);
+    size_t const k = read_nonzero(reader, count);
+    op_util::expect_children(children, {mask_bytes(count), k * in.width},
+                             name());
+    // The mask must set exactly k bits, none past the last element, and
+    // every value it places must be nonzero (else the encoder would have
+    // left it out): checked before writing.
+    uint8_t const* mask = children[0].data.data();
+    size_t set = 0;
+    for (size_t b = 0; b < mask_bytes(count); ++b) {
+      set += static_cast<size_t>(std::popcount(mask[b]));
+    }
+    fail_if(count % 8 != 0 && (mask[count / 8] >> (count % 8)) != 0,
+            errc::corrupt, "sparse: mask bits past the last element");
+    fail_if(set != k, errc::corrupt,
+            "sparse: mask does not match the nonzero count");
+    op_util::with_lane(in.width, [&]<typename T>() {
+      uint8_t const* v = children[1].data.data();
+      for (size_t i = 0; i < k; ++i) {
+        fail_if(load_le<T>(v + i * sizeof(T)) == 0, errc::corrupt,
+                "sparse: a zero among the nonzero values");
+      }
+      decode_lanes<T>(mask, v, k, count, out);
+    });
+  }
+
+ private:
+  static size_t read_nonzero(byte_reader& side, size_t count) {
+    uint64_t const k = side.varint();
+    fail_if(k > count, errc::corrupt, "sparse: more nonzeros than elements");
+    return static_cast<size_t>(k);
+  }
+};
+
+}  // namespace
+
+op_def const& sparse_op_def() {
+  static sparse_op const instance;
+  return instance;
+}
+
+}  // namespace brevis::codec
