@@ -77,7 +77,9 @@ TEST(literal_test, roundtrips_every_adversarial_input_and_its_slices) {
         EXPECT_TRUE(roundtrip(whole, v.subspan(d.size() / 3, d.size() / 3), 1));
         EXPECT_TRUE(roundtrip(whole, v.subspan(d.size() / 2), 1));
         // Any lane width: the leaf copies bytes.
-        if (d.size() % w == 0) EXPECT_TRUE(roundtrip(whole, d, w));
+        if (d.size() % w == 0) {
+          EXPECT_TRUE(roundtrip(whole, d, w));
+        }
       }
     }
   }
