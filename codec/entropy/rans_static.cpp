@@ -5,8 +5,13 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "codec/core/error.h"
 
@@ -198,7 +203,7 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t) {
             (t.scale - std::log2(static_cast<double>(t.freqs[i])));
   }
   if (n == 0 || t.symbols.size() == 1) return 0;
-  return bits + 32.0 * lanes;
+  return bits + 32.0 * lanes_for(n);
 }
 
 double entropy_bits(std::span<uint64_t const> hist) {
@@ -234,35 +239,53 @@ void coder::build_encoder() const {
     enc_entry& e = enc_[i];
     e.rcp = ((uint64_t{1} << 63) + f - 1) / f;
     e.x_max = f << (32 - scale_);  // f < 2^scale: fits
-    e.bias = start;
-    e.cmpl = total - f;
-    e.freq = f;
+    e.bias = static_cast<uint16_t>(start);
+    e.cmpl = static_cast<uint16_t>(total - f);
     start += f;
   }
 }
 
 void coder::build_decoder() const {
   uint32_t const total = 1u << scale_;
-  dec_.resize(total);
+  dec_step_.resize(total);
+  dec_symbol_.assign(total + 1, 0);
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
-    uint64_t const fs = f | uint64_t{table_.symbols[i]} << 32;
-    uint64_t* const base = dec_.data() + start;
-    for (uint32_t k = 0; k < f; ++k) base[k] = fs | uint64_t{k} << 16;
+    auto const s = static_cast<uint16_t>(table_.symbols[i]);
+    uint32_t* const step = dec_step_.data() + start;
+    uint16_t* const symbol = dec_symbol_.data() + start;
+    for (uint32_t k = 0; k < f; ++k) step[k] = f | k << 16;
+    std::fill(symbol, symbol + f, s);
     start += f;
   }
 }
 
-template <typename sym>
+namespace {
+
+// The encoder's words, written backwards: a per-thread buffer reused across
+// calls, so that each call does not zero-fill (and page in) a fresh one.
+uint8_t* encode_buffer(size_t size) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (capacity < size) {
+    buffer.reset();
+    buffer = std::make_unique_for_overwrite<uint8_t[]>(size);
+    capacity = size;
+  }
+  return buffer.get();
+}
+
+}  // namespace
+
+template <typename sym, unsigned n_lanes>
 void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
-  size_t const base = out.size();
-  size_t const head = 4 * lanes;
-  // At most one word per symbol; words are written backwards from the end.
-  out.resize(base + head + 2 * count);
-  uint8_t* const words_end = out.data() + out.size();
+  size_t const head = 4 * n_lanes;
+  // At most one word per symbol.
+  size_t const room = head + 2 * count;
+  uint8_t* const words_end = encode_buffer(room) + room;
   uint8_t* p = words_end;
-  uint32_t x[lanes];
+  uint32_t x[n_lanes];
   for (uint32_t& s : x) s = state_low;
   uint32_t const* const index = enc_index_.data();
   enc_entry const* const tab = enc_.data();
@@ -286,37 +309,129 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   size_t i = count;
   // The tail that does not fill a round of lanes goes first (encoding runs
   // backwards), then whole rounds.
-  while (i % lanes != 0) {
+  while (i % n_lanes != 0) {
     --i;
-    step(x[i % lanes], load_le<sym>(in + i * sizeof(sym)));
+    step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
   }
   while (i > 0) {
-    i -= lanes;
+    i -= n_lanes;
     uint8_t const* blk = in + i * sizeof(sym);
-    for (int j = lanes - 1; j >= 0; --j) {
+    for (int j = n_lanes - 1; j >= 0; --j) {
       step(x[j], load_le<sym>(blk + j * sizeof(sym)));
     }
   }
-  if (absent) {
-    out.resize(base);
-    fail(errc::domain, "rans_static: symbol absent from the table");
-  }
+  if (absent) fail(errc::domain, "rans_static: symbol absent from the table");
   uint8_t* const states = p - head;
-  for (unsigned j = 0; j < lanes; ++j) store_le<uint32_t>(states + 4 * j, x[j]);
-  size_t const used = static_cast<size_t>(words_end - states);
-  std::memmove(out.data() + base, states, used);
-  out.resize(base + used);
+  for (unsigned j = 0; j < n_lanes; ++j) {
+    store_le<uint32_t>(states + 4 * j, x[j]);
+  }
+  out.insert(out.end(), states, words_end);
 }
 
-template <typename sym, unsigned fixed_scale>
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BREVIS_RANS_AVX2 1
+
+bool have_avx2() {
+  static bool const yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// For each mask of lanes that renormalize, the index of each lane's word
+// among the words the round reads (lanes in order take consecutive words).
+struct word_shuffles {
+  alignas(32) uint32_t index[256][8];
+  constexpr word_shuffles() : index{} {
+    for (unsigned m = 0; m < 256; ++m) {
+      uint32_t k = 0;
+      for (unsigned j = 0; j < 8; ++j) {
+        index[m][j] = k;
+        k += (m >> j) & 1;
+      }
+    }
+  }
+};
+constexpr word_shuffles shuffles;
+
+// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
+// arithmetic as the scalar loop. Stops where fewer than a round of symbols
+// or of the words a round may read remain; returns the symbols decoded.
+template <typename sym>
+__attribute__((target("avx2"))) size_t decode_rounds_avx2(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 8;
+  __m256i state[groups];
+  for (unsigned g = 0; g < groups; ++g) {
+    state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
+  }
+  __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
+  __m256i const low16 = _mm256_set1_epi32(0xffff);
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m256i const s = state[g];
+      __m256i const slot = _mm256_and_si256(s, slot_mask);
+      __m256i const e = _mm256_i32gather_epi32(
+          reinterpret_cast<int const*>(step_tab), slot, 4);
+      // Reads 4 bytes at each symbol (the table has one entry of padding).
+      __m256i const symbols = _mm256_and_si256(
+          _mm256_i32gather_epi32(reinterpret_cast<int const*>(symbol_tab), slot,
+                                 2),
+          low16);
+      __m256i const next =
+          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
+                                              _mm256_srl_epi32(s, shift)),
+                           _mm256_srli_epi32(e, 16));
+      __m256i const packed =
+          _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
+      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                         _mm256_castsi256_si128(packed));
+      } else {
+        __m128i const b = _mm256_castsi256_si128(packed);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+      }
+      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
+                                              _mm256_setzero_si256());
+      auto const m =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
+      __m256i words = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
+      words = _mm256_permutevar8x32_epi32(
+          words, _mm256_load_si256(
+                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
+      state[g] = _mm256_blendv_epi8(
+          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
+  }
+  p = q;
+  return i;
+}
+#endif
+
+}  // namespace
+
+template <typename sym, unsigned n_lanes, unsigned fixed_scale>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
-  size_t const head = 4 * lanes;
+  size_t const head = 4 * n_lanes;
   fail_if(payload.size() < head, errc::truncated,
           "rans_static: payload shorter than its states");
   fail_if((payload.size() - head) % 2 != 0, errc::corrupt,
           "rans_static: odd payload length");
-  uint32_t x[lanes];
-  for (unsigned j = 0; j < lanes; ++j) {
+  uint32_t x[n_lanes];
+  for (unsigned j = 0; j < n_lanes; ++j) {
     x[j] = load_le<uint32_t>(payload.data() + 4 * j);
     fail_if(x[j] < state_low, errc::corrupt, "rans_static: bad state");
   }
@@ -325,18 +440,25 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
-  uint64_t const* const tab = dec_.data();
+  uint32_t const* const step_tab = dec_step_.data();
+  uint16_t const* const symbol_tab = dec_symbol_.data();
 
   size_t i = 0;
+#ifdef BREVIS_RANS_AVX2
+  if (n_lanes == wide_lanes && have_avx2()) {
+    i = decode_rounds_avx2<sym>(x, p, end, count, scale, step_tab, symbol_tab,
+                                out);
+  }
+#endif
   // Fast rounds: enough words remain for every lane to renormalize once.
-  while (count - i >= lanes && static_cast<size_t>(end - p) >= 2 * lanes) {
-    for (unsigned j = 0; j < lanes; ++j) {
+  while (count - i >= n_lanes && static_cast<size_t>(end - p) >= 2 * n_lanes) {
+    for (unsigned j = 0; j < n_lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      uint64_t const e = tab[slot];
-      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(e >> 32));
-      s = static_cast<uint16_t>(e) * (s >> scale) +
-          static_cast<uint16_t>(e >> 16);
+      uint32_t const e = step_tab[slot];
+      store_le<sym>(out + (i + j) * sizeof(sym),
+                    static_cast<sym>(symbol_tab[slot]));
+      s = (e & 0xffff) * (s >> scale) + (e >> 16);
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
       uint32_t const r = s < state_low;
@@ -345,15 +467,14 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
       p += r << 1;
       x[j] = s;
     }
-    i += lanes;
+    i += n_lanes;
   }
   for (; i < count; ++i) {
-    uint32_t& s = x[i % lanes];
+    uint32_t& s = x[i % n_lanes];
     uint32_t const slot = s & mask;
-    uint64_t const e = tab[slot];
-    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(e >> 32));
-    s = static_cast<uint16_t>(e) * (s >> scale) +
-        static_cast<uint16_t>(e >> 16);
+    uint32_t const e = step_tab[slot];
+    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(symbol_tab[slot]));
+    s = (e & 0xffff) * (s >> scale) + (e >> 16);
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
       s = (s << 16) | load_le<uint16_t>(p);
@@ -366,26 +487,26 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   }
 }
 
-template <typename sym>
+template <typename sym, unsigned n_lanes>
 void coder::dispatch_decode(byte_view payload, size_t count,
                             uint8_t* out) const {
   switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
-      return decode_impl<sym, 16>(payload, count, out);
+      return decode_impl<sym, n_lanes, 16>(payload, count, out);
     case 15:
-      return decode_impl<sym, 15>(payload, count, out);
+      return decode_impl<sym, n_lanes, 15>(payload, count, out);
     case 14:
-      return decode_impl<sym, 14>(payload, count, out);
+      return decode_impl<sym, n_lanes, 14>(payload, count, out);
     case 13:
-      return decode_impl<sym, 13>(payload, count, out);
+      return decode_impl<sym, n_lanes, 13>(payload, count, out);
     case 12:
-      return decode_impl<sym, 12>(payload, count, out);
+      return decode_impl<sym, n_lanes, 12>(payload, count, out);
     case 11:
-      return decode_impl<sym, 11>(payload, count, out);
+      return decode_impl<sym, n_lanes, 11>(payload, count, out);
     case 10:
-      return decode_impl<sym, 10>(payload, count, out);
+      return decode_impl<sym, n_lanes, 10>(payload, count, out);
     default:
-      return decode_impl<sym, 0>(payload, count, out);
+      return decode_impl<sym, n_lanes, 0>(payload, count, out);
   }
 }
 
@@ -408,10 +529,13 @@ void coder::encode(byte_view data, bytes& out) const {
     return;
   }
   std::call_once(enc_once_, [this] { build_encoder(); });
+  bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
-    encode_impl<uint8_t>(data.data(), count, out);
+    wide ? encode_impl<uint8_t, wide_lanes>(data.data(), count, out)
+         : encode_impl<uint8_t, lanes>(data.data(), count, out);
   } else {
-    encode_impl<uint16_t>(data.data(), count, out);
+    wide ? encode_impl<uint16_t, wide_lanes>(data.data(), count, out)
+         : encode_impl<uint16_t, lanes>(data.data(), count, out);
   }
 }
 
@@ -429,10 +553,13 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
     return;
   }
   std::call_once(dec_once_, [this] { build_decoder(); });
+  bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
-    dispatch_decode<uint8_t>(payload, count, out);
+    wide ? dispatch_decode<uint8_t, wide_lanes>(payload, count, out)
+         : dispatch_decode<uint8_t, lanes>(payload, count, out);
   } else {
-    dispatch_decode<uint16_t>(payload, count, out);
+    wide ? dispatch_decode<uint16_t, wide_lanes>(payload, count, out)
+         : dispatch_decode<uint16_t, lanes>(payload, count, out);
   }
 }
 

@@ -2,13 +2,16 @@
 // A static order-0 rANS coder over 8- or 16-bit symbols, with a frequency
 // table supplied from outside (the program blob holds it once per tensor).
 //
-// Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, 8 states
-// interleaved round-robin (symbol i belongs to state i % 8) so that decoding
-// is throughput-bound rather than latency-bound. Frequencies sum to 2^scale,
-// scale <= 16, which guarantees at most one 16-bit word per symbol.
+// Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, L states
+// interleaved round-robin (symbol i belongs to state i % L) so that decoding
+// is throughput-bound rather than latency-bound: L = 8 below 2^16 symbols,
+// where the states' bytes would show, else 32 (a round of 32 table lookups
+// keeps the memory system busy; AVX2 decodes it 8 lanes at a time).
+// Frequencies sum to 2^scale, scale <= 16, which guarantees at most one
+// 16-bit word per symbol.
 //
 // Payload (count > 0 and more than one symbol in the table):
-//   8 final encoder states, u32 LE each, then the renormalization words, u16
+//   L final encoder states, u32 LE each, then the renormalization words, u16
 //   LE, in the order the decoder consumes them. A table with a single symbol
 //   codes any count in zero bytes (the symbol costs no information).
 // The decoder checks that every word is consumed and that every state ends at
@@ -25,7 +28,16 @@
 namespace brevis::codec::rans_static {
 
 inline constexpr unsigned max_scale = 16;
+/// States of payloads of fewer than wide_from symbols.
 inline constexpr unsigned lanes = 8;
+/// States of payloads of at least wide_from symbols.
+inline constexpr unsigned wide_lanes = 32;
+inline constexpr uint64_t wide_from = uint64_t{1} << 16;
+
+/// The number of interleaved states for a payload of `count` symbols.
+constexpr unsigned lanes_for(uint64_t count) {
+  return count >= wide_from ? wide_lanes : lanes;
+}
 
 /// A normalized frequency table: symbols strictly increasing, every freq >= 1,
 /// freqs summing to exactly 2^scale.
@@ -84,16 +96,15 @@ class coder {
   struct enc_entry {
     uint64_t rcp;    // ceil(2^63 / freq): exact division for 32-bit states
     uint32_t x_max;  // renormalize when state >= x_max
-    uint32_t bias;   // start
-    uint32_t cmpl;   // 2^scale - freq
-    uint32_t freq;   // 0 marks an absent symbol
+    uint16_t bias;   // start
+    uint16_t cmpl;   // 2^scale - freq (freq >= 1, and < 2^16 with 2 symbols)
   };
 
-  template <typename sym>
+  template <typename sym, unsigned n_lanes>
   void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
-  template <typename sym, unsigned fixed_scale>
+  template <typename sym, unsigned n_lanes, unsigned fixed_scale>
   void decode_impl(byte_view payload, size_t count, uint8_t* out) const;
-  template <typename sym>
+  template <typename sym, unsigned n_lanes>
   void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
 
   void build_encoder() const;
@@ -108,9 +119,12 @@ class coder {
   mutable std::once_flag enc_once_, dec_once_;
   mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
   mutable std::vector<enc_entry> enc_;
-  // 2^scale slots: freq | (slot - start) << 16 | symbol << 32, one load a
-  // symbol (freq < 2^16 when the table has more than one symbol).
-  mutable std::vector<uint64_t> dec_;
+  // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
+  // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
+  // when the table has more than one symbol), and the symbol, with one
+  // padding entry so that 4-byte gathers of the last symbol stay inside.
+  mutable std::vector<uint32_t> dec_step_;
+  mutable std::vector<uint16_t> dec_symbol_;
 };
 
 }  // namespace brevis::codec::rans_static
