@@ -1,6 +1,7 @@
 #include "codec/entropy/rans_static.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -331,11 +332,13 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define BREVIS_RANS_AVX2 1
+#define BREVIS_RANS_X86_SIMD 1
+
+std::atomic<unsigned> simd_cap{2};  // see limit_simd
 
 bool have_avx2() {
   static bool const yes = __builtin_cpu_supports("avx2");
-  return yes;
+  return yes && simd_cap.load(std::memory_order_relaxed) >= 1;
 }
 
 // For each mask of lanes that renormalize, the index of each lane's word
@@ -419,9 +422,80 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2(
   p = q;
   return i;
 }
+
+bool have_avx512() {
+  static bool const yes = __builtin_cpu_supports("avx512f");
+  return yes && simd_cap.load(std::memory_order_relaxed) >= 2;
+}
+
+// GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The same rounds 16 lanes at a time; the lanes that renormalize take their
+// words in order through an expand, with no shuffle table.
+template <typename sym>
+__attribute__((target("avx512f"))) size_t decode_rounds_avx512(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 16;
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m512i const s = state[g];
+      __m512i const slot = _mm512_and_si512(s, slot_mask);
+      __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
+      // Reads 4 bytes at each symbol (the table has one entry of padding).
+      __m512i const symbols =
+          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
+      __m512i const next =
+          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(e, low16),
+                                              _mm512_srl_epi32(s, shift)),
+                           _mm512_srli_epi32(e, 16));
+      uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                            _mm512_cvtepi32_epi16(symbols));
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                         _mm512_cvtepi32_epi8(symbols));
+      }
+      __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
+      __m512i const words = _mm512_maskz_expand_epi32(
+          need, _mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
+      state[g] =
+          _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(need));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return i;
+}
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace
+
+void limit_simd(unsigned level) {
+#ifdef BREVIS_RANS_X86_SIMD
+  simd_cap.store(level, std::memory_order_relaxed);
+#else
+  (void)level;
+#endif
+}
 
 template <typename sym, unsigned n_lanes, unsigned fixed_scale>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
@@ -444,8 +518,11 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   uint16_t const* const symbol_tab = dec_symbol_.data();
 
   size_t i = 0;
-#ifdef BREVIS_RANS_AVX2
-  if (n_lanes == wide_lanes && have_avx2()) {
+#ifdef BREVIS_RANS_X86_SIMD
+  if (n_lanes == wide_lanes && have_avx512()) {
+    i = decode_rounds_avx512<sym>(x, p, end, count, scale, step_tab, symbol_tab,
+                                  out);
+  } else if (n_lanes == wide_lanes && have_avx2()) {
     i = decode_rounds_avx2<sym>(x, p, end, count, scale, step_tab, symbol_tab,
                                 out);
   }

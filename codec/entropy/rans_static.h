@@ -6,7 +6,8 @@
 // interleaved round-robin (symbol i belongs to state i % L) so that decoding
 // is throughput-bound rather than latency-bound: L = 8 below 2^16 symbols,
 // where the states' bytes would show, else 32 (a round of 32 table lookups
-// keeps the memory system busy; AVX2 decodes it 8 lanes at a time).
+// keeps the memory system busy; AVX-512 or AVX2 decode it 16 or 8 lanes
+// at a time where the CPU has them).
 // Frequencies sum to 2^scale, scale <= 16, which guarantees at most one
 // 16-bit word per symbol.
 //
@@ -73,6 +74,11 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 
 /// Order-0 empirical entropy of a histogram, in bits (the whole source).
 double entropy_bits(std::span<uint64_t const> hist);
+
+/// Caps the vector code decoding may use: 0 scalar, 1 up to AVX2, 2 up to
+/// AVX-512 (the default; each only where the CPU has it). For tests, which
+/// check that every path decodes the same.
+void limit_simd(unsigned level);
 
 /// Per-table precomputed state for coding; cheap to build (proportional to
 /// the alphabet and to 2^scale), immutable afterwards, shareable by threads.

@@ -106,38 +106,43 @@ TEST(rans_static_test, all_65536_symbols_present) {
 }
 
 // Counts on both sides of the switch to wide_lanes states, with tails that
-// do not fill a round, for 8- and 16-bit symbols (the wide rounds run
-// vectorized where the CPU allows, then scalar near the payload's end).
+// do not fill a round, for 8- and 16-bit symbols, through every decoding
+// path (scalar, AVX2, AVX-512 where the CPU has them; the vector rounds
+// hand over to scalar ones near the payload's end).
 TEST(rans_static_test, lane_counts_switch_at_wide_from) {
   EXPECT_EQ(rs::lanes_for(rs::wide_from - 1), rs::lanes);
   EXPECT_EQ(rs::lanes_for(rs::wide_from), rs::wide_lanes);
   bytes const g = gaussian_bf16(rs::wide_from + 40, 11);
-  for (size_t count : {rs::wide_from - 1, rs::wide_from, rs::wide_from + 1,
-                       rs::wide_from + 31, rs::wide_from + 33}) {
-    bytes const d(g.begin(), g.begin() + static_cast<ptrdiff_t>(2 * count));
-    size_t const payload = roundtrip(d, 2);
-    EXPECT_GE(payload, 4 * rs::lanes_for(count)) << count;
-    bytes lo;  // low bytes of bf16: near-uniform, 8-bit symbols
-    for (size_t i = 0; i < count; ++i) lo.push_back(d[2 * i]);
-    roundtrip(lo, 1);
-  }
-  // Extreme skew at every scale the chooser picks: many states end a round
-  // without a word, so the vectorized renormalization sees every mask.
-  for (unsigned scale = 10; scale <= 16; ++scale) {
-    bytes d;
-    std::mt19937 rng(scale);
-    for (size_t i = 0; i < rs::wide_from + 100; ++i) {
-      testing::append<uint16_t>(d, rng() % 64 == 0 ? rng() % 700 : 5);
+  for (unsigned simd : {0u, 1u, 2u}) {
+    rs::limit_simd(simd);
+    for (size_t count : {rs::wide_from - 1, rs::wide_from, rs::wide_from + 1,
+                         rs::wide_from + 31, rs::wide_from + 33}) {
+      bytes const d(g.begin(), g.begin() + static_cast<ptrdiff_t>(2 * count));
+      size_t const payload = roundtrip(d, 2);
+      EXPECT_GE(payload, 4 * rs::lanes_for(count)) << count;
+      bytes lo;  // low bytes of bf16: near-uniform, 8-bit symbols
+      for (size_t i = 0; i < count; ++i) lo.push_back(d[2 * i]);
+      roundtrip(lo, 1);
     }
-    std::vector<uint64_t> hist;
-    rs::histogram(d, 2, hist);
-    rs::coder const c(rs::normalize(hist, scale), 2);
-    bytes payload;
-    c.encode(d, payload);
-    bytes back(d.size());
-    c.decode(payload, d.size() / 2, back.data());
-    EXPECT_EQ(back, d) << scale;
+    // Extreme skew at every scale the chooser picks: many states end a
+    // round without a word, so the renormalization sees every mask.
+    for (unsigned scale = 10; scale <= 16; ++scale) {
+      bytes d;
+      std::mt19937 rng(scale);
+      for (size_t i = 0; i < rs::wide_from + 100; ++i) {
+        testing::append<uint16_t>(d, rng() % 64 == 0 ? rng() % 700 : 5);
+      }
+      std::vector<uint64_t> hist;
+      rs::histogram(d, 2, hist);
+      rs::coder const c(rs::normalize(hist, scale), 2);
+      bytes payload;
+      c.encode(d, payload);
+      bytes back(d.size());
+      c.decode(payload, d.size() / 2, back.data());
+      EXPECT_EQ(back, d) << scale << " " << simd;
+    }
   }
+  rs::limit_simd(2);
 }
 
 TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
@@ -157,6 +162,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
   std::mt19937 rng(3);
   int accepted = 0;
   for (int i = 0; i < 30; ++i) {
+    rs::limit_simd(i % 3);
     bytes p = payload;
     if (i % 2) {
       p[rng() % p.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
@@ -169,6 +175,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
     } catch (error const&) {
     }
   }
+  rs::limit_simd(2);
   EXPECT_LT(accepted, 2);
 }
 
