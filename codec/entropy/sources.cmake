@@ -1,3 +1,4 @@
 list(APPEND BREVIS_CODEC_SOURCES
+  entropy/histogram.cpp
   entropy/htscodecs_rans.cpp
   entropy/rans_static.cpp)

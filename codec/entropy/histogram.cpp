@@ -1,0 +1,101 @@
+#include "codec/entropy/histogram.h"
+
+#include <limits>
+
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec {
+namespace {
+
+constexpr size_t symbols = 65536;
+constexpr size_t block = 16;  // symbols per "touched" flag
+
+// Per-thread counters, all zero between calls: only the entries a call
+// touches are cleared, so small inputs cost their size rather than 2^16.
+// Two counter sets (by lane parity) overlap the increments of repeated
+// values; 32 bits halve the cache footprint (callers check the count).
+struct counters {
+  std::vector<uint32_t> even = std::vector<uint32_t>(symbols, 0);
+  std::vector<uint32_t> odd = std::vector<uint32_t>(symbols, 0);
+  std::vector<uint8_t> touched = std::vector<uint8_t>(symbols / block, 0);
+};
+
+counters& local() {
+  thread_local counters c;
+  return c;
+}
+
+// Appends the nonzero counters of the block starting at `first` and clears
+// them.
+void drain_block(counters& c, uint32_t first, sparse_histogram16& out) {
+  for (uint32_t s = first; s < first + block; ++s) {
+    uint64_t const n = uint64_t{c.even[s]} + c.odd[s];
+    if (n) out.emplace_back(s, n), c.even[s] = 0, c.odd[s] = 0;
+  }
+}
+
+bool block_is_zero(counters const& c, uint32_t first) {
+  uint32_t any = 0;  // a branch-free OR, which compilers vectorize
+  for (uint32_t s = first; s < first + block; ++s) any |= c.even[s] | c.odd[s];
+  return any == 0;
+}
+
+}  // namespace
+
+sparse_histogram16 histogram16(byte_view data) {
+  size_t const n = data.size() / 2;
+  sparse_histogram16 out;
+  if (n > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
+    std::vector<uint64_t> hist;
+    rans_static::histogram(data, 2, hist);
+    for (uint32_t s = 0; s < symbols; ++s) {
+      if (hist[s]) out.emplace_back(s, hist[s]);
+    }
+    return out;
+  }
+  counters& c = local();
+  uint8_t const* const p = data.data();
+  uint32_t* const even = c.even.data();
+  uint32_t* const odd = c.odd.data();
+  if (n >= symbols) {
+    // Large inputs: scanning the counters (skipping empty blocks a vector
+    // at a time) costs less than marking the symbols seen.
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      ++even[load_le<uint16_t>(p + 2 * i)];
+      ++odd[load_le<uint16_t>(p + 2 * i + 2)];
+    }
+    if (i < n) ++even[load_le<uint16_t>(p + 2 * i)];
+    for (uint32_t b = 0; b < symbols; b += block) {
+      if (!block_is_zero(c, b)) drain_block(c, b, out);
+    }
+    return out;
+  }
+  // Small inputs: a flag per block of symbols (a plain store, no read), so
+  // the output comes out in order without sorting or a full scan.
+  uint8_t* const touched = c.touched.data();
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    uint16_t const a = load_le<uint16_t>(p + 2 * i);
+    uint16_t const b = load_le<uint16_t>(p + 2 * i + 2);
+    ++even[a];
+    ++odd[b];
+    touched[a / block] = 1;
+    touched[b / block] = 1;
+  }
+  if (i < n) {
+    uint16_t const a = load_le<uint16_t>(p + 2 * i);
+    ++even[a];
+    touched[a / block] = 1;
+  }
+  // Eight flags at a time: tiny inputs touch few of the 4096 blocks.
+  for (uint32_t t = 0; t < symbols / block; t += 8) {
+    if (load_le<uint64_t>(touched + t) == 0) continue;
+    for (uint32_t u = t; u < t + 8; ++u) {
+      if (touched[u]) touched[u] = 0, drain_block(c, u * block, out);
+    }
+  }
+  return out;
+}
+
+}  // namespace brevis::codec
