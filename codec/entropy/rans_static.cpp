@@ -244,6 +244,14 @@ void coder::build_encoder() const {
     e.cmpl = static_cast<uint16_t>(total - f);
     start += f;
   }
+  enc_x_max_.resize(enc_.size());
+  enc_bias_cmpl_.resize(enc_.size());
+  enc_inverse_.resize(enc_.size());
+  for (size_t i = 0; i < enc_.size(); ++i) {
+    enc_x_max_[i] = enc_[i].x_max;
+    enc_bias_cmpl_[i] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+    enc_inverse_[i] = 1.0f / static_cast<float>(table_.freqs[i]);
+  }
 }
 
 void coder::build_decoder() const {
@@ -278,56 +286,6 @@ uint8_t* encode_buffer(size_t size) {
 }
 
 }  // namespace
-
-template <typename sym, unsigned n_lanes>
-void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
-  size_t const head = 4 * n_lanes;
-  // At most one word per symbol.
-  size_t const room = head + 2 * count;
-  uint8_t* const words_end = encode_buffer(room) + room;
-  uint8_t* p = words_end;
-  uint32_t x[n_lanes];
-  for (uint32_t& s : x) s = state_low;
-  uint32_t const* const index = enc_index_.data();
-  enc_entry const* const tab = enc_.data();
-  bool absent = false;
-
-  auto step = [&](uint32_t& st, size_t sym_value) {
-    uint32_t const idx = index[sym_value];
-    absent |= idx == ~uint32_t{0};
-    enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
-    uint32_t s = st;
-    // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
-    // unpredictable.
-    uint32_t const r = s >= e.x_max;
-    store_le<uint16_t>(p - 2, static_cast<uint16_t>(s));
-    p -= r << 1;
-    s >>= r << 4;
-    uint32_t const q = divide(s, e.rcp);
-    st = s + e.bias + q * e.cmpl;
-  };
-
-  size_t i = count;
-  // The tail that does not fill a round of lanes goes first (encoding runs
-  // backwards), then whole rounds.
-  while (i % n_lanes != 0) {
-    --i;
-    step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
-  }
-  while (i > 0) {
-    i -= n_lanes;
-    uint8_t const* blk = in + i * sizeof(sym);
-    for (int j = n_lanes - 1; j >= 0; --j) {
-      step(x[j], load_le<sym>(blk + j * sizeof(sym)));
-    }
-  }
-  if (absent) fail(errc::domain, "rans_static: symbol absent from the table");
-  uint8_t* const states = p - head;
-  for (unsigned j = 0; j < n_lanes; ++j) {
-    store_le<uint32_t>(states + 4 * j, x[j]);
-  }
-  out.insert(out.end(), states, words_end);
-}
 
 namespace {
 
@@ -484,10 +442,145 @@ __attribute__((target("avx512f"))) size_t decode_rounds_avx512(
   p = q;
   return i;
 }
+
+bool have_avx512_encoder() {
+  static bool const yes = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes && simd_cap.load(std::memory_order_relaxed) >= 2;
+}
+
+// Encodes the whole rounds of symbols [0, rounds_end) (after the scalar
+// tail), 16 lanes at a time: the same states and words as the scalar loop.
+// Division runs in float and is corrected to the exact quotient (the
+// estimate is within one: quotients are below 2^16, the float error below
+// 2^-22 relative). Returns true if some symbol is absent from the table.
+template <typename sym>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) bool encode_rounds_avx512(
+    uint32_t* x, uint8_t*& p, uint8_t const* in, size_t rounds_end,
+    uint32_t total, uint32_t const* index, uint32_t const* x_max,
+    uint32_t const* bias_cmpl, float const* inverse) {
+  constexpr unsigned groups = wide_lanes / 16;
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const all_ones = _mm512_set1_epi32(-1);
+  __m512i const one = _mm512_set1_epi32(1);
+  __m512i const totals = _mm512_set1_epi32(static_cast<int>(total));
+  __mmask16 absent = 0;
+  uint8_t* q = p;
+  for (size_t i = rounds_end; i > 0;) {
+    i -= wide_lanes;
+    for (unsigned g = groups; g-- > 0;) {
+      uint8_t const* const src = in + (i + 16 * g) * sizeof(sym);
+      __m512i symbols;
+      if constexpr (sizeof(sym) == 2) {
+        symbols = _mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
+      } else {
+        symbols = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
+      }
+      __m512i idx = _mm512_i32gather_epi32(symbols, index, 4);
+      __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
+      absent |= bad;
+      idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
+      __m512i const limit = _mm512_i32gather_epi32(idx, x_max, 4);
+      __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
+      __m512 const inv = _mm512_i32gather_ps(idx, inverse, 4);
+      __m512i s = state[g];
+      __mmask16 const r = _mm512_cmpge_epu32_mask(s, limit);
+      // The renormalizing lanes' low halves, in lane order, below p.
+      auto const n = static_cast<unsigned>(__builtin_popcount(r));
+      q -= 2 * n;
+      _mm256_mask_storeu_epi16(
+          q, static_cast<__mmask16>((1u << n) - 1),
+          _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(r, s)));
+      s = _mm512_mask_srli_epi32(s, r, s, 16);
+      __m512i const cmpl = _mm512_srli_epi32(bc, 16);
+      __m512i const freq = _mm512_sub_epi32(totals, cmpl);
+      __m512i quot =
+          _mm512_cvttps_epu32(_mm512_mul_ps(_mm512_cvtepu32_ps(s), inv));
+      __m512i rem = _mm512_sub_epi32(s, _mm512_mullo_epi32(quot, freq));
+      __mmask16 const over =
+          _mm512_cmplt_epi32_mask(rem, _mm512_setzero_si512());
+      quot = _mm512_mask_sub_epi32(quot, over, quot, one);
+      rem = _mm512_mask_add_epi32(rem, over, rem, freq);
+      __mmask16 const under = _mm512_cmpge_epi32_mask(rem, freq);
+      quot = _mm512_mask_add_epi32(quot, under, quot, one);
+      state[g] =
+          _mm512_add_epi32(_mm512_add_epi32(s, _mm512_and_si512(bc, low16)),
+                           _mm512_mullo_epi32(quot, cmpl));
+    }
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return absent != 0;
+}
 #pragma GCC diagnostic pop
 #endif
 
 }  // namespace
+
+template <typename sym, unsigned n_lanes>
+void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
+  size_t const head = 4 * n_lanes;
+  // At most one word per symbol.
+  size_t const room = head + 2 * count;
+  uint8_t* const words_end = encode_buffer(room) + room;
+  uint8_t* p = words_end;
+  uint32_t x[n_lanes];
+  for (uint32_t& s : x) s = state_low;
+  uint32_t const* const index = enc_index_.data();
+  enc_entry const* const tab = enc_.data();
+  bool absent = false;
+
+  auto step = [&](uint32_t& st, size_t sym_value) {
+    uint32_t const idx = index[sym_value];
+    absent |= idx == ~uint32_t{0};
+    enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
+    uint32_t s = st;
+    // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
+    // unpredictable.
+    uint32_t const r = s >= e.x_max;
+    store_le<uint16_t>(p - 2, static_cast<uint16_t>(s));
+    p -= r << 1;
+    s >>= r << 4;
+    uint32_t const q = divide(s, e.rcp);
+    st = s + e.bias + q * e.cmpl;
+  };
+
+  size_t i = count;
+  // The tail that does not fill a round of lanes goes first (encoding runs
+  // backwards), then whole rounds.
+  while (i % n_lanes != 0) {
+    --i;
+    step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
+  }
+#ifdef BREVIS_RANS_X86_SIMD
+  if (n_lanes == wide_lanes && i > 0 && have_avx512_encoder()) {
+    absent |= encode_rounds_avx512<sym>(
+        x, p, in, i, 1u << scale_, enc_index_.data(), enc_x_max_.data(),
+        enc_bias_cmpl_.data(), enc_inverse_.data());
+    i = 0;
+  }
+#endif
+  while (i > 0) {
+    i -= n_lanes;
+    uint8_t const* blk = in + i * sizeof(sym);
+    for (int j = n_lanes - 1; j >= 0; --j) {
+      step(x[j], load_le<sym>(blk + j * sizeof(sym)));
+    }
+  }
+  if (absent) fail(errc::domain, "rans_static: symbol absent from the table");
+  uint8_t* const states = p - head;
+  for (unsigned j = 0; j < n_lanes; ++j) {
+    store_le<uint32_t>(states + 4 * j, x[j]);
+  }
+  out.insert(out.end(), states, words_end);
+}
 
 void limit_simd(unsigned level) {
 #ifdef BREVIS_RANS_X86_SIMD

@@ -75,9 +75,9 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 /// Order-0 empirical entropy of a histogram, in bits (the whole source).
 double entropy_bits(std::span<uint64_t const> hist);
 
-/// Caps the vector code decoding may use: 0 scalar, 1 up to AVX2, 2 up to
+/// Caps the vector code coding may use: 0 scalar, 1 up to AVX2, 2 up to
 /// AVX-512 (the default; each only where the CPU has it). For tests, which
-/// check that every path decodes the same.
+/// check that every path codes the same.
 void limit_simd(unsigned level);
 
 /// Per-table precomputed state for coding; cheap to build (proportional to
@@ -125,6 +125,10 @@ class coder {
   mutable std::once_flag enc_once_, dec_once_;
   mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
   mutable std::vector<enc_entry> enc_;
+  // The same by field, for vector gathers: x_max, bias | cmpl << 16, and
+  // 1 / freq as a float (an estimate the vector code corrects).
+  mutable std::vector<uint32_t> enc_x_max_, enc_bias_cmpl_;
+  mutable std::vector<float> enc_inverse_;
   // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
   // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
   // when the table has more than one symbol), and the symbol, with one

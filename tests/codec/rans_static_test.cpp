@@ -145,6 +145,47 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
   rs::limit_simd(2);
 }
 
+// Every encoding path writes the same payload (the vector encoder divides
+// in float and corrects the quotient, which must always land exactly).
+TEST(rans_static_test, vector_and_scalar_encoders_agree) {
+  std::mt19937 rng(17);
+  for (unsigned width : {1u, 2u}) {
+    for (unsigned scale : {10u, 13u, 16u}) {
+      bytes d;
+      size_t const count = rs::wide_from + 77;
+      for (size_t i = 0; i < count; ++i) {
+        // A few huge and many tiny frequencies: quotients near 2^16 and 1.
+        uint32_t const v = rng() % 8 == 0 ? rng() % 250 : rng() % 3;
+        if (width == 1) {
+          d.push_back(static_cast<uint8_t>(v));
+        } else {
+          testing::append<uint16_t>(d, static_cast<uint16_t>(v * 251));
+        }
+      }
+      std::vector<uint64_t> hist;
+      rs::histogram(d, width, hist);
+      rs::table const t = rs::normalize(hist, scale);
+      bytes payload[3];
+      for (unsigned simd : {0u, 1u, 2u}) {
+        rs::limit_simd(simd);
+        rs::coder(t, width).encode(d, payload[simd]);
+      }
+      rs::limit_simd(2);
+      EXPECT_EQ(payload[0], payload[2]) << width << " " << scale;
+      EXPECT_EQ(payload[1], payload[2]) << width << " " << scale;
+      // A symbol outside the table, deep inside the vector rounds.
+      bytes bad = d;
+      bad[width * 1000] = width == 1 ? 255 : 0xff;
+      for (unsigned simd : {0u, 2u}) {
+        rs::limit_simd(simd);
+        bytes out;
+        EXPECT_THROW(rs::coder(t, width).encode(bad, out), error);
+      }
+      rs::limit_simd(2);
+    }
+  }
+}
+
 TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
   bytes const d = gaussian_bf16(rs::wide_from + 7, 12);
   node const n = make_rans_static(stream{d, {2, meaning::bf16}}, 2);
