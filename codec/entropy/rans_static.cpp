@@ -254,22 +254,6 @@ void coder::build_encoder() const {
   }
 }
 
-void coder::build_decoder() const {
-  uint32_t const total = 1u << scale_;
-  dec_step_.resize(total);
-  dec_symbol_.assign(total + 1, 0);
-  uint32_t start = 0;
-  for (size_t i = 0; i < table_.symbols.size(); ++i) {
-    uint32_t const f = table_.freqs[i];
-    auto const s = static_cast<uint16_t>(table_.symbols[i]);
-    uint32_t* const step = dec_step_.data() + start;
-    uint16_t* const symbol = dec_symbol_.data() + start;
-    for (uint32_t k = 0; k < f; ++k) step[k] = f | k << 16;
-    std::fill(symbol, symbol + f, s);
-    start += f;
-  }
-}
-
 namespace {
 
 // The encoder's words, written backwards: a per-thread buffer reused across
@@ -519,10 +503,110 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) bool encode_rounds_avx512(
   p = q;
   return absent != 0;
 }
+
+// Fills the decode slots of every symbol 16 at a time, the last ones of a
+// symbol through a mask (most symbols of large tables own a few slots).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void fill_slots_avx512(
+    table const& t, uint32_t* step, uint16_t* symbol) {
+  __m512i const iota =
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  uint32_t start = 0;
+  for (size_t i = 0; i < t.symbols.size(); ++i) {
+    uint32_t const f = t.freqs[i];
+    __m512i const freq = _mm512_set1_epi32(static_cast<int>(f));
+    __m256i const sym = _mm256_set1_epi16(static_cast<short>(t.symbols[i]));
+    for (uint32_t k = 0; k < f; k += 16) {
+      uint32_t const n = std::min<uint32_t>(16, f - k);
+      auto const m = static_cast<__mmask16>((1u << n) - 1);
+      __m512i const bias =
+          _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(k)), iota);
+      _mm512_mask_storeu_epi32(
+          step + start + k, m,
+          _mm512_or_si512(freq, _mm512_slli_epi32(bias, 16)));
+      _mm256_mask_storeu_epi16(symbol + start + k, m, sym);
+    }
+    start += f;
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 
 }  // namespace
+
+namespace {
+
+// Decode tables of finished coders, for the next ones on this thread.
+struct decode_arrays {
+  std::unique_ptr<uint32_t[]> step;
+  std::unique_ptr<uint16_t[]> symbol;
+  uint32_t slots = 0;
+};
+constexpr size_t pooled_tables = 4;
+
+// Coders cached in other thread_locals may be destroyed after the pool at
+// thread exit: they check this (trivially destructible) flag first.
+thread_local bool pool_alive = false;
+
+struct table_pool {
+  table_pool() { pool_alive = true; }
+  ~table_pool() { pool_alive = false; }
+  std::vector<decode_arrays> free;
+};
+
+std::vector<decode_arrays>& pooled() {
+  thread_local table_pool pool;
+  return pool.free;
+}
+
+}  // namespace
+
+coder::~coder() {
+  if (!dec_step_ || !pool_alive) return;
+  try {
+    std::vector<decode_arrays>& pool = pooled();
+    if (pool.size() < pooled_tables) {
+      pool.push_back(
+          {std::move(dec_step_), std::move(dec_symbol_), dec_slots_});
+    }
+  } catch (...) {  // no room to pool them: they are simply freed
+  }
+}
+
+void coder::build_decoder() const {
+  uint32_t const total = 1u << scale_;
+  std::vector<decode_arrays>& pool = pooled();
+  for (auto it = pool.begin(); it != pool.end(); ++it) {
+    if (it->slots >= total) {
+      dec_step_ = std::move(it->step);
+      dec_symbol_ = std::move(it->symbol);
+      dec_slots_ = it->slots;
+      pool.erase(it);
+      break;
+    }
+  }
+  if (!dec_step_) {
+    dec_step_ = std::make_unique_for_overwrite<uint32_t[]>(total);
+    dec_symbol_ = std::make_unique_for_overwrite<uint16_t[]>(total + 1);
+    dec_slots_ = total;
+  }
+  dec_symbol_[total] = 0;
+#ifdef BREVIS_RANS_X86_SIMD
+  if (have_avx512_encoder()) {
+    fill_slots_avx512(table_, dec_step_.get(), dec_symbol_.get());
+    return;
+  }
+#endif
+  uint32_t start = 0;
+  for (size_t i = 0; i < table_.symbols.size(); ++i) {
+    uint32_t const f = table_.freqs[i];
+    auto const s = static_cast<uint16_t>(table_.symbols[i]);
+    uint32_t* const step = dec_step_.get() + start;
+    uint16_t* const symbol = dec_symbol_.get() + start;
+    for (uint32_t k = 0; k < f; ++k) step[k] = f | k << 16;
+    std::fill(symbol, symbol + f, s);
+    start += f;
+  }
+}
 
 template <typename sym, unsigned n_lanes>
 void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
@@ -607,8 +691,8 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
-  uint32_t const* const step_tab = dec_step_.data();
-  uint16_t const* const symbol_tab = dec_symbol_.data();
+  uint32_t const* const step_tab = dec_step_.get();
+  uint16_t const* const symbol_tab = dec_symbol_.get();
 
   size_t i = 0;
 #ifdef BREVIS_RANS_X86_SIMD

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -86,6 +87,9 @@ class coder {
  public:
   /// `t` must have passed validate(t, 8 * width).
   coder(table const& t, unsigned width);
+  ~coder();
+  coder(coder const&) = delete;
+  coder& operator=(coder const&) = delete;
 
   unsigned width() const { return width_; }
 
@@ -133,8 +137,12 @@ class coder {
   // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
   // when the table has more than one symbol), and the symbol, with one
   // padding entry so that 4-byte gathers of the last symbol stay inside.
-  mutable std::vector<uint32_t> dec_step_;
-  mutable std::vector<uint16_t> dec_symbol_;
+  // Not vectors: every slot is written once, without a zero-fill first;
+  // and recycled through a per-thread pool, since fresh ones this large
+  // come from mmap and cost a page fault every 4 KiB.
+  mutable std::unique_ptr<uint32_t[]> dec_step_;
+  mutable std::unique_ptr<uint16_t[]> dec_symbol_;
+  mutable uint32_t dec_slots_ = 0;  // the arrays' capacity
 };
 
 }  // namespace brevis::codec::rans_static
