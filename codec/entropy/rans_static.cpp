@@ -1,7 +1,6 @@
 #include "codec/entropy/rans_static.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -10,16 +9,13 @@
 #include <queue>
 #include <string>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "codec/core/error.h"
+#include "codec/entropy/rans_static_simd.h"
 
 namespace brevis::codec::rans_static {
 namespace {
 
-constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
+using simd::state_low;
 
 inline uint32_t divide(uint32_t x, uint64_t rcp) {
   // floor(x / f) with rcp = ceil(2^63 / f): exact because x * f < 2^63.
@@ -273,268 +269,6 @@ uint8_t* encode_buffer(size_t size) {
 
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define BREVIS_RANS_X86_SIMD 1
-
-std::atomic<unsigned> simd_cap{2};  // see limit_simd
-
-bool have_avx2() {
-  static bool const yes = __builtin_cpu_supports("avx2");
-  return yes && simd_cap.load(std::memory_order_relaxed) >= 1;
-}
-
-// For each mask of lanes that renormalize, the index of each lane's word
-// among the words the round reads (lanes in order take consecutive words).
-struct word_shuffles {
-  alignas(32) uint32_t index[256][8];
-  constexpr word_shuffles() : index{} {
-    for (unsigned m = 0; m < 256; ++m) {
-      uint32_t k = 0;
-      for (unsigned j = 0; j < 8; ++j) {
-        index[m][j] = k;
-        k += (m >> j) & 1;
-      }
-    }
-  }
-};
-constexpr word_shuffles shuffles;
-
-// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
-// arithmetic as the scalar loop. Stops where fewer than a round of symbols
-// or of the words a round may read remain; returns the symbols decoded.
-template <typename sym>
-__attribute__((target("avx2"))) size_t decode_rounds_avx2(
-    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
-    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
-    uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 8;
-  __m256i state[groups];
-  for (unsigned g = 0; g < groups; ++g) {
-    state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
-  }
-  __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
-  __m256i const low16 = _mm256_set1_epi32(0xffff);
-  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
-  uint8_t const* q = p;
-  size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
-    for (unsigned g = 0; g < groups; ++g) {
-      __m256i const s = state[g];
-      __m256i const slot = _mm256_and_si256(s, slot_mask);
-      __m256i const e = _mm256_i32gather_epi32(
-          reinterpret_cast<int const*>(step_tab), slot, 4);
-      // Reads 4 bytes at each symbol (the table has one entry of padding).
-      __m256i const symbols = _mm256_and_si256(
-          _mm256_i32gather_epi32(reinterpret_cast<int const*>(symbol_tab), slot,
-                                 2),
-          low16);
-      __m256i const next =
-          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
-                                              _mm256_srl_epi32(s, shift)),
-                           _mm256_srli_epi32(e, 16));
-      __m256i const packed =
-          _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
-      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
-      if constexpr (sizeof(sym) == 2) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                         _mm256_castsi256_si128(packed));
-      } else {
-        __m128i const b = _mm256_castsi256_si128(packed);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
-      }
-      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
-                                              _mm256_setzero_si256());
-      auto const m =
-          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
-      __m256i words = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
-      words = _mm256_permutevar8x32_epi32(
-          words, _mm256_load_si256(
-                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
-      state[g] = _mm256_blendv_epi8(
-          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
-      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
-    }
-    i += wide_lanes;
-  }
-  for (unsigned g = 0; g < groups; ++g) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
-  }
-  p = q;
-  return i;
-}
-
-bool have_avx512() {
-  static bool const yes = __builtin_cpu_supports("avx512f");
-  return yes && simd_cap.load(std::memory_order_relaxed) >= 2;
-}
-
-// GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// The same rounds 16 lanes at a time; the lanes that renormalize take their
-// words in order through an expand, with no shuffle table.
-template <typename sym>
-__attribute__((target("avx512f"))) size_t decode_rounds_avx512(
-    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
-    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
-    uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 16;
-  __m512i state[groups];
-  for (unsigned g = 0; g < groups; ++g)
-    state[g] = _mm512_loadu_si512(x + 16 * g);
-  __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
-  __m512i const low16 = _mm512_set1_epi32(0xffff);
-  __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
-  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
-  uint8_t const* q = p;
-  size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
-    for (unsigned g = 0; g < groups; ++g) {
-      __m512i const s = state[g];
-      __m512i const slot = _mm512_and_si512(s, slot_mask);
-      __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
-      // Reads 4 bytes at each symbol (the table has one entry of padding).
-      __m512i const symbols =
-          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
-      __m512i const next =
-          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(e, low16),
-                                              _mm512_srl_epi32(s, shift)),
-                           _mm512_srli_epi32(e, 16));
-      uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
-      if constexpr (sizeof(sym) == 2) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                            _mm512_cvtepi32_epi16(symbols));
-      } else {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                         _mm512_cvtepi32_epi8(symbols));
-      }
-      __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
-      __m512i const words = _mm512_maskz_expand_epi32(
-          need, _mm512_cvtepu16_epi32(
-                    _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
-      state[g] =
-          _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
-      q += 2 * static_cast<unsigned>(__builtin_popcount(need));
-    }
-    i += wide_lanes;
-  }
-  for (unsigned g = 0; g < groups; ++g)
-    _mm512_storeu_si512(x + 16 * g, state[g]);
-  p = q;
-  return i;
-}
-
-bool have_avx512_encoder() {
-  static bool const yes = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return yes && simd_cap.load(std::memory_order_relaxed) >= 2;
-}
-
-// Encodes the whole rounds of symbols [0, rounds_end) (after the scalar
-// tail), 16 lanes at a time: the same states and words as the scalar loop.
-// Division runs in float and is corrected to the exact quotient (the
-// estimate is within one: quotients are below 2^16, the float error below
-// 2^-22 relative). Returns true if some symbol is absent from the table.
-template <typename sym>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) bool encode_rounds_avx512(
-    uint32_t* x, uint8_t*& p, uint8_t const* in, size_t rounds_end,
-    uint32_t total, uint32_t const* index, uint32_t const* x_max,
-    uint32_t const* bias_cmpl, float const* inverse) {
-  constexpr unsigned groups = wide_lanes / 16;
-  __m512i state[groups];
-  for (unsigned g = 0; g < groups; ++g)
-    state[g] = _mm512_loadu_si512(x + 16 * g);
-  __m512i const low16 = _mm512_set1_epi32(0xffff);
-  __m512i const all_ones = _mm512_set1_epi32(-1);
-  __m512i const one = _mm512_set1_epi32(1);
-  __m512i const totals = _mm512_set1_epi32(static_cast<int>(total));
-  __mmask16 absent = 0;
-  uint8_t* q = p;
-  for (size_t i = rounds_end; i > 0;) {
-    i -= wide_lanes;
-    for (unsigned g = groups; g-- > 0;) {
-      uint8_t const* const src = in + (i + 16 * g) * sizeof(sym);
-      __m512i symbols;
-      if constexpr (sizeof(sym) == 2) {
-        symbols = _mm512_cvtepu16_epi32(
-            _mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
-      } else {
-        symbols = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
-      }
-      __m512i idx = _mm512_i32gather_epi32(symbols, index, 4);
-      __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
-      absent |= bad;
-      idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
-      __m512i const limit = _mm512_i32gather_epi32(idx, x_max, 4);
-      __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
-      __m512 const inv = _mm512_i32gather_ps(idx, inverse, 4);
-      __m512i s = state[g];
-      __mmask16 const r = _mm512_cmpge_epu32_mask(s, limit);
-      // The renormalizing lanes' low halves, in lane order, below p.
-      auto const n = static_cast<unsigned>(__builtin_popcount(r));
-      q -= 2 * n;
-      _mm256_mask_storeu_epi16(
-          q, static_cast<__mmask16>((1u << n) - 1),
-          _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(r, s)));
-      s = _mm512_mask_srli_epi32(s, r, s, 16);
-      __m512i const cmpl = _mm512_srli_epi32(bc, 16);
-      __m512i const freq = _mm512_sub_epi32(totals, cmpl);
-      __m512i quot =
-          _mm512_cvttps_epu32(_mm512_mul_ps(_mm512_cvtepu32_ps(s), inv));
-      __m512i rem = _mm512_sub_epi32(s, _mm512_mullo_epi32(quot, freq));
-      __mmask16 const over =
-          _mm512_cmplt_epi32_mask(rem, _mm512_setzero_si512());
-      quot = _mm512_mask_sub_epi32(quot, over, quot, one);
-      rem = _mm512_mask_add_epi32(rem, over, rem, freq);
-      __mmask16 const under = _mm512_cmpge_epi32_mask(rem, freq);
-      quot = _mm512_mask_add_epi32(quot, under, quot, one);
-      state[g] =
-          _mm512_add_epi32(_mm512_add_epi32(s, _mm512_and_si512(bc, low16)),
-                           _mm512_mullo_epi32(quot, cmpl));
-    }
-  }
-  for (unsigned g = 0; g < groups; ++g)
-    _mm512_storeu_si512(x + 16 * g, state[g]);
-  p = q;
-  return absent != 0;
-}
-
-// Fills the decode slots of every symbol 16 at a time, the last ones of a
-// symbol through a mask (most symbols of large tables own a few slots).
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void fill_slots_avx512(
-    table const& t, uint32_t* step, uint16_t* symbol) {
-  __m512i const iota =
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  uint32_t start = 0;
-  for (size_t i = 0; i < t.symbols.size(); ++i) {
-    uint32_t const f = t.freqs[i];
-    __m512i const freq = _mm512_set1_epi32(static_cast<int>(f));
-    __m256i const sym = _mm256_set1_epi16(static_cast<short>(t.symbols[i]));
-    for (uint32_t k = 0; k < f; k += 16) {
-      uint32_t const n = std::min<uint32_t>(16, f - k);
-      auto const m = static_cast<__mmask16>((1u << n) - 1);
-      __m512i const bias =
-          _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(k)), iota);
-      _mm512_mask_storeu_epi32(
-          step + start + k, m,
-          _mm512_or_si512(freq, _mm512_slli_epi32(bias, 16)));
-      _mm256_mask_storeu_epi16(symbol + start + k, m, sym);
-    }
-    start += f;
-  }
-}
-#pragma GCC diagnostic pop
-#endif
-
-}  // namespace
-
-namespace {
-
 // Decode tables of finished coders, for the next ones on this thread.
 struct decode_arrays {
   std::unique_ptr<uint32_t[]> step;
@@ -590,12 +324,10 @@ void coder::build_decoder() const {
     dec_slots_ = total;
   }
   dec_symbol_[total] = 0;
-#ifdef BREVIS_RANS_X86_SIMD
-  if (have_avx512_encoder()) {
-    fill_slots_avx512(table_, dec_step_.get(), dec_symbol_.get());
+  if (simd::avx512_bw_vl()) {
+    simd::fill_slots_avx512(table_, dec_step_.get(), dec_symbol_.get());
     return;
   }
-#endif
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
@@ -643,14 +375,12 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
     --i;
     step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
   }
-#ifdef BREVIS_RANS_X86_SIMD
-  if (n_lanes == wide_lanes && i > 0 && have_avx512_encoder()) {
-    absent |= encode_rounds_avx512<sym>(
-        x, p, in, i, 1u << scale_, enc_index_.data(), enc_x_max_.data(),
-        enc_bias_cmpl_.data(), enc_inverse_.data());
+  if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
+    absent |= simd::encode_rounds_avx512(
+        sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
+        enc_x_max_.data(), enc_bias_cmpl_.data(), enc_inverse_.data());
     i = 0;
   }
-#endif
   while (i > 0) {
     i -= n_lanes;
     uint8_t const* blk = in + i * sizeof(sym);
@@ -666,13 +396,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   out.insert(out.end(), states, words_end);
 }
 
-void limit_simd(unsigned level) {
-#ifdef BREVIS_RANS_X86_SIMD
-  simd_cap.store(level, std::memory_order_relaxed);
-#else
-  (void)level;
-#endif
-}
+void limit_simd(unsigned level) { simd::set_cap(level); }
 
 template <typename sym, unsigned n_lanes, unsigned fixed_scale>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
@@ -695,15 +419,13 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   uint16_t const* const symbol_tab = dec_symbol_.get();
 
   size_t i = 0;
-#ifdef BREVIS_RANS_X86_SIMD
-  if (n_lanes == wide_lanes && have_avx512()) {
-    i = decode_rounds_avx512<sym>(x, p, end, count, scale, step_tab, symbol_tab,
-                                  out);
-  } else if (n_lanes == wide_lanes && have_avx2()) {
-    i = decode_rounds_avx2<sym>(x, p, end, count, scale, step_tab, symbol_tab,
-                                out);
+  if (n_lanes == wide_lanes && simd::avx512()) {
+    i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, count, scale,
+                                   step_tab, symbol_tab, out);
+  } else if (n_lanes == wide_lanes && simd::avx2()) {
+    i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, count, scale, step_tab,
+                                 symbol_tab, out);
   }
-#endif
   // Fast rounds: enough words remain for every lane to renormalize once.
   while (count - i >= n_lanes && static_cast<size_t>(end - p) >= 2 * n_lanes) {
     for (unsigned j = 0; j < n_lanes; ++j) {
