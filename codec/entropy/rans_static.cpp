@@ -17,6 +17,25 @@ namespace {
 
 using simd::state_low;
 
+// log2((f + 1) / f): normalize needs it for every symbol, most often at
+// small f, so those come from a table (the same expression, so the same
+// bits) instead of ~10^5 log2 calls for a large table.
+constexpr uint32_t tabled_steps = 4096;
+
+double log2_step(uint32_t f) {
+  static std::vector<double> const steps = [] {
+    std::vector<double> v(tabled_steps);
+    for (uint32_t k = 1; k < tabled_steps; ++k) {
+      double const x = k;
+      v[k] = std::log2((x + 1) / x);
+    }
+    return v;
+  }();
+  if (f < tabled_steps) return steps[f];
+  double const x = f;
+  return std::log2((x + 1) / x);
+}
+
 inline uint32_t divide(uint32_t x, uint64_t rcp) {
   // floor(x / f) with rcp = ceil(2^63 / f): exact because x * f < 2^63.
   return static_cast<uint32_t>((static_cast<unsigned __int128>(x) * rcp) >> 63);
@@ -124,13 +143,11 @@ table normalize(std::span<uint32_t const> symbols,
   std::priority_queue<item, std::vector<item>, decltype(less_v)> inc(less_v);
   std::priority_queue<item, std::vector<item>, decltype(more_v)> dec(more_v);
   auto gain = [&](size_t i) {  // bits saved by f_i + 1
-    double const f = t.freqs[i];
-    return c[i] * std::log2((f + 1) / f);
+    return c[i] * log2_step(t.freqs[i]);
   };
   auto cost = [&](size_t i) {  // bits lost by f_i - 1
-    double const f = t.freqs[i];
     return t.freqs[i] <= 1 ? std::numeric_limits<double>::infinity()
-                           : c[i] * std::log2(f / (f - 1));
+                           : c[i] * log2_step(t.freqs[i] - 1);
   };
   auto push = [&](size_t i) {
     inc.push({gain(i), static_cast<uint32_t>(i), t.freqs[i]});
