@@ -11,7 +11,6 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codec/choose/chooser.h"
 #include "codec/dsl/interpreter.h"
@@ -65,18 +64,6 @@ stream lane_stream(byte_view data, unsigned width, meaning m) {
   size_t const n = data.size() / width * width;
   return {bytes(data.begin(), data.begin() + n),
           value_type{static_cast<uint8_t>(width), m}};
-}
-
-// Counts distinct lane values, giving up (returning limit + 1) past `limit`.
-template <typename T>
-size_t distinct_up_to(byte_view data, size_t limit) {
-  std::unordered_set<T> seen;
-  size_t const n = data.size() / sizeof(T);
-  for (size_t i = 0; i < n; ++i) {
-    seen.insert(load_le<T>(data.data() + i * sizeof(T)));
-    if (seen.size() > limit) break;
-  }
-  return seen.size();
 }
 
 constexpr size_t min_static_table_region = 4u << 10;
@@ -258,7 +245,7 @@ std::vector<node> float32_candidates(byte_view data) {
   out.push_back(view(4, m, planes_rans0(4)));
   if (repeat_fraction<uint32_t>(data) > 0.05)
     out.push_back(runs_candidate(4, m));
-  if (distinct_up_to<uint32_t>(data, 256) <= 256) {
+  if (distinct32_up_to(data, 256) <= 256) {
     out.push_back(view(4, m,
                        make_op(opcode::palette, {1},
                                {leaf(opcode::raw), leaf(opcode::rans0)})));

@@ -1,5 +1,7 @@
 #include "codec/entropy/histogram.h"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "codec/entropy/rans_static.h"
@@ -96,6 +98,30 @@ sparse_histogram16 histogram16(byte_view data) {
     }
   }
   return out;
+}
+
+size_t distinct32_up_to(byte_view data, size_t limit) {
+  size_t const n = data.size() / 4;
+  // Open addressing at most a quarter full: a lookup is a multiply and a
+  // probe or two (std::unordered_set divides and chases a node per lane).
+  size_t const slots = std::bit_ceil(std::max<size_t>(64, 4 * (limit + 1)));
+  unsigned const shift = 64 - static_cast<unsigned>(std::countr_zero(slots));
+  std::vector<uint32_t> keys(slots);
+  std::vector<uint8_t> used(slots, 0);
+  size_t distinct = 0;
+  uint32_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t const v = load_le<uint32_t>(data.data() + 4 * i);
+    if (distinct > 0 && v == last) continue;  // runs are common
+    last = v;
+    size_t h = static_cast<size_t>((v * 0x9e3779b97f4a7c15ull) >> shift);
+    while (used[h] && keys[h] != v) h = (h + 1) & (slots - 1);
+    if (used[h]) continue;
+    used[h] = 1;
+    keys[h] = v;
+    if (++distinct > limit) break;
+  }
+  return distinct;
 }
 
 }  // namespace brevis::codec
