@@ -282,10 +282,6 @@ uint8_t* encode_buffer(size_t size) {
   return buffer.get();
 }
 
-}  // namespace
-
-namespace {
-
 // Decode tables of finished coders, for the next ones on this thread.
 struct decode_arrays {
   std::unique_ptr<uint32_t[]> step;
