@@ -23,9 +23,9 @@ sparse_histogram16 reference(bytes const& d) {
 // one after another (each must see them zeroed).
 TEST(histogram_test, matches_a_plain_count) {
   std::mt19937 rng(21);
-  for (size_t lanes :
-       {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{4099},
-        size_t{65535}, size_t{65536}, size_t{65537}, size_t{200001}}) {
+  for (size_t lanes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17},
+                       size_t{4099}, size_t{8191}, size_t{8192}, size_t{65535},
+                       size_t{65536}, size_t{65537}, size_t{200001}}) {
     for (int kind = 0; kind < 4; ++kind) {
       bytes d;
       for (size_t i = 0; i < lanes; ++i) {
