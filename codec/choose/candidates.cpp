@@ -11,10 +11,10 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codec/choose/chooser.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/entropy/histogram.h"
 #include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
 
@@ -66,18 +66,6 @@ stream lane_stream(byte_view data, unsigned width, meaning m) {
           value_type{static_cast<uint8_t>(width), m}};
 }
 
-// Counts distinct lane values, giving up (returning limit + 1) past `limit`.
-template <typename T>
-size_t distinct_up_to(byte_view data, size_t limit) {
-  std::unordered_set<T> seen;
-  size_t const n = data.size() / sizeof(T);
-  for (size_t i = 0; i < n; ++i) {
-    seen.insert(load_le<T>(data.data() + i * sizeof(T)));
-    if (seen.size() > limit) break;
-  }
-  return seen.size();
-}
-
 constexpr size_t min_static_table_region = 4u << 10;
 
 bool all_bytes_equal(byte_view data) {
@@ -124,59 +112,7 @@ struct candidate {
 // Present 16-bit symbols and their counts, in symbol order.
 using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
 
-sparse_hist sparse_histogram(byte_view data) {
-  size_t const n = data.size() / 2;
-  if (n > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
-    std::vector<uint64_t> hist;
-    rans_static::histogram(data, 2, hist);
-    sparse_hist out;
-    for (uint32_t s = 0; s < 65536; ++s) {
-      if (hist[s]) out.emplace_back(s, hist[s]);
-    }
-    return out;
-  }
-  // Counters kept zero between calls; only the touched ones are cleared,
-  // so small tensors cost their size, not 2^16. 32 bits halve the cache
-  // footprint (the region has fewer than 2^32 lanes).
-  thread_local std::vector<uint32_t> count(65536, 0);
-  sparse_hist out;
-  if (n >= 65536) {
-    // Large regions: a scan of the counters costs less than tracking the
-    // symbols seen, and two counter sets (by lane parity) overlap the
-    // increments of repeated values.
-    thread_local std::vector<uint32_t> odd(65536, 0);
-    uint8_t const* p = data.data();
-    size_t i = 0;
-    for (; i + 2 <= n; i += 2) {
-      ++count[load_le<uint16_t>(p + 2 * i)];
-      ++odd[load_le<uint16_t>(p + 2 * i + 2)];
-    }
-    if (i < n) ++count[load_le<uint16_t>(p + 2 * i)];
-    for (uint32_t s = 0; s < 65536; ++s) {
-      uint64_t const c = uint64_t{count[s]} + odd[s];
-      if (c) out.emplace_back(s, c), count[s] = 0, odd[s] = 0;
-    }
-    return out;
-  }
-  std::vector<uint32_t> seen;
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t const w = load_le<uint16_t>(&data[2 * i]);
-    if (count[w]++ == 0) seen.push_back(w);
-  }
-  out.reserve(seen.size());
-  if (seen.size() > 2048) {  // many symbols: a scan beats sorting them
-    for (uint32_t s = 0; s < 65536; ++s) {
-      if (count[s]) out.emplace_back(s, count[s]), count[s] = 0;
-    }
-    return out;
-  }
-  std::sort(seen.begin(), seen.end());
-  for (uint32_t s : seen) {
-    out.emplace_back(s, count[s]);
-    count[s] = 0;
-  }
-  return out;
-}
+sparse_hist sparse_histogram(byte_view data) { return histogram16(data); }
 
 double entropy_bits(sparse_hist const& h) {
   uint64_t n = 0;
@@ -361,7 +297,7 @@ std::vector<node> float32_candidates(byte_view data) {
   for (node& c : sparse_candidates32(data)) out.push_back(std::move(c));
   if (repeat_fraction<uint32_t>(data) > 0.05)
     out.push_back(runs_candidate(4, m));
-  if (distinct_up_to<uint32_t>(data, 256) <= 256) {
+  if (distinct32_up_to(data, 256) <= 256) {
     out.push_back(view(4, m,
                        make_op(opcode::palette, {1},
                                {leaf(opcode::raw), leaf(opcode::rans0)})));

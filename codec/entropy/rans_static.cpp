@@ -5,15 +5,36 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <string>
 
 #include "codec/core/error.h"
+#include "codec/entropy/rans_static_simd.h"
 
 namespace brevis::codec::rans_static {
 namespace {
 
-constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
+using simd::state_low;
+
+// log2((f + 1) / f): normalize needs it for every symbol, most often at
+// small f, so those come from a table (the same expression, so the same
+// bits) instead of ~10^5 log2 calls for a large table.
+constexpr uint32_t tabled_steps = 4096;
+
+double log2_step(uint32_t f) {
+  static std::vector<double> const steps = [] {
+    std::vector<double> v(tabled_steps);
+    for (uint32_t k = 1; k < tabled_steps; ++k) {
+      double const x = k;
+      v[k] = std::log2((x + 1) / x);
+    }
+    return v;
+  }();
+  if (f < tabled_steps) return steps[f];
+  double const x = f;
+  return std::log2((x + 1) / x);
+}
 
 inline uint32_t divide(uint32_t x, uint64_t rcp) {
   // floor(x / f) with rcp = ceil(2^63 / f): exact because x * f < 2^63.
@@ -122,13 +143,11 @@ table normalize(std::span<uint32_t const> symbols,
   std::priority_queue<item, std::vector<item>, decltype(less_v)> inc(less_v);
   std::priority_queue<item, std::vector<item>, decltype(more_v)> dec(more_v);
   auto gain = [&](size_t i) {  // bits saved by f_i + 1
-    double const f = t.freqs[i];
-    return c[i] * std::log2((f + 1) / f);
+    return c[i] * log2_step(t.freqs[i]);
   };
   auto cost = [&](size_t i) {  // bits lost by f_i - 1
-    double const f = t.freqs[i];
     return t.freqs[i] <= 1 ? std::numeric_limits<double>::infinity()
-                           : c[i] * std::log2(f / (f - 1));
+                           : c[i] * log2_step(t.freqs[i] - 1);
   };
   auto push = [&](size_t i) {
     inc.push({gain(i), static_cast<uint32_t>(i), t.freqs[i]});
@@ -198,7 +217,7 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t) {
             (t.scale - std::log2(static_cast<double>(t.freqs[i])));
   }
   if (n == 0 || t.symbols.size() == 1) return 0;
-  return bits + 32.0 * lanes;
+  return bits + 32.0 * lanes_for(n);
 }
 
 double entropy_bits(std::span<uint64_t const> hist) {
@@ -234,35 +253,114 @@ void coder::build_encoder() const {
     enc_entry& e = enc_[i];
     e.rcp = ((uint64_t{1} << 63) + f - 1) / f;
     e.x_max = f << (32 - scale_);  // f < 2^scale: fits
-    e.bias = start;
-    e.cmpl = total - f;
-    e.freq = f;
+    e.bias = static_cast<uint16_t>(start);
+    e.cmpl = static_cast<uint16_t>(total - f);
     start += f;
+  }
+  enc_x_max_.resize(enc_.size());
+  enc_bias_cmpl_.resize(enc_.size());
+  enc_inverse_.resize(enc_.size());
+  for (size_t i = 0; i < enc_.size(); ++i) {
+    enc_x_max_[i] = enc_[i].x_max;
+    enc_bias_cmpl_[i] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+    enc_inverse_[i] = 1.0f / static_cast<float>(table_.freqs[i]);
+  }
+}
+
+namespace {
+
+// The encoder's words, written backwards: a per-thread buffer reused across
+// calls, so that each call does not zero-fill (and page in) a fresh one.
+uint8_t* encode_buffer(size_t size) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (capacity < size) {
+    buffer.reset();
+    buffer = std::make_unique_for_overwrite<uint8_t[]>(size);
+    capacity = size;
+  }
+  return buffer.get();
+}
+
+// Decode tables of finished coders, for the next ones on this thread.
+struct decode_arrays {
+  std::unique_ptr<uint32_t[]> step;
+  std::unique_ptr<uint16_t[]> symbol;
+  uint32_t slots = 0;
+};
+constexpr size_t pooled_tables = 4;
+
+// Coders cached in other thread_locals may be destroyed after the pool at
+// thread exit: they check this (trivially destructible) flag first.
+thread_local bool pool_alive = false;
+
+struct table_pool {
+  table_pool() { pool_alive = true; }
+  ~table_pool() { pool_alive = false; }
+  std::vector<decode_arrays> free;
+};
+
+std::vector<decode_arrays>& pooled() {
+  thread_local table_pool pool;
+  return pool.free;
+}
+
+}  // namespace
+
+coder::~coder() {
+  if (!dec_step_ || !pool_alive) return;
+  try {
+    std::vector<decode_arrays>& pool = pooled();
+    if (pool.size() < pooled_tables) {
+      pool.push_back(
+          {std::move(dec_step_), std::move(dec_symbol_), dec_slots_});
+    }
+  } catch (...) {  // no room to pool them: they are simply freed
   }
 }
 
 void coder::build_decoder() const {
   uint32_t const total = 1u << scale_;
-  dec_.resize(total);
+  std::vector<decode_arrays>& pool = pooled();
+  for (auto it = pool.begin(); it != pool.end(); ++it) {
+    if (it->slots >= total) {
+      dec_step_ = std::move(it->step);
+      dec_symbol_ = std::move(it->symbol);
+      dec_slots_ = it->slots;
+      pool.erase(it);
+      break;
+    }
+  }
+  if (!dec_step_) {
+    dec_step_ = std::make_unique_for_overwrite<uint32_t[]>(total);
+    dec_symbol_ = std::make_unique_for_overwrite<uint16_t[]>(total + 1);
+    dec_slots_ = total;
+  }
+  dec_symbol_[total] = 0;
+  if (simd::avx512_bw_vl()) {
+    simd::fill_slots_avx512(table_, dec_step_.get(), dec_symbol_.get());
+    return;
+  }
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
-    uint64_t const fs = f | uint64_t{table_.symbols[i]} << 32;
-    uint64_t* const base = dec_.data() + start;
-    for (uint32_t k = 0; k < f; ++k) base[k] = fs | uint64_t{k} << 16;
+    auto const s = static_cast<uint16_t>(table_.symbols[i]);
+    uint32_t* const step = dec_step_.get() + start;
+    uint16_t* const symbol = dec_symbol_.get() + start;
+    for (uint32_t k = 0; k < f; ++k) step[k] = f | k << 16;
+    std::fill(symbol, symbol + f, s);
     start += f;
   }
 }
 
-template <typename sym>
+template <typename sym, unsigned n_lanes>
 void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
-  size_t const base = out.size();
-  size_t const head = 4 * lanes;
-  // At most one word per symbol; words are written backwards from the end.
-  out.resize(base + head + 2 * count);
-  uint8_t* const words_end = out.data() + out.size();
+  size_t const head = 4 * n_lanes;
+  // At most one word per symbol.
+  size_t const room = head + 2 * count;
+  uint8_t* const words_end = encode_buffer(room) + room;
   uint8_t* p = words_end;
-  uint32_t x[lanes];
+  uint32_t x[n_lanes];
   for (uint32_t& s : x) s = state_low;
   uint32_t const* const index = enc_index_.data();
   enc_entry const* const tab = enc_.data();
@@ -286,37 +384,42 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   size_t i = count;
   // The tail that does not fill a round of lanes goes first (encoding runs
   // backwards), then whole rounds.
-  while (i % lanes != 0) {
+  while (i % n_lanes != 0) {
     --i;
-    step(x[i % lanes], load_le<sym>(in + i * sizeof(sym)));
+    step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
+  }
+  if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
+    absent |= simd::encode_rounds_avx512(
+        sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
+        enc_x_max_.data(), enc_bias_cmpl_.data(), enc_inverse_.data());
+    i = 0;
   }
   while (i > 0) {
-    i -= lanes;
+    i -= n_lanes;
     uint8_t const* blk = in + i * sizeof(sym);
-    for (int j = lanes - 1; j >= 0; --j) {
+    for (int j = n_lanes - 1; j >= 0; --j) {
       step(x[j], load_le<sym>(blk + j * sizeof(sym)));
     }
   }
-  if (absent) {
-    out.resize(base);
-    fail(errc::domain, "rans_static: symbol absent from the table");
-  }
+  if (absent) fail(errc::domain, "rans_static: symbol absent from the table");
   uint8_t* const states = p - head;
-  for (unsigned j = 0; j < lanes; ++j) store_le<uint32_t>(states + 4 * j, x[j]);
-  size_t const used = static_cast<size_t>(words_end - states);
-  std::memmove(out.data() + base, states, used);
-  out.resize(base + used);
+  for (unsigned j = 0; j < n_lanes; ++j) {
+    store_le<uint32_t>(states + 4 * j, x[j]);
+  }
+  out.insert(out.end(), states, words_end);
 }
 
-template <typename sym, unsigned fixed_scale>
+void limit_simd(unsigned level) { simd::set_cap(level); }
+
+template <typename sym, unsigned n_lanes, unsigned fixed_scale>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
-  size_t const head = 4 * lanes;
+  size_t const head = 4 * n_lanes;
   fail_if(payload.size() < head, errc::truncated,
           "rans_static: payload shorter than its states");
   fail_if((payload.size() - head) % 2 != 0, errc::corrupt,
           "rans_static: odd payload length");
-  uint32_t x[lanes];
-  for (unsigned j = 0; j < lanes; ++j) {
+  uint32_t x[n_lanes];
+  for (unsigned j = 0; j < n_lanes; ++j) {
     x[j] = load_le<uint32_t>(payload.data() + 4 * j);
     fail_if(x[j] < state_low, errc::corrupt, "rans_static: bad state");
   }
@@ -325,18 +428,26 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
-  uint64_t const* const tab = dec_.data();
+  uint32_t const* const step_tab = dec_step_.get();
+  uint16_t const* const symbol_tab = dec_symbol_.get();
 
   size_t i = 0;
+  if (n_lanes == wide_lanes && simd::avx512()) {
+    i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, count, scale,
+                                   step_tab, symbol_tab, out);
+  } else if (n_lanes == wide_lanes && simd::avx2()) {
+    i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, count, scale, step_tab,
+                                 symbol_tab, out);
+  }
   // Fast rounds: enough words remain for every lane to renormalize once.
-  while (count - i >= lanes && static_cast<size_t>(end - p) >= 2 * lanes) {
-    for (unsigned j = 0; j < lanes; ++j) {
+  while (count - i >= n_lanes && static_cast<size_t>(end - p) >= 2 * n_lanes) {
+    for (unsigned j = 0; j < n_lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      uint64_t const e = tab[slot];
-      store_le<sym>(out + (i + j) * sizeof(sym), static_cast<sym>(e >> 32));
-      s = static_cast<uint16_t>(e) * (s >> scale) +
-          static_cast<uint16_t>(e >> 16);
+      uint32_t const e = step_tab[slot];
+      store_le<sym>(out + (i + j) * sizeof(sym),
+                    static_cast<sym>(symbol_tab[slot]));
+      s = (e & 0xffff) * (s >> scale) + (e >> 16);
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
       uint32_t const r = s < state_low;
@@ -345,15 +456,14 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
       p += r << 1;
       x[j] = s;
     }
-    i += lanes;
+    i += n_lanes;
   }
   for (; i < count; ++i) {
-    uint32_t& s = x[i % lanes];
+    uint32_t& s = x[i % n_lanes];
     uint32_t const slot = s & mask;
-    uint64_t const e = tab[slot];
-    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(e >> 32));
-    s = static_cast<uint16_t>(e) * (s >> scale) +
-        static_cast<uint16_t>(e >> 16);
+    uint32_t const e = step_tab[slot];
+    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(symbol_tab[slot]));
+    s = (e & 0xffff) * (s >> scale) + (e >> 16);
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
       s = (s << 16) | load_le<uint16_t>(p);
@@ -366,26 +476,26 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   }
 }
 
-template <typename sym>
+template <typename sym, unsigned n_lanes>
 void coder::dispatch_decode(byte_view payload, size_t count,
                             uint8_t* out) const {
   switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
-      return decode_impl<sym, 16>(payload, count, out);
+      return decode_impl<sym, n_lanes, 16>(payload, count, out);
     case 15:
-      return decode_impl<sym, 15>(payload, count, out);
+      return decode_impl<sym, n_lanes, 15>(payload, count, out);
     case 14:
-      return decode_impl<sym, 14>(payload, count, out);
+      return decode_impl<sym, n_lanes, 14>(payload, count, out);
     case 13:
-      return decode_impl<sym, 13>(payload, count, out);
+      return decode_impl<sym, n_lanes, 13>(payload, count, out);
     case 12:
-      return decode_impl<sym, 12>(payload, count, out);
+      return decode_impl<sym, n_lanes, 12>(payload, count, out);
     case 11:
-      return decode_impl<sym, 11>(payload, count, out);
+      return decode_impl<sym, n_lanes, 11>(payload, count, out);
     case 10:
-      return decode_impl<sym, 10>(payload, count, out);
+      return decode_impl<sym, n_lanes, 10>(payload, count, out);
     default:
-      return decode_impl<sym, 0>(payload, count, out);
+      return decode_impl<sym, n_lanes, 0>(payload, count, out);
   }
 }
 
@@ -408,10 +518,13 @@ void coder::encode(byte_view data, bytes& out) const {
     return;
   }
   std::call_once(enc_once_, [this] { build_encoder(); });
+  bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
-    encode_impl<uint8_t>(data.data(), count, out);
+    wide ? encode_impl<uint8_t, wide_lanes>(data.data(), count, out)
+         : encode_impl<uint8_t, lanes>(data.data(), count, out);
   } else {
-    encode_impl<uint16_t>(data.data(), count, out);
+    wide ? encode_impl<uint16_t, wide_lanes>(data.data(), count, out)
+         : encode_impl<uint16_t, lanes>(data.data(), count, out);
   }
 }
 
@@ -429,10 +542,13 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
     return;
   }
   std::call_once(dec_once_, [this] { build_decoder(); });
+  bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
-    dispatch_decode<uint8_t>(payload, count, out);
+    wide ? dispatch_decode<uint8_t, wide_lanes>(payload, count, out)
+         : dispatch_decode<uint8_t, lanes>(payload, count, out);
   } else {
-    dispatch_decode<uint16_t>(payload, count, out);
+    wide ? dispatch_decode<uint16_t, wide_lanes>(payload, count, out)
+         : dispatch_decode<uint16_t, lanes>(payload, count, out);
   }
 }
 

@@ -2,13 +2,17 @@
 // A static order-0 rANS coder over 8- or 16-bit symbols, with a frequency
 // table supplied from outside (the program blob holds it once per tensor).
 //
-// Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, 8 states
-// interleaved round-robin (symbol i belongs to state i % 8) so that decoding
-// is throughput-bound rather than latency-bound. Frequencies sum to 2^scale,
-// scale <= 16, which guarantees at most one 16-bit word per symbol.
+// Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, L states
+// interleaved round-robin (symbol i belongs to state i % L) so that decoding
+// is throughput-bound rather than latency-bound: L = 8 below 2^16 symbols,
+// where the states' bytes would show, else 32 (a round of 32 table lookups
+// keeps the memory system busy; AVX-512 or AVX2 decode it 16 or 8 lanes
+// at a time where the CPU has them).
+// Frequencies sum to 2^scale, scale <= 16, which guarantees at most one
+// 16-bit word per symbol.
 //
 // Payload (count > 0 and more than one symbol in the table):
-//   8 final encoder states, u32 LE each, then the renormalization words, u16
+//   L final encoder states, u32 LE each, then the renormalization words, u16
 //   LE, in the order the decoder consumes them. A table with a single symbol
 //   codes any count in zero bytes (the symbol costs no information).
 // The decoder checks that every word is consumed and that every state ends at
@@ -16,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -25,7 +30,16 @@
 namespace brevis::codec::rans_static {
 
 inline constexpr unsigned max_scale = 16;
+/// States of payloads of fewer than wide_from symbols.
 inline constexpr unsigned lanes = 8;
+/// States of payloads of at least wide_from symbols.
+inline constexpr unsigned wide_lanes = 32;
+inline constexpr uint64_t wide_from = uint64_t{1} << 16;
+
+/// The number of interleaved states for a payload of `count` symbols.
+constexpr unsigned lanes_for(uint64_t count) {
+  return count >= wide_from ? wide_lanes : lanes;
+}
 
 /// A normalized frequency table: symbols strictly increasing, every freq >= 1,
 /// freqs summing to exactly 2^scale.
@@ -62,12 +76,20 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 /// Order-0 empirical entropy of a histogram, in bits (the whole source).
 double entropy_bits(std::span<uint64_t const> hist);
 
+/// Caps the vector code coding may use: 0 scalar, 1 up to AVX2, 2 up to
+/// AVX-512 (the default; each only where the CPU has it). For tests, which
+/// check that every path codes the same.
+void limit_simd(unsigned level);
+
 /// Per-table precomputed state for coding; cheap to build (proportional to
 /// the alphabet and to 2^scale), immutable afterwards, shareable by threads.
 class coder {
  public:
   /// `t` must have passed validate(t, 8 * width).
   coder(table const& t, unsigned width);
+  ~coder();
+  coder(coder const&) = delete;
+  coder& operator=(coder const&) = delete;
 
   unsigned width() const { return width_; }
 
@@ -84,16 +106,15 @@ class coder {
   struct enc_entry {
     uint64_t rcp;    // ceil(2^63 / freq): exact division for 32-bit states
     uint32_t x_max;  // renormalize when state >= x_max
-    uint32_t bias;   // start
-    uint32_t cmpl;   // 2^scale - freq
-    uint32_t freq;   // 0 marks an absent symbol
+    uint16_t bias;   // start
+    uint16_t cmpl;   // 2^scale - freq (freq >= 1, and < 2^16 with 2 symbols)
   };
 
-  template <typename sym>
+  template <typename sym, unsigned n_lanes>
   void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
-  template <typename sym, unsigned fixed_scale>
+  template <typename sym, unsigned n_lanes, unsigned fixed_scale>
   void decode_impl(byte_view payload, size_t count, uint8_t* out) const;
-  template <typename sym>
+  template <typename sym, unsigned n_lanes>
   void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
 
   void build_encoder() const;
@@ -108,9 +129,20 @@ class coder {
   mutable std::once_flag enc_once_, dec_once_;
   mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
   mutable std::vector<enc_entry> enc_;
-  // 2^scale slots: freq | (slot - start) << 16 | symbol << 32, one load a
-  // symbol (freq < 2^16 when the table has more than one symbol).
-  mutable std::vector<uint64_t> dec_;
+  // The same by field, for vector gathers: x_max, bias | cmpl << 16, and
+  // 1 / freq as a float (an estimate the vector code corrects).
+  mutable std::vector<uint32_t> enc_x_max_, enc_bias_cmpl_;
+  mutable std::vector<float> enc_inverse_;
+  // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
+  // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
+  // when the table has more than one symbol), and the symbol, with one
+  // padding entry so that 4-byte gathers of the last symbol stay inside.
+  // Not vectors: every slot is written once, without a zero-fill first;
+  // and recycled through a per-thread pool, since fresh ones this large
+  // come from mmap and cost a page fault every 4 KiB.
+  mutable std::unique_ptr<uint32_t[]> dec_step_;
+  mutable std::unique_ptr<uint16_t[]> dec_symbol_;
+  mutable uint32_t dec_slots_ = 0;  // the arrays' capacity
 };
 
 }  // namespace brevis::codec::rans_static

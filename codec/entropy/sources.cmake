@@ -1,3 +1,5 @@
 list(APPEND BREVIS_CODEC_SOURCES
+  entropy/histogram.cpp
   entropy/htscodecs_rans.cpp
-  entropy/rans_static.cpp)
+  entropy/rans_static.cpp
+  entropy/rans_static_simd.cpp)

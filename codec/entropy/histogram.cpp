@@ -1,0 +1,156 @@
+#include "codec/entropy/histogram.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec {
+namespace {
+
+constexpr size_t symbols = 65536;
+constexpr size_t block = 16;  // symbols per "touched" flag
+// Below this many lanes, sorting the symbols seen beats scanning the
+// counters of the blocks they touch (on fp16 weights, whose alphabets are
+// dense, a block rarely holds two symbols); measured on the corpus.
+constexpr size_t sort_below = 8192;
+
+// Per-thread counters, all zero between calls: only the entries a call
+// touches are cleared, so small inputs cost their size rather than 2^16.
+// Two counter sets (by lane parity) overlap the increments of repeated
+// values; 32 bits halve the cache footprint (callers check the count).
+struct counters {
+  std::vector<uint32_t> even = std::vector<uint32_t>(symbols, 0);
+  std::vector<uint32_t> odd = std::vector<uint32_t>(symbols, 0);
+  std::vector<uint8_t> touched = std::vector<uint8_t>(symbols / block, 0);
+  std::vector<uint16_t> seen, sorted;  // the smallest inputs' symbols
+};
+
+counters& local() {
+  thread_local counters c;
+  return c;
+}
+
+// Appends the nonzero counters of the block starting at `first` and clears
+// them.
+void drain_block(counters& c, uint32_t first, sparse_histogram16& out) {
+  for (uint32_t s = first; s < first + block; ++s) {
+    uint64_t const n = uint64_t{c.even[s]} + c.odd[s];
+    if (n) out.emplace_back(s, n), c.even[s] = 0, c.odd[s] = 0;
+  }
+}
+
+bool block_is_zero(counters const& c, uint32_t first) {
+  uint32_t any = 0;  // a branch-free OR, which compilers vectorize
+  for (uint32_t s = first; s < first + block; ++s) any |= c.even[s] | c.odd[s];
+  return any == 0;
+}
+
+}  // namespace
+
+sparse_histogram16 histogram16(byte_view data) {
+  size_t const n = data.size() / 2;
+  sparse_histogram16 out;
+  if (n > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
+    std::vector<uint64_t> hist;
+    rans_static::histogram(data, 2, hist);
+    for (uint32_t s = 0; s < symbols; ++s) {
+      if (hist[s]) out.emplace_back(s, hist[s]);
+    }
+    return out;
+  }
+  counters& c = local();
+  uint8_t const* const p = data.data();
+  uint32_t* const even = c.even.data();
+  uint32_t* const odd = c.odd.data();
+  if (n >= symbols) {
+    // Large inputs: scanning the counters (skipping empty blocks a vector
+    // at a time) costs less than marking the symbols seen.
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      ++even[load_le<uint16_t>(p + 2 * i)];
+      ++odd[load_le<uint16_t>(p + 2 * i + 2)];
+    }
+    if (i < n) ++even[load_le<uint16_t>(p + 2 * i)];
+    for (uint32_t b = 0; b < symbols; b += block) {
+      if (!block_is_zero(c, b)) drain_block(c, b, out);
+    }
+    return out;
+  }
+  if (n < sort_below) {
+    // The symbols seen, put in order by a two-pass radix sort.
+    std::vector<uint16_t>& seen = c.seen;
+    std::vector<uint16_t>& sorted = c.sorted;
+    seen.clear();
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t const w = load_le<uint16_t>(p + 2 * i);
+      if (even[w]++ == 0) seen.push_back(w);
+    }
+    sorted.resize(seen.size());
+    for (unsigned shift : {0u, 8u}) {
+      size_t at[257] = {};
+      for (uint16_t w : seen) ++at[((w >> shift) & 255) + 1];
+      for (size_t k = 1; k < 257; ++k) at[k] += at[k - 1];
+      for (uint16_t w : seen) sorted[at[(w >> shift) & 255]++] = w;
+      seen.swap(sorted);
+    }
+    out.resize(seen.size());
+    for (size_t k = 0; k < seen.size(); ++k) {
+      out[k] = {seen[k], even[seen[k]]};
+      even[seen[k]] = 0;
+    }
+    return out;
+  }
+  // Mid-sized inputs: a flag per block of symbols (a plain store, no read), so
+  // the output comes out in order without sorting or a full scan.
+  uint8_t* const touched = c.touched.data();
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    uint16_t const a = load_le<uint16_t>(p + 2 * i);
+    uint16_t const b = load_le<uint16_t>(p + 2 * i + 2);
+    ++even[a];
+    ++odd[b];
+    touched[a / block] = 1;
+    touched[b / block] = 1;
+  }
+  if (i < n) {
+    uint16_t const a = load_le<uint16_t>(p + 2 * i);
+    ++even[a];
+    touched[a / block] = 1;
+  }
+  // Eight flags at a time: tiny inputs touch few of the 4096 blocks.
+  for (uint32_t t = 0; t < symbols / block; t += 8) {
+    if (load_le<uint64_t>(touched + t) == 0) continue;
+    for (uint32_t u = t; u < t + 8; ++u) {
+      if (touched[u]) touched[u] = 0, drain_block(c, u * block, out);
+    }
+  }
+  return out;
+}
+
+size_t distinct32_up_to(byte_view data, size_t limit) {
+  size_t const n = data.size() / 4;
+  // Open addressing at most a quarter full: a lookup is a multiply and a
+  // probe or two (std::unordered_set divides and chases a node per lane).
+  size_t const slots = std::bit_ceil(std::max<size_t>(64, 4 * (limit + 1)));
+  unsigned const shift = 64 - static_cast<unsigned>(std::countr_zero(slots));
+  std::vector<uint32_t> keys(slots);
+  std::vector<uint8_t> used(slots, 0);
+  size_t distinct = 0;
+  uint32_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t const v = load_le<uint32_t>(data.data() + 4 * i);
+    if (distinct > 0 && v == last) continue;  // runs are common
+    last = v;
+    size_t h = static_cast<size_t>((v * 0x9e3779b97f4a7c15ull) >> shift);
+    while (used[h] && keys[h] != v) h = (h + 1) & (slots - 1);
+    if (used[h]) continue;
+    used[h] = 1;
+    keys[h] = v;
+    if (++distinct > limit) break;
+  }
+  return distinct;
+}
+
+}  // namespace brevis::codec

@@ -1,0 +1,343 @@
+#include "codec/entropy/rans_static_simd.h"
+
+#include <algorithm>
+#include <atomic>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BREVIS_RANS_X86 1
+#include <immintrin.h>
+#endif
+
+namespace brevis::codec::rans_static::simd {
+namespace {
+
+std::atomic<unsigned> cap{2};
+
+unsigned allowed() { return cap.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+void set_cap(unsigned level) { cap.store(level, std::memory_order_relaxed); }
+
+#ifdef BREVIS_RANS_X86
+namespace {
+bool avx2_cpu() {
+  static bool const yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// For each mask of lanes that renormalize, the index of each lane's word
+// among the words the round reads (lanes in order take consecutive words).
+struct word_shuffles {
+  alignas(32) uint32_t index[256][8];
+  constexpr word_shuffles() : index{} {
+    for (unsigned m = 0; m < 256; ++m) {
+      uint32_t k = 0;
+      for (unsigned j = 0; j < 8; ++j) {
+        index[m][j] = k;
+        k += (m >> j) & 1;
+      }
+    }
+  }
+};
+constexpr word_shuffles shuffles;
+
+// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
+// arithmetic as the scalar loop. Stops where fewer than a round of symbols
+// or of the words a round may read remain; returns the symbols decoded.
+template <typename sym>
+__attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 8;
+  __m256i state[groups];
+  for (unsigned g = 0; g < groups; ++g) {
+    state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
+  }
+  __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
+  __m256i const low16 = _mm256_set1_epi32(0xffff);
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m256i const s = state[g];
+      __m256i const slot = _mm256_and_si256(s, slot_mask);
+      __m256i const e = _mm256_i32gather_epi32(
+          reinterpret_cast<int const*>(step_tab), slot, 4);
+      // Reads 4 bytes at each symbol (the table has one entry of padding).
+      __m256i const symbols = _mm256_and_si256(
+          _mm256_i32gather_epi32(reinterpret_cast<int const*>(symbol_tab), slot,
+                                 2),
+          low16);
+      __m256i const next =
+          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
+                                              _mm256_srl_epi32(s, shift)),
+                           _mm256_srli_epi32(e, 16));
+      __m256i const packed =
+          _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
+      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                         _mm256_castsi256_si128(packed));
+      } else {
+        __m128i const b = _mm256_castsi256_si128(packed);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+      }
+      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
+                                              _mm256_setzero_si256());
+      auto const m =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
+      __m256i words = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
+      words = _mm256_permutevar8x32_epi32(
+          words, _mm256_load_si256(
+                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
+      state[g] = _mm256_blendv_epi8(
+          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
+  }
+  p = q;
+  return i;
+}
+
+bool avx512_cpu() {
+  static bool const yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+// GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The same rounds 16 lanes at a time; the lanes that renormalize take their
+// words in order through an expand, with no shuffle table.
+template <typename sym>
+__attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 16;
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m512i const s = state[g];
+      __m512i const slot = _mm512_and_si512(s, slot_mask);
+      __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
+      // Reads 4 bytes at each symbol (the table has one entry of padding).
+      __m512i const symbols =
+          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
+      __m512i const next =
+          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(e, low16),
+                                              _mm512_srl_epi32(s, shift)),
+                           _mm512_srli_epi32(e, 16));
+      uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                            _mm512_cvtepi32_epi16(symbols));
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                         _mm512_cvtepi32_epi8(symbols));
+      }
+      __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
+      __m512i const words = _mm512_maskz_expand_epi32(
+          need, _mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
+      state[g] =
+          _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(need));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return i;
+}
+
+bool avx512_bw_vl_cpu() {
+  static bool const yes = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+
+// Encodes the whole rounds of symbols [0, rounds_end) (after the scalar
+// tail), 16 lanes at a time: the same states and words as the scalar loop.
+// Division runs in float and is corrected to the exact quotient (the
+// estimate is within one: quotients are below 2^16, the float error below
+// 2^-22 relative). Returns true if some symbol is absent from the table.
+template <typename sym>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) bool
+encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
+                          size_t rounds_end, uint32_t total,
+                          uint32_t const* index, uint32_t const* x_max,
+                          uint32_t const* bias_cmpl, float const* inverse) {
+  constexpr unsigned groups = wide_lanes / 16;
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const all_ones = _mm512_set1_epi32(-1);
+  __m512i const one = _mm512_set1_epi32(1);
+  __m512i const totals = _mm512_set1_epi32(static_cast<int>(total));
+  __mmask16 absent = 0;
+  uint8_t* q = p;
+  for (size_t i = rounds_end; i > 0;) {
+    i -= wide_lanes;
+    for (unsigned g = groups; g-- > 0;) {
+      uint8_t const* const src = in + (i + 16 * g) * sizeof(sym);
+      __m512i symbols;
+      if constexpr (sizeof(sym) == 2) {
+        symbols = _mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
+      } else {
+        symbols = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
+      }
+      __m512i idx = _mm512_i32gather_epi32(symbols, index, 4);
+      __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
+      absent |= bad;
+      idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
+      __m512i const limit = _mm512_i32gather_epi32(idx, x_max, 4);
+      __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
+      __m512 const inv = _mm512_i32gather_ps(idx, inverse, 4);
+      __m512i s = state[g];
+      __mmask16 const r = _mm512_cmpge_epu32_mask(s, limit);
+      // The renormalizing lanes' low halves, in lane order, below p.
+      auto const n = static_cast<unsigned>(__builtin_popcount(r));
+      q -= 2 * n;
+      _mm256_mask_storeu_epi16(
+          q, static_cast<__mmask16>((1u << n) - 1),
+          _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(r, s)));
+      s = _mm512_mask_srli_epi32(s, r, s, 16);
+      __m512i const cmpl = _mm512_srli_epi32(bc, 16);
+      __m512i const freq = _mm512_sub_epi32(totals, cmpl);
+      __m512i quot =
+          _mm512_cvttps_epu32(_mm512_mul_ps(_mm512_cvtepu32_ps(s), inv));
+      __m512i rem = _mm512_sub_epi32(s, _mm512_mullo_epi32(quot, freq));
+      __mmask16 const over =
+          _mm512_cmplt_epi32_mask(rem, _mm512_setzero_si512());
+      quot = _mm512_mask_sub_epi32(quot, over, quot, one);
+      rem = _mm512_mask_add_epi32(rem, over, rem, freq);
+      __mmask16 const under = _mm512_cmpge_epi32_mask(rem, freq);
+      quot = _mm512_mask_add_epi32(quot, under, quot, one);
+      state[g] =
+          _mm512_add_epi32(_mm512_add_epi32(s, _mm512_and_si512(bc, low16)),
+                           _mm512_mullo_epi32(quot, cmpl));
+    }
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return absent != 0;
+}
+
+// Fills the decode slots of every symbol 16 at a time, the last ones of a
+// symbol through a mask (most symbols of large tables own a few slots).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void
+fill_slots_avx512_impl(table const& t, uint32_t* step, uint16_t* symbol) {
+  __m512i const iota =
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  uint32_t start = 0;
+  for (size_t i = 0; i < t.symbols.size(); ++i) {
+    uint32_t const f = t.freqs[i];
+    __m512i const freq = _mm512_set1_epi32(static_cast<int>(f));
+    __m256i const sym = _mm256_set1_epi16(static_cast<short>(t.symbols[i]));
+    for (uint32_t k = 0; k < f; k += 16) {
+      uint32_t const n = std::min<uint32_t>(16, f - k);
+      auto const m = static_cast<__mmask16>((1u << n) - 1);
+      __m512i const bias =
+          _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(k)), iota);
+      _mm512_mask_storeu_epi32(
+          step + start + k, m,
+          _mm512_or_si512(freq, _mm512_slli_epi32(bias, 16)));
+      _mm256_mask_storeu_epi16(symbol + start + k, m, sym);
+    }
+    start += f;
+  }
+}
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+bool avx2() { return avx2_cpu() && allowed() >= 1; }
+bool avx512() { return avx512_cpu() && allowed() >= 2; }
+bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
+
+size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                          uint8_t const* end, size_t count, unsigned scale,
+                          uint32_t const* step, uint16_t const* symbol,
+                          uint8_t* out) {
+  return width == 1 ? decode_rounds_avx2_impl<uint8_t>(x, p, end, count, scale,
+                                                       step, symbol, out)
+                    : decode_rounds_avx2_impl<uint16_t>(x, p, end, count, scale,
+                                                        step, symbol, out);
+}
+
+size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
+                            uint8_t const* end, size_t count, unsigned scale,
+                            uint32_t const* step, uint16_t const* symbol,
+                            uint8_t* out) {
+  return width == 1 ? decode_rounds_avx512_impl<uint8_t>(
+                          x, p, end, count, scale, step, symbol, out)
+                    : decode_rounds_avx512_impl<uint16_t>(
+                          x, p, end, count, scale, step, symbol, out);
+}
+
+bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
+                          uint8_t const* in, size_t rounds_end, uint32_t total,
+                          uint32_t const* index, uint32_t const* x_max,
+                          uint32_t const* bias_cmpl, float const* inverse) {
+  return width == 1 ? encode_rounds_avx512_impl<uint8_t>(x, p, in, rounds_end,
+                                                         total, index, x_max,
+                                                         bias_cmpl, inverse)
+                    : encode_rounds_avx512_impl<uint16_t>(x, p, in, rounds_end,
+                                                          total, index, x_max,
+                                                          bias_cmpl, inverse);
+}
+
+void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol) {
+  fill_slots_avx512_impl(t, step, symbol);
+}
+
+#else  // no vector kernels: the scalar paths run
+
+bool avx2() { return false; }
+bool avx512() { return false; }
+bool avx512_bw_vl() { return false; }
+size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
+                          size_t, unsigned, uint32_t const*, uint16_t const*,
+                          uint8_t*) {
+  return 0;
+}
+size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
+                            uint8_t const*, size_t, unsigned, uint32_t const*,
+                            uint16_t const*, uint8_t*) {
+  return 0;
+}
+bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
+                          size_t, uint32_t, uint32_t const*, uint32_t const*,
+                          uint32_t const*, float const*) {
+  return false;
+}
+void fill_slots_avx512(table const&, uint32_t*, uint16_t*) {}
+
+#endif
+
+}  // namespace brevis::codec::rans_static::simd

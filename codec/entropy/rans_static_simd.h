@@ -1,0 +1,51 @@
+#pragma once
+// Vector kernels of the rans_static coder (codec/entropy/rans_static.h) for
+// x86-64 CPUs with AVX2 or AVX-512, chosen at run time; the coder keeps a
+// scalar path for other CPUs and for the ends of payloads. Every kernel
+// reads and writes exactly what the scalar loops would (the tests compare
+// them), so the payload format does not depend on the CPU.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec::rans_static::simd {
+
+inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
+
+/// Whether a kernel may run: the CPU has its instructions, and set_cap
+/// allows them (0 scalar, 1 AVX2, 2 AVX-512; default 2).
+bool avx2();          // decode_rounds_avx2
+bool avx512();        // decode_rounds_avx512
+bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
+void set_cap(unsigned level);
+
+/// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
+/// into `out`, from the states `x` and the words at `p` (advanced), while a
+/// round of symbols and the words a round may read (2 * wide_lanes bytes)
+/// remain before `count` and `end`. `step` and `symbol` are the coder's
+/// 2^scale decode slots (`symbol` with one entry of padding). Returns the
+/// symbols decoded; the caller finishes the rest.
+size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                          uint8_t const* end, size_t count, unsigned scale,
+                          uint32_t const* step, uint16_t const* symbol,
+                          uint8_t* out);
+size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
+                            uint8_t const* end, size_t count, unsigned scale,
+                            uint32_t const* step, uint16_t const* symbol,
+                            uint8_t* out);
+
+/// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
+/// after the scalar tail) backwards from the states `x`, writing words below
+/// `p` (moved down). The tables are the coder's, by symbol index. Returns
+/// true if some symbol is absent from the table (the payload is then junk).
+bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
+                          uint8_t const* in, size_t rounds_end, uint32_t total,
+                          uint32_t const* index, uint32_t const* x_max,
+                          uint32_t const* bias_cmpl, float const* inverse);
+
+/// Writes the decode slots of table `t` (2^scale of each array).
+void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);
+
+}  // namespace brevis::codec::rans_static::simd

@@ -1,0 +1,85 @@
+#include "codec/entropy/histogram.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "tests/codec/generators.h"
+
+namespace brevis::codec {
+namespace {
+
+sparse_histogram16 reference(bytes const& d) {
+  std::map<uint32_t, uint64_t> m;
+  for (size_t i = 0; i + 2 <= d.size(); i += 2) ++m[load_le<uint16_t>(&d[i])];
+  return {m.begin(), m.end()};
+}
+
+// Sizes on both sides of the switch between the small-input and large-input
+// ways of counting, odd lengths, and inputs that reuse the thread's counters
+// one after another (each must see them zeroed).
+TEST(histogram_test, matches_a_plain_count) {
+  std::mt19937 rng(21);
+  for (size_t lanes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17},
+                       size_t{4099}, size_t{8191}, size_t{8192}, size_t{65535},
+                       size_t{65536}, size_t{65537}, size_t{200001}}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      bytes d;
+      for (size_t i = 0; i < lanes; ++i) {
+        uint16_t v = 0;
+        switch (kind) {
+          case 0:
+            v = static_cast<uint16_t>(rng());
+            break;  // all over
+          case 1:
+            v = static_cast<uint16_t>(0x3c00 + rng() % 40);
+            break;
+          case 2:
+            v = 0xffff;
+            break;  // all equal
+          default:
+            v = static_cast<uint16_t>(i);
+            break;  // ramp
+        }
+        testing::append<uint16_t>(d, v);
+      }
+      if (lanes % 2) d.push_back(0xab);  // odd byte: ignored
+      EXPECT_EQ(histogram16(d), reference(d)) << lanes << " " << kind;
+    }
+  }
+}
+
+// Against a plain set: around the limit, with runs (which skip the table),
+// colliding values (multiples of a large power of two) and partial lanes.
+TEST(histogram_test, distinct32_stops_past_its_limit) {
+  std::mt19937 rng(22);
+  for (size_t distinct : {size_t{0}, size_t{1}, size_t{255}, size_t{256},
+                          size_t{257}, size_t{5000}}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      bytes d;
+      std::set<uint32_t> seen;
+      for (size_t i = 0; i < 20000 && distinct > 0; ++i) {
+        uint32_t const k = static_cast<uint32_t>(rng() % distinct);
+        uint32_t const v = kind == 0 ? k * 2654435761u
+                           : kind == 1
+                               ? k << 20
+                               : static_cast<uint32_t>(i / 7 % distinct);
+        testing::append<uint32_t>(d, v);
+      }
+      d.push_back(1);  // a partial lane: ignored
+      for (size_t i = 0; i + 4 <= d.size(); i += 4) {
+        seen.insert(load_le<uint32_t>(&d[i]));
+      }
+      for (size_t limit : {size_t{0}, size_t{1}, size_t{256}, size_t{10000}}) {
+        EXPECT_EQ(distinct32_up_to(d, limit), std::min(seen.size(), limit + 1))
+            << distinct << " " << kind << " " << limit;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
