@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codec/choose/chooser.h"
 #include "codec/dsl/interpreter.h"
