@@ -12,6 +12,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
 #include "codec/core/error.h"
+#include "codec/search/search_chooser.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "src/commands.h"
 #include "src/input.h"
@@ -63,6 +64,13 @@ void compress_one(compress_options const& opt,
   tbb::parallel_for(size_t{0}, writer.region_count(),
                     [&](size_t r) { writer.choose_program(r); });
   writer.plan_chunks();
+  if (opt.common.verbosity >= 2) {
+    std::string const learned = writer.chooser_summary();
+    if (!learned.empty()) {
+      std::fprintf(stderr, "%s: %s", path == "-" ? "stdin" : path.c_str(),
+                   learned.c_str());
+    }
+  }
 
   progress bar(path == "-" ? "stdin" : path, data.size(),
                opt.common.verbosity < 1);
@@ -105,7 +113,17 @@ int run_compress(compress_options const& opt) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;
   }
-  auto chooser = codec::make_candidate_chooser();
+  codec::search_chooser_options so;
+  so.search.how = opt.search == "greedy"  ? codec::search::strategy::greedy
+                  : opt.search == "fixed" ? codec::search::strategy::fixed
+                                          : codec::search::strategy::astar;
+  so.prior = opt.prior == "uniform" ? codec::prior_kind::uniform
+                                    : codec::prior_kind::learned;
+  so.search.budget = opt.search_budget;
+  so.search.time_ms = opt.search_ms;
+  so.search.slow_margin = opt.slow_margin;
+  if (opt.chunk_size) so.search.chunk_size = opt.chunk_size;
+  auto chooser = codec::make_search_chooser(so);
   return for_each_input(opt.inputs, [&](std::string const& path) {
     compress_one(opt, *chooser, path);
   });

@@ -1,3 +1,6 @@
 list(APPEND BREVIS_CODEC_SOURCES
   choose/fallback.cpp
+  choose/histogram.cpp
+  choose/sample.cpp
+  choose/shared_tables.cpp
   choose/candidates.cpp)

@@ -39,6 +39,35 @@ std::vector<region_entry> to_entries(std::vector<region> regions) {
   return out;
 }
 
+// Cuts regions where the chooser says their statistics change; the parts
+// keep the region's kind, dtype and name (the shape no longer applies).
+std::vector<region> cut_regions(byte_view file, std::vector<region> regions,
+                                program_chooser const& chooser) {
+  std::vector<region> out;
+  out.reserve(regions.size());
+  for (region& g : regions) {
+    std::vector<uint64_t> const cuts =
+        chooser.cut_points(g, file.subspan(g.offset, g.length));
+    uint64_t at = 0;
+    for (uint64_t c : cuts) {
+      if (c <= at || c >= g.length) continue;  // keep the regions valid
+      region part = g;
+      part.offset = g.offset + at;
+      part.length = c - at;
+      part.shape.clear();
+      out.push_back(std::move(part));
+      at = c;
+    }
+    if (at > 0) {
+      g.shape.clear();
+      g.length -= at;
+      g.offset += at;
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- writer
@@ -56,6 +85,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   check_chunk_size(chunk_size);
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
+  regions = cut_regions(file, std::move(regions), chooser);
   file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());
@@ -65,13 +95,17 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
 void archive_writer::choose_program(size_t r) {
   region const& g = regions_.at(r).info;
   program_chooser const& c = file_chooser_ ? *file_chooser_ : chooser_;
-  node p = c.choose(g, file_.subspan(g.offset, g.length));
+  node p;
+  choice_record how;
+  bool const recorded =
+      c.choose_recorded(g, file_.subspan(g.offset, g.length), p, how);
   try {
     check_program(p);
   } catch (error const&) {
     p = fallback_program();  // encode() must never fail: keep to the safe one
   }
   chosen_[r] = std::move(p);
+  if (recorded) regions_[r].how = how;
 }
 
 void archive_writer::plan_chunks() {

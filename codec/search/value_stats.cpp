@@ -1,0 +1,144 @@
+#include "codec/search/value_stats.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "codec/ops/op_util.h"
+
+namespace brevis::codec::search {
+namespace {
+
+// The smallest period p (count / 2 at most) with v[i] == v[i - p]: found by
+// matching the first element, then checked on every element.
+template <typename T>
+uint64_t find_period(uint8_t const* d, size_t n) {
+  if (n < 4) return 0;
+  T const first = load_le<T>(d);
+  for (size_t p = 1; p <= n / 2; ++p) {
+    if (load_le<T>(d + p * sizeof(T)) != first) continue;
+    if (std::memcmp(d, d + p * sizeof(T), (n - p) * sizeof(T)) == 0) return p;
+    // Candidates are tried in order; give up past a few thousand so that
+    // aperiodic values with a common first element cost little.
+    if (p > 4096) break;
+  }
+  return 0;
+}
+
+// Distinct elements, counting stops past 256.
+template <typename T>
+size_t distinct_up_to_257(uint8_t const* d, size_t n) {
+  if constexpr (sizeof(T) <= 2) {
+    // A bitmap over every value, cleared through the values set.
+    thread_local std::vector<uint64_t> seen(65536 / 64, 0);
+    std::vector<T> set;
+    for (size_t i = 0; i < n && set.size() <= 256; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      uint64_t& word = seen[x >> 6];
+      uint64_t const bit = uint64_t{1} << (x & 63);
+      if (word & bit) continue;
+      word |= bit;
+      set.push_back(x);
+    }
+    for (T x : set) seen[x >> 6] = 0;
+    return set.size();
+  } else {
+    // Open addressing in 1024 slots: at most 257 are used.
+    T slots[1024];
+    bool used[1024] = {};
+    size_t count = 0;
+    for (size_t i = 0; i < n && count <= 256; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      size_t h = static_cast<size_t>(
+          (static_cast<uint64_t>(x) * 0x9e3779b97f4a7c15) >> 54);
+      while (used[h] && slots[h] != x) h = (h + 1) & 1023;
+      if (used[h]) continue;
+      used[h] = true;
+      slots[h] = x;
+      ++count;
+    }
+    return count;
+  }
+}
+
+}  // namespace
+
+value_stats measure(stream const& v) {
+  value_stats s;
+  unsigned const w = v.type.width;
+  size_t const n = v.count();
+  s.count = n;
+  uint8_t const* d = v.data.data();
+  std::array<uint64_t, 256> h{};
+  for (size_t i = 0; i < n * w; ++i) ++h[d[i]];
+  double bits = 0;
+  for (uint64_t c : h) {
+    if (c)
+      bits -= static_cast<double>(c) *
+              std::log2(static_cast<double>(c) / static_cast<double>(n * w));
+  }
+  s.byte_entropy = n ? bits / static_cast<double>(n * w) : 0;
+  if (n == 0) return s;
+  op_util::with_lane(w, [&]<typename T>() {
+    size_t zeros = 0, repeats = 0;
+    T ored = 0;
+    T prev = load_le<T>(d);
+    for (size_t i = 0; i < n; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      zeros += x == 0;
+      repeats += i > 0 && x == prev;
+      ored |= x;
+      prev = x;
+    }
+    s.zero_rate = static_cast<double>(zeros) / static_cast<double>(n);
+    s.repeat_rate =
+        n > 1 ? static_cast<double>(repeats) / static_cast<double>(n - 1) : 0;
+    s.distinct = distinct_up_to_257<T>(d, n);
+    s.constant = s.distinct == 1;
+    unsigned const bits_w = 8 * sizeof(T);
+    if (ored == 0) {
+      s.low_zero = s.high_zero = bits_w - 1;
+    } else {
+      s.low_zero = static_cast<unsigned>(std::countr_zero(ored));
+      s.high_zero = static_cast<unsigned>(std::countl_zero(ored));
+    }
+  });
+  return s;
+}
+
+void measure_whole(byte_view whole, unsigned width, value_stats& s) {
+  size_t const n = whole.size() / width;
+  if (n == 0) return;
+  uint8_t const* d = whole.data();
+  op_util::with_lane(width, [&]<typename T>() {
+    T ored = 0, differs = 0;
+    T const first = load_le<T>(d);
+    for (size_t i = 0; i < n; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      ored |= x;
+      differs |= static_cast<T>(x ^ first);
+    }
+    unsigned const bits_w = 8 * sizeof(T);
+    s.constant = differs == 0;
+    s.low_zero =
+        ored ? static_cast<unsigned>(std::countr_zero(ored)) : bits_w - 1;
+    s.high_zero =
+        ored ? static_cast<unsigned>(std::countl_zero(ored)) : bits_w - 1;
+    if (s.constant) s.distinct = 1;
+    if (!s.constant) s.period = find_period<T>(d, n);
+  });
+}
+
+unsigned entropy_bucket(value_stats const& s) {
+  double const e = s.byte_entropy;
+  return e < 1 ? 0 : e < 4 ? 1 : e < 7 ? 2 : 3;
+}
+
+unsigned zero_bucket(value_stats const& s) {
+  return s.zero_rate < 0.05 ? 0 : s.zero_rate < 0.5 ? 1 : 2;
+}
+
+}  // namespace brevis::codec::search

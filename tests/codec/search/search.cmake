@@ -1,0 +1,1 @@
+brevis_add_test(search_test codec/search/search_test.cpp)
