@@ -64,6 +64,10 @@ void compress_one(compress_options const& opt,
   tbb::parallel_for(size_t{0}, writer.region_count(),
                     [&](size_t r) { writer.choose_program(r); });
   writer.plan_chunks();
+  // Choosing: parsing, the file's tables and prior, and every search.
+  double const choose_secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (opt.common.verbosity >= 2) {
     std::string const learned = writer.chooser_summary();
     if (!learned.empty()) {
@@ -103,6 +107,15 @@ void compress_one(compress_options const& opt,
                  human_size(out.written()).c_str(), ratio, secs,
                  secs > 0 ? static_cast<double>(data.size()) / 1e6 / secs : 0.0,
                  out_path == "-" ? "stdout" : out_path.c_str());
+    size_t expansions = 0;
+    for (codec::region_entry const& e : writer.regions()) {
+      if (e.how) expansions += e.how->expansions;
+    }
+    std::fprintf(stderr,
+                 "%s: choosing programs %.3f s (%.1f%% of the time), %zu "
+                 "search expansions\n",
+                 path == "-" ? "stdin" : path.c_str(), choose_secs,
+                 secs > 0 ? 100 * choose_secs / secs : 0.0, expansions);
   }
 }
 

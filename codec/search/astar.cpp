@@ -144,6 +144,13 @@ class engine {
 
   search_result run(node const* seed, double seed_margin) {
     auto const start = std::chrono::steady_clock::now();
+    // A sibling's program is the likely answer: a short search checks it.
+    if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
+    if (trace_) {
+      std::fprintf(stderr, "search %s (%zu bytes)%s\n", in_.info.name.c_str(),
+                   in_.data.size(),
+                   seed ? (" seed " + program_text(*seed)).c_str() : "");
+    }
     state s0;
     s0.tree = open_value();
     s0.open.push_back(
@@ -202,6 +209,9 @@ class engine {
     }
     if (seed != nullptr) {
       complete const s = replay(*seed);
+      if (trace_) {
+        std::fprintf(stderr, "  seed %.0f best %.0f\n", s.bits, chosen.bits);
+      }
       if (s.bits <= chosen.bits * (1 + seed_margin)) chosen = s;
     }
     search_result r;
@@ -225,8 +235,16 @@ class engine {
     return prior_.probability(v.ctx, p, v.applicable);
   }
 
+  // Unlikely operators are not tried, nor zstd and rans1 (a trial encode,
+  // an order-1 histogram); the other
+  // leaves cost a histogram each, and a value's plain leaves are what every
+  // program falls back on, so they are always measured.
   bool pruned(value const& v, uint16_t p) const {
-    if (prior_.uniform() || productions()[p].op == opcode::raw) return false;
+    opcode const op = productions()[p].op;
+    if (prior_.uniform() ||
+        (is_leaf(op) && op != opcode::zstd && op != opcode::rans1)) {
+      return false;
+    }
     return probability(v, p) < opt_.prune_below;
   }
 

@@ -26,7 +26,7 @@ struct search_options {
   // Regions under 64 KiB get a share of the budget in proportion to their
   // size, at least this many expansions: a few hundred bytes cannot repay
   // a long search.
-  size_t small_region_budget = 4;
+  size_t small_region_budget = 2;
   double time_ms = 0;  // per region; 0: no limit
   // Weight of the heuristic, the open values' best leaf costs: 0 makes it
   // admissible (uniform-cost search), 1 best-first on the upper bound.

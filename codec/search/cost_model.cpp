@@ -35,11 +35,10 @@ double c_log2_c(uint32_t c) {
 
 // Estimated payload bytes of htscodecs rANS order 0 on `d`: the entropy
 // plus its frequency table (about 1.25 bytes per present symbol, measured).
-double rans0_estimate(byte_view d) {
-  uint32_t h[256] = {};
-  for (uint8_t b : d) ++h[b];
+double rans0_estimate(std::array<uint32_t, 256> const& h) {
   double bits = 0, present = 0;
-  double const n = static_cast<double>(d.size());
+  double n = 0;
+  for (uint32_t c : h) n += c;
   for (uint32_t c : h) {
     if (c == 0) continue;
     ++present;
@@ -65,13 +64,16 @@ double rans1_estimate(byte_view d) {
     if (ctx_total[c] == 0) continue;
     table += 2;
     bits += c_log2_c(ctx_total[c]);
-    for (unsigned s = 0; s < 256; ++s) {
-      uint32_t& k = h[c << 8 | s];
-      if (k == 0) continue;
-      table += 1.25;
-      bits -= c_log2_c(k);
-      k = 0;
-    }
+  }
+  // Each pair seen once: its count, then cleared for the next call.
+  prev = 0;
+  for (uint8_t b : d) {
+    uint32_t& k = h[prev << 8 | b];
+    prev = b;
+    if (k == 0) continue;
+    table += 1.25;
+    bits -= c_log2_c(k);
+    k = 0;
   }
   return bits / 8 + table + 12;
 }
@@ -118,10 +120,8 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
     if (v.sample.type.width == 2) {
       h = sparse_histogram(v.sample.data);
     } else {
-      uint64_t counts[256] = {};
-      for (uint8_t b : v.sample.data) ++counts[b];
       for (uint32_t i = 0; i < 256; ++i) {
-        if (counts[i]) h.emplace_back(i, counts[i]);
+        if (v.stats.byte_counts[i]) h.emplace_back(i, v.stats.byte_counts[i]);
       }
     }
     if (!h.empty()) {
@@ -130,7 +130,7 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
                                         std::max(scale, 1.0));
     }
   } else if (leaf.op == opcode::rans0) {
-    bits = 8 * rans0_estimate(v.sample.data);
+    bits = 8 * rans0_estimate(v.stats.byte_counts);
   } else if (leaf.op == opcode::rans1) {
     bits = 8 * rans1_estimate(v.sample.data);
   } else {

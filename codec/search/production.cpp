@@ -79,8 +79,10 @@ bool all_zero(value_info const& v, region_input const&) {
 bool constant(value_info const& v, region_input const&) {
   return v.stats.constant && v.stats.zero_rate < 1;
 }
+// Order-1 contexts pay for their tables only on large, structured bytes.
 bool rans1_fits(value_info const& v, region_input const&) {
-  return v.sample.data.size() >= 4096 && v.stats.byte_entropy > 0;
+  return v.sample.data.size() >= 16384 && v.stats.byte_entropy > 0.1 &&
+         v.stats.byte_entropy < 7.5 && v.sample.type.width == 1;
 }
 // zstd finds repeats; the streams that operators produce are for the
 // entropy coders.
@@ -186,6 +188,11 @@ void gen_transpose(value_info const&, region_input const& r,
                    std::vector<node>& o) {
   gen_row(opcode::transpose, r, o);
 }
+// Transposing only reorders: it pays when differences follow (integers),
+// while order-0 coders of floats see the same histogram.
+bool transpose_fits(value_info const& v, region_input const& r) {
+  return row_fits(v, r) && is_int(v.sample.type.kind);
+}
 void gen_delta(value_info const&, region_input const&, std::vector<node>& o) {
   o.push_back(with_open(opcode::delta, {}, 1));
 }
@@ -273,7 +280,7 @@ constexpr production table[] = {
     {"runs", opcode::runs, runs_fits, gen_runs},
     {"repeat", opcode::repeat, repeat_fits, gen_repeat},
     {"xor_row", opcode::xor_row, row_fits, gen_xor_row},
-    {"transpose", opcode::transpose, row_fits, gen_transpose},
+    {"transpose", opcode::transpose, transpose_fits, gen_transpose},
     {"delta", opcode::delta, delta_fits, gen_delta},
     {"zigzag", opcode::map, zigzag_fits, gen_zigzag},
 };

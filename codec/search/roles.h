@@ -1,7 +1,8 @@
 #pragma once
 // Sibling roles: tensors with the same dtype, the same name once its digits
 // are removed (layers.3.mlp.weight and layers.17.mlp.weight) and the same
-// shape play the same role, and usually want the same program.
+// shape play the same role, and usually want the same program. Tensors of
+// unknown shape (.pt storages, named data/N) stand in their length.
 
 #include <string>
 

@@ -161,23 +161,42 @@ class search_file_chooser final : public program_chooser {
   // prior and a wider budget, and learns the prior from the winners: the
   // first tensor of up to learn_regions roles, spread over the file.
   void learn(byte_view file, std::span<region const> regions) {
-    std::vector<region const*> firsts;
+    std::vector<region const*> firsts, others;
     std::unordered_map<std::string, bool> seen;
     for (region const& r : regions) {
       if (r.kind != region_kind::tensor || r.length < (4u << 10) ||
           r.offset + r.length > file.size()) {
         continue;
       }
-      if (seen.emplace(search::role_of(r), true).second) firsts.push_back(&r);
+      bool const fresh = seen.emplace(search::role_of(r), true).second;
+      (fresh ? firsts : others).push_back(&r);
     }
-    size_t const n = std::min(opt_.learn_regions, firsts.size());
+    // Few roles: other tensors, evenly spread, fill the sample.
+    size_t const want =
+        std::min(opt_.learn_regions, firsts.size() + others.size());
+    if (firsts.size() > want) {
+      std::vector<region const*> spread;
+      for (size_t i = 0; i < want; ++i) {
+        spread.push_back(firsts[i * firsts.size() / want]);
+      }
+      firsts = std::move(spread);
+    }
+    size_t const extra = want - firsts.size();
+    for (size_t j = 0; j < extra; ++j) {
+      firsts.push_back(others[j * others.size() / extra]);
+    }
+    std::sort(
+        firsts.begin(), firsts.end(),
+        [](region const* a, region const* b) { return a->offset < b->offset; });
+    firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+    size_t const n = firsts.size();
     search::search_options wide = opt_.search;
     wide.budget *= std::max<size_t>(1, opt_.learn_budget);
     wide.small_region_budget *= std::max<size_t>(1, opt_.learn_budget);
     wide.time_ms *= static_cast<double>(std::max<size_t>(1, opt_.learn_budget));
     prior const uniform;
     for (size_t i = 0; i < n; ++i) {
-      region const& r = *firsts[i * firsts.size() / n];
+      region const& r = *firsts[i];
       byte_view const data = file.subspan(r.offset, r.length);
       if (all_bytes_equal(data)) continue;
       search_result res = run(r, data, uniform, wide, nullptr);

@@ -17,7 +17,7 @@ struct search_chooser_options {
   prior_kind prior = prior_kind::learned;
   table_sharing sharing = table_sharing::per_file;
   size_t learn_regions = 8;      // regions searched to learn the prior
-  size_t learn_budget = 2;       // times the budgets, for those
+  size_t learn_budget = 1;       // times the budgets, for those
   double sibling_margin = 0.01;  // keep a sibling's program within this
   bool segment = true;           // cut untyped regions where stats change
 };

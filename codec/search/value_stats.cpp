@@ -33,8 +33,10 @@ template <typename T>
 size_t distinct_up_to_257(uint8_t const* d, size_t n) {
   if constexpr (sizeof(T) <= 2) {
     // A bitmap over every value, cleared through the values set.
-    thread_local std::vector<uint64_t> seen(65536 / 64, 0);
+    thread_local std::vector<uint64_t> seen_words(65536 / 64, 0);
+    uint64_t* const seen = seen_words.data();
     std::vector<T> set;
+    set.reserve(257);
     for (size_t i = 0; i < n && set.size() <= 256; ++i) {
       T const x = load_le<T>(d + i * sizeof(T));
       uint64_t& word = seen[x >> 6];
@@ -66,16 +68,27 @@ size_t distinct_up_to_257(uint8_t const* d, size_t n) {
 
 }  // namespace
 
+void byte_histogram(byte_view d, std::array<uint32_t, 256>& out) {
+  // Four tables: runs of one value do not wait on their own increments.
+  uint32_t t[4][256] = {};
+  size_t i = 0;
+  for (; i + 4 <= d.size(); i += 4) {
+    ++t[0][d[i]], ++t[1][d[i + 1]], ++t[2][d[i + 2]], ++t[3][d[i + 3]];
+  }
+  for (; i < d.size(); ++i) ++t[0][d[i]];
+  for (size_t k = 0; k < 256; ++k)
+    out[k] = t[0][k] + t[1][k] + t[2][k] + t[3][k];
+}
+
 value_stats measure(stream const& v) {
   value_stats s;
   unsigned const w = v.type.width;
   size_t const n = v.count();
   s.count = n;
   uint8_t const* d = v.data.data();
-  std::array<uint64_t, 256> h{};
-  for (size_t i = 0; i < n * w; ++i) ++h[d[i]];
+  byte_histogram(byte_view(d, n * w), s.byte_counts);
   double bits = 0;
-  for (uint64_t c : h) {
+  for (uint64_t c : s.byte_counts) {
     if (c)
       bits -= static_cast<double>(c) *
               std::log2(static_cast<double>(c) / static_cast<double>(n * w));
@@ -83,20 +96,27 @@ value_stats measure(stream const& v) {
   s.byte_entropy = n ? bits / static_cast<double>(n * w) : 0;
   if (n == 0) return s;
   op_util::with_lane(w, [&]<typename T>() {
+    // Separate loops without carried state, so that they vectorize.
     size_t zeros = 0, repeats = 0;
     T ored = 0;
-    T prev = load_le<T>(d);
     for (size_t i = 0; i < n; ++i) {
       T const x = load_le<T>(d + i * sizeof(T));
       zeros += x == 0;
-      repeats += i > 0 && x == prev;
       ored |= x;
-      prev = x;
+    }
+    for (size_t i = 1; i < n; ++i) {
+      repeats +=
+          load_le<T>(d + i * sizeof(T)) == load_le<T>(d + (i - 1) * sizeof(T));
     }
     s.zero_rate = static_cast<double>(zeros) / static_cast<double>(n);
     s.repeat_rate =
         n > 1 ? static_cast<double>(repeats) / static_cast<double>(n - 1) : 0;
-    s.distinct = distinct_up_to_257<T>(d, n);
+    if constexpr (sizeof(T) == 1) {
+      s.distinct = 0;
+      for (uint32_t c : s.byte_counts) s.distinct += c > 0;
+    } else {
+      s.distinct = distinct_up_to_257<T>(d, n);
+    }
     s.constant = s.distinct == 1;
     unsigned const bits_w = 8 * sizeof(T);
     if (ored == 0) {

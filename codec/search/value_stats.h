@@ -2,6 +2,7 @@
 // Cheap statistics of a value (measured on its sample) that decide which
 // productions apply and which context of the prior a decision falls in.
 
+#include <array>
 #include <cstdint>
 
 #include "codec/dsl/types.h"
@@ -9,7 +10,8 @@
 namespace brevis::codec::search {
 
 struct value_stats {
-  size_t count = 0;         // elements
+  std::array<uint32_t, 256> byte_counts{};  // histogram of the bytes
+  size_t count = 0;                         // elements
   double byte_entropy = 8;  // order-0 entropy of the bytes, bits per byte
   double zero_rate = 0;     // fraction of zero elements
   double repeat_rate = 0;   // fraction of elements equal to their predecessor
@@ -21,6 +23,9 @@ struct value_stats {
 };
 
 value_stats measure(stream const& v);
+
+/// Histogram of the bytes of `d` (fewer than 2^32 of them).
+void byte_histogram(byte_view d, std::array<uint32_t, 256>& out);
 
 /// Refines `s` with what must hold for the whole value, not only its sample:
 /// the zero low and high bits, constancy and the period. One cheap pass.
