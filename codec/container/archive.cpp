@@ -155,7 +155,11 @@ bytes archive_writer::header() const {
   std::memcpy(h.data(), brv::magic.data(), brv::magic.size());
   h[4] = brv::version_major;
   h[5] = brv::version_minor;
-  store_le<uint16_t>(h.data() + 6, brv::header_flag_index_zstd);
+  bool const records = std::any_of(regions_.begin(), regions_.end(),
+                                   [](region_entry const& e) { return e.how; });
+  store_le<uint16_t>(h.data() + 6,
+                     brv::header_flag_index_zstd |
+                         (records ? brv::header_flag_choice_records : 0));
   store_le<uint32_t>(h.data() + 8, chunk_size_);
   return h;
 }
@@ -222,6 +226,8 @@ bytes archive_writer::finish() {
   x.regions = regions_;
   x.programs = programs_;
   x.chunks = chunks_;
+  x.choice_records = std::any_of(regions_.begin(), regions_.end(),
+                                 [](region_entry const& e) { return e.how; });
   bytes out = brv::pack_index(brv::encode_index(x));
   uint64_t const index_length = out.size();
   bytes checked = header();
@@ -275,7 +281,7 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
              std::to_string(version_major) + ".x)");
   }
   uint16_t const flags = load_le<uint16_t>(h + 6);
-  fail_if((flags & ~brv::header_flag_index_zstd) != 0, errc::reserved_nonzero,
+  fail_if((flags & ~brv::known_header_flags) != 0, errc::reserved_nonzero,
           "reserved header flags are not zero");
   fail_if(load_le<uint32_t>(h + 12) != 0, errc::reserved_nonzero,
           "header reserved field is not zero");
@@ -313,7 +319,8 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
     stored = unpacked;
   }
   archive_index x =
-      decode_index(stored, chunk_size_, index_offset - header_size);
+      decode_index(stored, chunk_size_, index_offset - header_size,
+                   (flags & header_flag_choice_records) != 0);
   original_size_ = x.original_size;
   original_checksum_ = x.original_checksum;
   regions_ = std::move(x.regions);

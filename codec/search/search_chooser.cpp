@@ -257,4 +257,10 @@ std::unique_ptr<program_chooser> make_search_chooser(
   return std::make_unique<search_chooser>(opt);
 }
 
+std::unique_ptr<program_chooser> make_store_chooser() {
+  search_chooser_options o;
+  o.sharing = table_sharing::per_region;
+  return make_search_chooser(o);
+}
+
 }  // namespace brevis::codec

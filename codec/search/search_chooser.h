@@ -30,4 +30,7 @@ struct search_chooser_options {
 std::unique_ptr<program_chooser> make_search_chooser(
     search_chooser_options const& opt = {});
 
+/// The chooser of the store and the mount: the search, per region.
+std::unique_ptr<program_chooser> make_store_chooser();
+
 }  // namespace brevis::codec

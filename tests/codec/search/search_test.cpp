@@ -391,6 +391,53 @@ TEST(search, int8_uint8_and_fp8_reach_their_entropy) {
   expect_byte_entropy("F8_E5M2", e5m2);
 }
 
+TEST(search, the_index_records_how_each_program_was_chosen) {
+  size_t const n = 64 * 1024;
+  bytes const file =
+      make_safetensors({{"w", "BF16", {n}, pack(gaussian_bf16(n, 17))}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "w");
+  std::optional<choice_record> const& how = c.reader->regions()[r].how;
+  ASSERT_TRUE(how.has_value());
+  EXPECT_GT(how->expansions, 0u);
+  // The estimate is close to what the region coded to.
+  double const actual = static_cast<double>(region_payload(*c.reader, r));
+  EXPECT_NEAR(how->estimated_bytes, actual, 0.05 * actual);
+  // Archives written without records (the candidate chooser) have none.
+  auto plain = make_candidate_chooser();
+  bytes const a = write_archive(file, "m", *plain);
+  archive_reader rd{byte_view(a)};
+  for (region_entry const& e : rd.regions()) EXPECT_FALSE(e.how.has_value());
+}
+
+TEST(search, per_region_choice_depends_only_on_the_region) {
+  // The store's chooser: the same tensor in two different files codes the
+  // same, so that the store keeps it once.
+  size_t const n = 32 * 1024;
+  bytes const shared = pack(gaussian_bf16(n, 18));
+  bytes const a =
+      make_safetensors({{"x", "BF16", {n}, pack(gaussian_bf16(n, 19))},
+                        {"s", "BF16", {n}, shared}});
+  bytes const b =
+      make_safetensors({{"s", "BF16", {n}, shared},
+                        {"y", "F32", {n}, pack(gaussian(n, 1, 20))}});
+  auto chooser = make_store_chooser();
+  archive_writer wa(a, "a", *chooser), wb(b, "b", *chooser);
+  auto program_of_s = [](archive_writer& w) {
+    for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+    w.plan_chunks();
+    for (size_t r = 0; r < w.region_count(); ++r) {
+      if (w.regions()[r].info.name == "s") {
+        return w.programs()[w.regions()[r].program];
+      }
+    }
+    return node{};
+  };
+  node const pa = program_of_s(wa), pb = program_of_s(wb);
+  EXPECT_EQ(pa, pb) << program_text(pa) << " vs " << program_text(pb);
+  EXPECT_NE(pa.op, opcode::raw);
+}
+
 TEST(search, every_strategy_and_prior_roundtrips) {
   std::vector<float> const g = gaussian(20000, 0.1f, 15);
   bytes const file = make_safetensors(
