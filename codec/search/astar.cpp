@@ -269,7 +269,7 @@ class engine {
     v->stats = measure(v->sample);
     if (!whole.empty()) measure_whole(whole, v->sample.type.width, v->stats);
     v->hash = value_hash(v->sample);
-    v->ctx = context::of(v->sample.type, depth, v->stats);
+    v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
     auto const prods = productions();
     value_info const vi = v->info();
     for (size_t i = 0; i < prods.size(); ++i) {

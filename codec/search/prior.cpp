@@ -14,17 +14,27 @@ constexpr double backoff_weight = 2.0;
 
 }  // namespace
 
-context context::of(value_type t, unsigned depth, value_stats const& s) {
-  return {t.width, t.kind, static_cast<uint8_t>(std::min(depth, 3u)),
+context context::of(value_type t, unsigned depth, value_stats const& s,
+                    uint64_t region_bytes) {
+  uint8_t const size = region_bytes < (16u << 10)    ? 0
+                       : region_bytes < (256u << 10) ? 1
+                                                     : 2;
+  return {t.width,
+          t.kind,
+          static_cast<uint8_t>(std::min(depth, 3u)),
           static_cast<uint8_t>(entropy_bucket(s)),
-          static_cast<uint8_t>(zero_bucket(s))};
+          static_cast<uint8_t>(zero_bucket(s)),
+          size};
 }
 
 uint64_t prior::key(context const& c, size_t level) {
   uint64_t k = uint64_t{level} << 56 | uint64_t{c.width} << 48 |
                uint64_t{static_cast<uint8_t>(c.kind)} << 40;
   if (level >= 1) k |= uint64_t{c.depth} << 32;
-  if (level >= 2) k |= uint64_t{c.entropy} << 24 | uint64_t{c.zeros} << 16;
+  if (level >= 2) {
+    k |= uint64_t{c.entropy} << 24 | uint64_t{c.zeros} << 16 |
+         uint64_t{c.size} << 8;
+  }
   return k;
 }
 

@@ -17,15 +17,18 @@
 
 namespace brevis::codec::search {
 
-/// Where a decision is made: the value's type, depth and simple statistics.
+/// Where a decision is made: the value's type, depth and simple statistics,
+/// and the region's size (small tensors pay for tables differently).
 struct context {
   uint8_t width = 1;
   meaning kind = meaning::none;
   uint8_t depth = 0;    // capped at 3
   uint8_t entropy = 0;  // entropy_bucket
   uint8_t zeros = 0;    // zero_bucket
+  uint8_t size = 0;     // of the region: < 16 KiB, < 256 KiB, larger
 
-  static context of(value_type t, unsigned depth, value_stats const& s);
+  static context of(value_type t, unsigned depth, value_stats const& s,
+                    uint64_t region_bytes);
   friend bool operator==(context const&, context const&) = default;
 };
 

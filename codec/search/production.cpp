@@ -79,10 +79,12 @@ bool all_zero(value_info const& v, region_input const&) {
 bool constant(value_info const& v, region_input const&) {
   return v.stats.constant && v.stats.zero_rate < 1;
 }
-// Order-1 contexts pay for their tables only on large, structured bytes.
+// Order-1 contexts pay for their tables only on large, structured bytes:
+// headers, text, 8-bit tensors (the streams operators make are order-0).
 bool rans1_fits(value_info const& v, region_input const&) {
-  return v.sample.data.size() >= 16384 && v.stats.byte_entropy > 0.1 &&
-         v.stats.byte_entropy < 7.5 && v.sample.type.width == 1;
+  return v.depth <= 1 && v.sample.data.size() >= 16384 &&
+         v.stats.byte_entropy > 0.1 && v.stats.byte_entropy < 7.5 &&
+         v.sample.type.width == 1;
 }
 // zstd finds repeats; the streams that operators produce are for the
 // entropy coders.

@@ -58,8 +58,17 @@ class search_file_chooser final : public program_chooser {
                       std::span<region const> regions)
       : opt_(opt) {
     if (opt_.sharing == table_sharing::per_file && !regions.empty()) {
+      auto const t0 = std::chrono::steady_clock::now();
       tables_.emplace(file, regions);
+      auto const t1 = std::chrono::steady_clock::now();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
+      auto const t2 = std::chrono::steady_clock::now();
+      if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(
+            stderr, "tables %.1f ms, learning %.1f ms\n",
+            std::chrono::duration<double, std::milli>(t1 - t0).count(),
+            std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
     }
   }
 
