@@ -126,8 +126,17 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
     }
     if (!h.empty()) {
       own_table const t = own_table_leaf(h);
-      bits = 8 * (t.payload_bytes + static_cast<double>(t.leaf.blob.size()) /
-                                        std::max(scale, 1.0));
+      // The whole value has symbols the sample lacks, and its table holds
+      // them all: about as many more as the sample's singletons predict
+      // (Good-Turing), its blob growing in proportion.
+      double singletons = 0;
+      for (auto const& [sym, c] : h) singletons += c == 1;
+      double const d = static_cast<double>(h.size());
+      double const whole =
+          std::min(std::ldexp(1.0, 8 * v.sample.type.width),
+                   d + singletons * std::max(0.0, scale - 1));
+      double const blob = static_cast<double>(t.leaf.blob.size()) * whole / d;
+      bits = 8 * (t.payload_bytes + blob / std::max(scale, 1.0));
     }
   } else if (leaf.op == opcode::rans0) {
     bits = 8 * rans0_estimate(v.stats.byte_counts);
