@@ -33,6 +33,7 @@
 #include "codec/search/astar.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -255,11 +256,14 @@ class engine {
         (is_leaf(op) && op != opcode::zstd && op != opcode::rans1)) {
       return false;
     }
+    // zstd on the region's bytes: what finds repeats the operators miss.
+    if (op == opcode::zstd && v.depth == 0) return false;
     return probability(v, p) < opt_.prune_below;
   }
 
   value_ptr make_value(stream s, unsigned depth, byte_view whole, double scale,
-                       opcode parent = opcode::raw) {
+                       opcode parent = opcode::raw,
+                       std::array<double, 256> const* byte_shares = nullptr) {
     auto v = std::make_shared<value>();
     v->sample = std::move(s);
     v->depth = depth;
@@ -267,6 +271,7 @@ class engine {
     v->whole = whole;
     v->scale = scale;
     v->stats = measure(v->sample);
+    if (byte_shares != nullptr) use_byte_shares(*byte_shares, v->stats);
     if (!whole.empty()) measure_whole(whole, v->sample.type.width, v->stats);
     v->hash = value_hash(v->sample);
     v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
@@ -299,6 +304,41 @@ class engine {
       }
     }
     return v;
+  }
+
+  // A tensor whose statistics drift along it has richer byte histograms
+  // than a few slices show, and the exact costs of the region's elements
+  // must not lose to such biased estimates: where the region's 16-bit
+  // histogram is known, its byte planes' histograms are too, and replace
+  // the sample's (scaled to the sample's size).
+  static void use_byte_shares(std::array<double, 256> const& share,
+                              value_stats& st) {
+    double const n = static_cast<double>(st.count);
+    double bits = 0;
+    st.distinct = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      st.byte_counts[b] =
+          share[b] > 0
+              ? std::max<uint32_t>(1, static_cast<uint32_t>(share[b] * n + 0.5))
+              : 0;
+      if (share[b] > 0)
+        bits -= share[b] * n * std::log2(share[b]), ++st.distinct;
+    }
+    st.byte_entropy = n > 0 ? bits / n : 0;
+  }
+
+  // Byte shares of the planes of the region's 16-bit elements.
+  bool plane_shares(std::array<double, 256>& lo, std::array<double, 256>& hi) {
+    if (in_.root_hist == nullptr || in_.root_hist->empty()) return false;
+    lo.fill(0), hi.fill(0);
+    double n = 0;
+    for (auto const& [sym, c] : *in_.root_hist) {
+      lo[sym & 255] += static_cast<double>(c);
+      hi[sym >> 8] += static_cast<double>(c);
+      n += static_cast<double>(c);
+    }
+    for (size_t b = 0; b < 256; ++b) lo[b] /= n, hi[b] /= n;
+    return true;
   }
 
   double region_fraction(value const& v) const {
@@ -388,6 +428,10 @@ class engine {
     out.decisions.push_back({v.ctx, p});
     node& placed = at(out.tree, taken.path);
     placed = n;
+    std::array<double, 256> shares[2];
+    bool const exact_planes = n.op == opcode::planes && v.depth == 1 &&
+                              !v.whole.empty() && v.sample.type.width == 2 &&
+                              plane_shares(shares[0], shares[1]);
     for (size_t i = 0; i < kids.size(); ++i) {
       byte_view whole;
       if (n.op == opcode::view && i == 0 && v.depth == 0) {
@@ -398,8 +442,9 @@ class engine {
         std::vector<uint8_t> path = taken.path;
         path.push_back(static_cast<uint8_t>(i));
         out.open.push_back(
-            {std::move(path), make_value(std::move(kids[i]), v.depth + 1, whole,
-                                         child_scale, n.op)});
+            {std::move(path),
+             make_value(std::move(kids[i]), v.depth + 1, whole, child_scale,
+                        n.op, exact_planes ? &shares[i] : nullptr)});
       } else {
         node const& leaf = placed.children[i];
         value_stats const st = measure(kids[i]);

@@ -127,14 +127,16 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
     if (!h.empty()) {
       own_table const t = own_table_leaf(h);
       // The whole value has symbols the sample lacks, and its table holds
-      // them all: about as many more as the sample's singletons predict
-      // (Good-Turing), its blob growing in proportion.
+      // them all: more as the sample's singletons predict (Good-Turing),
+      // its blob growing in proportion.
       double singletons = 0;
       for (auto const& [sym, c] : h) singletons += c == 1;
       double const d = static_cast<double>(h.size());
+      // New symbols keep coming at the singletons' rate only where nearly
+      // every symbol is new (uniform bits); a peaked histogram saturates.
       double const whole =
           std::min(std::ldexp(1.0, 8 * v.sample.type.width),
-                   d + singletons * std::max(0.0, scale - 1));
+                   d + singletons * std::max(0.0, scale - 1) * singletons / d);
       double const blob = static_cast<double>(t.leaf.blob.size()) * whole / d;
       bits = 8 * (t.payload_bytes + blob / std::max(scale, 1.0));
     }

@@ -134,8 +134,13 @@ TEST(search, fp32_upcast_from_bf16_drops_the_low_half) {
   bytes const file = make_safetensors({{"w", "F32", {256, 256}, pack(w)}});
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "w");
-  EXPECT_TRUE(uses(program_of(*c.reader, r), opcode::low_zero))
-      << program_text(program_of(*c.reader, r));
+  // The zero half is dropped: by low_zero, or by zero leaves on the low
+  // byte planes of the mantissa (within a fraction of a percent on a
+  // sample this small).
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::low_zero) ||
+              (uses(p, opcode::fields) && uses(p, opcode::zero)))
+      << program_text(p);
   // What the pattern allows: the bf16 values at their entropy.
   double const bound = entropy_bytes(n, [&](size_t i) { return b[i]; });
   EXPECT_LT(region_payload(*c.reader, r), 1.03 * bound + 2048);
