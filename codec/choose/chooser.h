@@ -19,7 +19,7 @@ namespace brevis::codec {
 struct choice_record {
   double estimated_bytes = 0;  // program + payload the chooser expected
   uint32_t expansions = 0;     // search steps spent
-  double ms = 0;               // time spent choosing
+  double ms = 0;               // CPU time spent choosing
 };
 
 class program_chooser {

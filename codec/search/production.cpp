@@ -88,8 +88,11 @@ bool rans1_fits(value_info const& v, region_input const&) {
 }
 // zstd finds repeats; the streams that operators produce are for the
 // entropy coders.
-bool zstd_fits(value_info const& v, region_input const&) {
-  return v.sample.data.size() >= 64 && v.depth <= 1;
+bool zstd_fits(value_info const& v, region_input const& r) {
+  if (v.sample.data.size() < 64 || v.depth > 1) return false;
+  // Tensors: only where words repeat (an entropy coder finds the rest).
+  return r.info.kind != region_kind::tensor || r.info.type == dtype::none ||
+         repeated_words(v.sample.data) > 0.02;
 }
 bool static_fits(value_info const& v, region_input const& r) {
   size_t const total = v.whole.empty() ? r.data.size() : v.whole.size();

@@ -31,6 +31,10 @@ void byte_histogram(byte_view d, std::array<uint32_t, 256>& out);
 /// the zero low and high bits, constancy and the period. One cheap pass.
 void measure_whole(byte_view whole, unsigned width, value_stats& s);
 
+/// Fraction of the 8-byte words of `d` (at a stride of 8) that repeat an
+/// earlier one: what an LZ coder could find.
+double repeated_words(byte_view d);
+
 /// Buckets of the prior's context.
 unsigned entropy_bucket(value_stats const& s);  // 0..3
 unsigned zero_bucket(value_stats const& s);     // 0..2
