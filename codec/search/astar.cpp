@@ -64,12 +64,15 @@ struct value {
   uint64_t hash = 0;
   context ctx;
   std::vector<uint16_t> applicable;
+  std::shared_ptr<sparse_hist const> whole_hist;  // see value_info
   node leaf;  // the best leaf and its cost (description + payload bits)
   double leaf_bits = infinite;
   double leaf_decode_ns = 0;
   uint16_t leaf_prod = 0;
 
-  value_info info() const { return {sample, stats, depth, parent, whole}; }
+  value_info info() const {
+    return {sample, stats, depth, parent, whole, whole_hist.get()};
+  }
 };
 using value_ptr = std::shared_ptr<value const>;
 
@@ -130,10 +133,14 @@ class engine {
   engine(region_input const& in, prior const& p, search_options const& o)
       : in_(in), prior_(p), opt_(o), costs_(in) {
     unsigned const w = std::max(1u, dtype_width(in.info.type));
-    // 64 KiB and 1/32 of the region, as much as the sample may hold.
+    // 64 KiB and 1/32 of the region, as much as the sample may hold. bf16
+    // regions need less: their elements' and byte planes' costs come from
+    // the region's histogram, and the sample only decides among the rest.
+    size_t const base = in.info.type == dtype::bf16 && in.root_hist != nullptr
+                            ? (16u << 10)
+                            : (64u << 10);
     sample_ = sample_slices(
-        in.data, w,
-        std::min(o.sample_bytes, (64u << 10) + in.data.size() / 32));
+        in.data, w, std::min(o.sample_bytes, base + in.data.size() / 32));
     budget_ = o.budget;
     if (in.data.size() < (64u << 10)) {
       budget_ =
@@ -261,9 +268,10 @@ class engine {
     return probability(v, p) < opt_.prune_below;
   }
 
-  value_ptr make_value(stream s, unsigned depth, byte_view whole, double scale,
-                       opcode parent = opcode::raw,
-                       std::array<double, 256> const* byte_shares = nullptr) {
+  value_ptr make_value(
+      stream s, unsigned depth, byte_view whole, double scale,
+      opcode parent = opcode::raw,
+      std::shared_ptr<sparse_hist const> whole_hist = nullptr) {
     auto v = std::make_shared<value>();
     v->sample = std::move(s);
     v->depth = depth;
@@ -271,7 +279,8 @@ class engine {
     v->whole = whole;
     v->scale = scale;
     v->stats = measure(v->sample);
-    if (byte_shares != nullptr) use_byte_shares(*byte_shares, v->stats);
+    if (whole_hist) use_whole_histogram(*whole_hist, v->stats);
+    v->whole_hist = std::move(whole_hist);
     if (!whole.empty()) measure_whole(whole, v->sample.type.width, v->stats);
     v->hash = value_hash(v->sample);
     v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
@@ -306,39 +315,79 @@ class engine {
     return v;
   }
 
-  // A tensor whose statistics drift along it has richer byte histograms
-  // than a few slices show, and the exact costs of the region's elements
-  // must not lose to such biased estimates: where the region's 16-bit
-  // histogram is known, its byte planes' histograms are too, and replace
-  // the sample's (scaled to the sample's size).
-  static void use_byte_shares(std::array<double, 256> const& share,
-                              value_stats& st) {
-    double const n = static_cast<double>(st.count);
-    double bits = 0;
-    st.distinct = 0;
-    for (size_t b = 0; b < 256; ++b) {
-      st.byte_counts[b] =
-          share[b] > 0
-              ? std::max<uint32_t>(1, static_cast<uint32_t>(share[b] * n + 0.5))
-              : 0;
-      if (share[b] > 0)
-        bits -= share[b] * n * std::log2(share[b]), ++st.distinct;
+  // A tensor whose statistics drift along it has richer histograms than a
+  // few slices show, and the exact costs of the region's elements must not
+  // lose to such biased estimates: where the region's 16-bit histogram is
+  // known, so are those of its byte planes and float fields, and their byte
+  // statistics replace the sample's (scaled to the sample's size).
+  static void use_whole_histogram(sparse_hist const& h, value_stats& st) {
+    std::array<double, 256> bytes{};
+    double total = 0;
+    double sample_bytes = 0;
+    for (uint32_t c : st.byte_counts) sample_bytes += c;
+    bool const wide = sample_bytes > static_cast<double>(st.count);  // u16
+    for (auto const& [sym, c] : h) {
+      bytes[sym & 255] += static_cast<double>(c);
+      if (wide) bytes[sym >> 8] += static_cast<double>(c);
+      total += static_cast<double>(c) * (wide ? 2 : 1);
     }
-    st.byte_entropy = n > 0 ? bits / n : 0;
+    if (total <= 0) return;
+    double bits = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      double const share = bytes[b] / total;
+      st.byte_counts[b] =
+          share > 0 ? std::max<uint32_t>(
+                          1, static_cast<uint32_t>(share * sample_bytes + 0.5))
+                    : 0;
+      if (share > 0) bits -= share * std::log2(share);
+    }
+    st.byte_entropy = bits;
+    st.distinct = std::min<size_t>(257, h.size());
   }
 
-  // Byte shares of the planes of the region's 16-bit elements.
-  bool plane_shares(std::array<double, 256>& lo, std::array<double, 256>& hi) {
-    if (in_.root_hist == nullptr || in_.root_hist->empty()) return false;
-    lo.fill(0), hi.fill(0);
-    double n = 0;
-    for (auto const& [sym, c] : *in_.root_hist) {
-      lo[sym & 255] += static_cast<double>(c);
-      hi[sym >> 8] += static_cast<double>(c);
-      n += static_cast<double>(c);
+  // The whole-value histograms of the children of `n` applied to the
+  // region's 16-bit elements (byte planes, float fields), or none.
+  std::vector<std::shared_ptr<sparse_hist const>> child_histograms(
+      node const& n, value const& v) const {
+    if (v.depth != 1 || v.whole.empty() || v.sample.type.width != 2 ||
+        in_.root_hist == nullptr || in_.root_hist->empty()) {
+      return {};
     }
-    for (size_t b = 0; b < 256; ++b) lo[b] /= n, hi[b] /= n;
-    return true;
+    meaning const m = v.sample.type.kind;
+    unsigned mbits = 0;
+    if (n.op == opcode::fields) {
+      if (m == meaning::bf16) mbits = 7;
+      if (m == meaning::fp16) mbits = 10;
+      if (mbits == 0) return {};
+    } else if (n.op != opcode::planes) {
+      return {};
+    }
+    std::vector<std::vector<uint64_t>> counts;
+    if (n.op == opcode::planes) {
+      counts.assign(2, std::vector<uint64_t>(256, 0));
+    } else {
+      counts.emplace_back(2, 0);
+      counts.emplace_back(size_t{1} << (15 - mbits), 0);
+      counts.emplace_back(size_t{1} << mbits, 0);
+    }
+    for (auto const& [sym, c] : *in_.root_hist) {
+      if (n.op == opcode::planes) {
+        counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
+      } else {
+        counts[0][sym >> 15] += c;
+        counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
+        counts[2][sym & ((1u << mbits) - 1)] += c;
+      }
+    }
+    std::vector<std::shared_ptr<sparse_hist const>> out;
+    for (auto const& k : counts) {
+      auto h = std::make_shared<sparse_hist>();
+      for (uint32_t s = 0; s < k.size(); ++s) {
+        if (k[s]) h->emplace_back(s, k[s]);
+      }
+      out.push_back(std::move(h));
+    }
+    return out;
   }
 
   double region_fraction(value const& v) const {
@@ -428,10 +477,7 @@ class engine {
     out.decisions.push_back({v.ctx, p});
     node& placed = at(out.tree, taken.path);
     placed = n;
-    std::array<double, 256> shares[2];
-    bool const exact_planes = n.op == opcode::planes && v.depth == 1 &&
-                              !v.whole.empty() && v.sample.type.width == 2 &&
-                              plane_shares(shares[0], shares[1]);
+    auto const hists = child_histograms(n, v);
     for (size_t i = 0; i < kids.size(); ++i) {
       byte_view whole;
       if (n.op == opcode::view && i == 0 && v.depth == 0) {
@@ -444,7 +490,7 @@ class engine {
         out.open.push_back(
             {std::move(path),
              make_value(std::move(kids[i]), v.depth + 1, whole, child_scale,
-                        n.op, exact_planes ? &shares[i] : nullptr)});
+                        n.op, i < hists.size() ? hists[i] : nullptr)});
       } else {
         node const& leaf = placed.children[i];
         value_stats const st = measure(kids[i]);

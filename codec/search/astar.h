@@ -32,7 +32,7 @@ struct search_options {
   // admissible (uniform-cost search), 1 best-first on the upper bound.
   double heuristic_weight = 0.2;
   // With a learned prior, operators below this probability are not tried.
-  double prune_below = 0.01;
+  double prune_below = 0.03;
   // A program decoding below fast_decode_mb_per_s is chosen only when it
   // costs this fraction less than the best fast program.
   double slow_margin = 0.03;

@@ -1,6 +1,7 @@
 #include "codec/search/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -109,8 +110,33 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
   }
   double bits = infinite;
   bool exact = false;
-  if (leaf.op == opcode::rans_static && at_elements && in_.root_table &&
-      !leaf.blob.empty()) {
+  if (v.whole_hist != nullptr && !v.whole_hist->empty() &&
+      ((leaf.op == opcode::rans_static && leaf.blob.empty()) ||
+       leaf.op == opcode::rans0)) {
+    // The whole value's histogram is known: its costs, exactly.
+    exact = true;
+    if (leaf.op == opcode::rans_static) {
+      own_table const t = own_table_leaf(*v.whole_hist);
+      bits = 8 * (t.payload_bytes + static_cast<double>(t.leaf.blob.size()));
+    } else {
+      std::array<uint64_t, 256> counts{};
+      for (auto const& [sym, c] : *v.whole_hist) {
+        counts[sym & 255] += c;
+        if (v.sample.type.width == 2) counts[sym >> 8] += c;
+      }
+      double n = 0, present = 0, ent = 0;
+      for (uint64_t c : counts) n += static_cast<double>(c);
+      for (uint64_t c : counts) {
+        if (c == 0) continue;
+        ++present;
+        ent -= static_cast<double>(c) * std::log2(static_cast<double>(c) / n);
+      }
+      double const chunks = std::ceil(static_cast<double>(in_.data.size()) /
+                                      static_cast<double>(1u << 20));
+      bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);
+    }
+  } else if (leaf.op == opcode::rans_static && at_elements && in_.root_table &&
+             !leaf.blob.empty()) {
     bits = 8 * in_.root_table->payload_bytes;
     exact = true;
   } else if (leaf.op == opcode::rans_static && leaf.blob.empty()) {

@@ -39,6 +39,9 @@ struct value_info {
   // The whole value, when it is the region itself or its elements under
   // the root view (exact costs and whole-value patterns need it).
   byte_view whole;
+  // The whole value's histogram, when known without the value itself: the
+  // byte planes and float fields of the region's 16-bit elements.
+  sparse_hist const* whole_hist = nullptr;
 };
 
 struct production {
