@@ -129,22 +129,26 @@ value_stats measure(stream const& v) {
 }
 
 double repeated_words(byte_view d) {
-  // The first 4096 8-byte words at a stride of 8, in a table of 2^13 slots.
+  // The first 4096 8-byte words at a stride of 8, in an open-addressing
+  // table of twice as many slots (so small regions clear a small table).
   size_t const n = std::min<size_t>(d.size() / 8, 4096);
   if (n < 16) return 0;
-  std::vector<uint64_t> slots(1u << 13, 0);
+  unsigned const bits = static_cast<unsigned>(std::bit_width(2 * n - 1));
+  size_t const mask = (size_t{1} << bits) - 1;
+  std::vector<uint64_t> slots(mask + 1, 0);
+  std::vector<bool> used(mask + 1, false);
   size_t repeats = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t const w = load_le<uint64_t>(d.data() + 8 * i);
-    uint64_t const h = (w * 0x9e3779b97f4a7c15) >> 51;
-    uint64_t const key = w | 1;  // 0 marks an empty slot
-    for (uint64_t j = h;; j = (j + 1) & ((1u << 13) - 1)) {
-      if (slots[j] == key) {
-        ++repeats;
+    for (size_t j = (w * 0x9e3779b97f4a7c15) >> (64 - bits);;
+         j = (j + 1) & mask) {
+      if (!used[j]) {
+        used[j] = true;
+        slots[j] = w;
         break;
       }
-      if (slots[j] == 0) {
-        slots[j] = key;
+      if (slots[j] == w) {
+        ++repeats;
         break;
       }
     }
