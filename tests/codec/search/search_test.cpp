@@ -185,7 +185,9 @@ TEST(search, tensor_repeating_an_earlier_one_is_stored_once) {
   EXPECT_GT(region_payload(*c.reader, ra), 0u);
   EXPECT_EQ(region_payload(*c.reader, rc), 0u);
   for (chunk_entry const& ch : c.reader->chunks()) {
-    if (ch.region == rc) EXPECT_TRUE(ch.is_ref);
+    if (ch.region == rc) {
+      EXPECT_TRUE(ch.is_ref);
+    }
   }
 }
 
