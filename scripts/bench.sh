@@ -10,6 +10,10 @@
 #     --quick N    N files per class (the full corpus takes ~35 min, mostly xz
 #                  and zstd -19); --tools LIST picks peers; --per-file adds rows.
 #
+#   --search     also the search ablation (bench_search below): brevis -T1 with
+#                --search=astar|greedy|fixed x --prior=learned|uniform, side by
+#                side, with the search expansions each spent.
+#
 # -T2 speeds are MB per CPU-second too (both cores' time counted), so they show
 # parallel overhead, not wall-clock speed-up; the wall time is printed apart.
 set -uo pipefail
@@ -41,8 +45,29 @@ bench_store() {
   fi
 }
 
+# The program search ablation (issue 3): ratio and compress speed per
+# strategy and prior, and the expansions spent (from compress -v).
+bench_search() {
+  local s p name log
+  for s in astar greedy fixed; do
+    for p in learned uniform; do
+      [[ $s == fixed && $p == uniform ]] && continue  # fixed has no prior
+      name="brevis-$s-$p"
+      [[ $s == fixed ]] && name="brevis-fixed"
+      log=$BENCH_WORK/search-$name.log
+      : >"$log"
+      measure_tool "$name" \
+        "'$brevis' compress -v -f -T1 --search=$s --prior=$p {in} -o {out} 2>>'$log'" \
+        "'$brevis' decompress -q -f -T1 {in} -o {out}"
+      echo "bench: $name: $(awk '/search expansions/ {e += $(NF-2); c += $4} \
+        END {printf "%d search expansions, %.2f s choosing programs", e, c}' "$log")" >&2
+    done
+  done
+}
+
 bench_before_peers() {
   local t start
+  if ((BENCH_SEARCH)); then bench_search; fi
   for t in 1 2; do
     start=$(date +%s.%N)
     measure_tool "brevis-T$t" "'$brevis' compress -q -f -T$t {in} -o {out}" \
@@ -249,4 +274,9 @@ if [[ ${1:-} == --mount ]]; then
   exit 0
 fi
 
-bench_peers_main "$@"
+BENCH_SEARCH=0
+args=()
+for a in "$@"; do
+  if [[ $a == --search ]]; then BENCH_SEARCH=1; else args+=("$a"); fi
+done
+bench_peers_main "${args[@]}"

@@ -115,6 +115,30 @@ int run_cli(int argc, char** argv) {
                      "Delete the input after it was compressed successfully");
   compress->add_option("--chunk-size", chunk_size_text,
                        "Chunk size, e.g. 1M (K/M/G = KiB/MiB/GiB; default 1M)");
+  compress
+      ->add_option("--search", copt.search,
+                   "Program search: astar (default), greedy, or fixed "
+                   "(one byte-planes program per dtype)")
+      ->check(CLI::IsMember({"astar", "greedy", "fixed"}));
+  compress
+      ->add_option("--prior", copt.prior,
+                   "Production prior: learned per file (default) or "
+                   "uniform")
+      ->check(CLI::IsMember({"learned", "uniform"}));
+  compress
+      ->add_option("--search-budget", copt.search_budget,
+                   "Search expansions per region (default 24)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
+  compress
+      ->add_option("--search-ms", copt.search_ms,
+                   "Search time limit per region in ms, 0 = none "
+                   "(default 50)")
+      ->check(CLI::Range(0.0, 1e6));
+  compress
+      ->add_option("--slow-margin", copt.slow_margin,
+                   "Fraction a program decoding below 500 MB/s must "
+                   "save to be chosen (default 0.03)")
+      ->check(CLI::Range(0.0, 1.0));
   add_common(*compress, common, true);
 
   decompress_options dopt;

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
 #include "codec/core/error.h"
+#include "codec/search/search_chooser.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "src/commands.h"
 #include "src/input.h"
@@ -21,6 +23,12 @@
 
 namespace brevis::cli {
 namespace {
+
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 bool has_archive_suffix(std::string const& path) {
   return path.ends_with(archive_suffix);
@@ -37,6 +45,7 @@ void compress_one(compress_options const& opt,
                   codec::program_chooser const& chooser,
                   std::string const& path) {
   auto const start = std::chrono::steady_clock::now();
+  double const start_cpu = process_cpu_seconds();
   bool const force = opt.common.force;
   if (path != "-" && has_archive_suffix(path) && !force) {
     codec::fail(codec::errc::io,
@@ -63,6 +72,16 @@ void compress_one(compress_options const& opt,
   tbb::parallel_for(size_t{0}, writer.region_count(),
                     [&](size_t r) { writer.choose_program(r); });
   writer.plan_chunks();
+  // Choosing: parsing, the file's tables and prior, and every search, in
+  // CPU seconds of the process (the machine may be shared).
+  double const choose_cpu = process_cpu_seconds() - start_cpu;
+  if (opt.common.verbosity >= 2) {
+    std::string const learned = writer.chooser_summary();
+    if (!learned.empty()) {
+      std::fprintf(stderr, "%s: %s", path == "-" ? "stdin" : path.c_str(),
+                   learned.c_str());
+    }
+  }
 
   progress bar(path == "-" ? "stdin" : path, data.size(),
                opt.common.verbosity < 1);
@@ -95,6 +114,16 @@ void compress_one(compress_options const& opt,
                  human_size(out.written()).c_str(), ratio, secs,
                  secs > 0 ? static_cast<double>(data.size()) / 1e6 / secs : 0.0,
                  out_path == "-" ? "stdout" : out_path.c_str());
+    size_t expansions = 0;
+    for (codec::region_entry const& e : writer.regions()) {
+      if (e.how) expansions += e.how->expansions;
+    }
+    double const cpu = process_cpu_seconds() - start_cpu;
+    std::fprintf(stderr,
+                 "%s: choosing programs %.3f s (%.1f%% of %.3f CPU s), %zu "
+                 "search expansions\n",
+                 path == "-" ? "stdin" : path.c_str(), choose_cpu,
+                 cpu > 0 ? 100 * choose_cpu / cpu : 0.0, cpu, expansions);
   }
 }
 
@@ -105,7 +134,17 @@ int run_compress(compress_options const& opt) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;
   }
-  auto chooser = codec::make_candidate_chooser();
+  codec::search_chooser_options so;
+  so.search.how = opt.search == "greedy"  ? codec::search::strategy::greedy
+                  : opt.search == "fixed" ? codec::search::strategy::fixed
+                                          : codec::search::strategy::astar;
+  so.prior = opt.prior == "uniform" ? codec::prior_kind::uniform
+                                    : codec::prior_kind::learned;
+  so.search.budget = opt.search_budget;
+  so.search.time_ms = opt.search_ms;
+  so.search.slow_margin = opt.slow_margin;
+  if (opt.chunk_size) so.search.chunk_size = opt.chunk_size;
+  auto chooser = codec::make_search_chooser(so);
   return for_each_input(opt.inputs, [&](std::string const& path) {
     compress_one(opt, *chooser, path);
   });

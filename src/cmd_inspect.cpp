@@ -36,21 +36,29 @@ std::string ratio_text(uint64_t in, uint64_t out) {
 
 struct row {
   std::string name, type, shape, in, out, ratio, program;
+  // How the program was chosen (archives with choice records): estimated
+  // bytes, search expansions, milliseconds.
+  std::string est, exp, ms;
 };
 
-void print_table(std::vector<row> const& rows) {
-  size_t w[6] = {};
+void print_table(std::vector<row> const& rows, bool choices) {
+  size_t w[9] = {};
   for (row const& r : rows) {
-    std::string const* cols[6] = {&r.name, &r.type, &r.shape,
-                                  &r.in,   &r.out,  &r.ratio};
-    for (int c = 0; c < 6; ++c) w[c] = std::max(w[c], cols[c]->size());
+    std::string const* cols[9] = {&r.name,  &r.type, &r.shape, &r.in, &r.out,
+                                  &r.ratio, &r.est,  &r.exp,   &r.ms};
+    for (int c = 0; c < 9; ++c) w[c] = std::max(w[c], cols[c]->size());
   }
   w[0] = std::min<size_t>(w[0], 60);  // long names push the row, not the table
   for (row const& r : rows) {
-    std::printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  %s\n", int(w[0]),
-                r.name.c_str(), int(w[1]), r.type.c_str(), int(w[2]),
-                r.shape.c_str(), int(w[3]), r.in.c_str(), int(w[4]),
-                r.out.c_str(), int(w[5]), r.ratio.c_str(), r.program.c_str());
+    std::printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  ", int(w[0]), r.name.c_str(),
+                int(w[1]), r.type.c_str(), int(w[2]), r.shape.c_str(),
+                int(w[3]), r.in.c_str(), int(w[4]), r.out.c_str(), int(w[5]),
+                r.ratio.c_str());
+    if (choices) {
+      std::printf("%*s  %*s  %*s  ", int(w[6]), r.est.c_str(), int(w[7]),
+                  r.exp.c_str(), int(w[8]), r.ms.c_str());
+    }
+    std::printf("%s\n", r.program.c_str());
   }
 }
 
@@ -74,7 +82,8 @@ void inspect_one(inspect_options const& opt, std::string const& path) {
 
   std::vector<row> rows;
   rows.push_back({"region", "dtype", "shape", "bytes in", "bytes out", "ratio",
-                  "program"});
+                  "program", "estimated", "expansions", "ms"});
+  bool choices = false;
   for (size_t r = 0; r < regions.size(); ++r) {
     auto const& e = regions[r];
     std::string name = e.info.name.empty() ? "(unnamed)" : e.info.name;
@@ -82,19 +91,28 @@ void inspect_one(inspect_options const& opt, std::string const& path) {
     std::string program = e.program < programs.size()
                               ? codec::program_text(programs[e.program])
                               : "?";
-    rows.push_back({name, codec::dtype_name(e.info.type),
-                    shape_text(e.info.shape), std::to_string(e.info.length),
-                    std::to_string(out_bytes[r]),
-                    ratio_text(e.info.length, out_bytes[r]), program});
+    rows.push_back(
+        {name, codec::dtype_name(e.info.type), shape_text(e.info.shape),
+         std::to_string(e.info.length), std::to_string(out_bytes[r]),
+         ratio_text(e.info.length, out_bytes[r]), program, "", "", ""});
+    if (e.how) {
+      choices = true;
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.2f", e.how->ms);
+      rows.back().est =
+          std::to_string(static_cast<uint64_t>(e.how->estimated_bytes));
+      rows.back().exp = std::to_string(e.how->expansions);
+      rows.back().ms = ms;
+    }
   }
   uint64_t const archive_size = in.data().size();
-  rows.push_back({"total", "", std::to_string(regions.size()) + " regions",
-                  std::to_string(reader.original_size()),
-                  std::to_string(archive_size),
-                  ratio_text(reader.original_size(), archive_size), ""});
+  rows.push_back(
+      {"total", "", std::to_string(regions.size()) + " regions",
+       std::to_string(reader.original_size()), std::to_string(archive_size),
+       ratio_text(reader.original_size(), archive_size), "", "", "", ""});
 
   if (opt.inputs.size() > 1) std::printf("%s:\n", path.c_str());
-  print_table(rows);
+  print_table(rows, choices);
   std::printf(
       "archive: %llu bytes (payload %llu, header+index %llu); %zu chunks of "
       "up to %u bytes (%llu repeated, %llu fallback); %zu programs\n",

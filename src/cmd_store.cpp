@@ -18,6 +18,7 @@
 
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
+#include "codec/search/search_chooser.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "fs/store/store.h"
 #include "src/buffer_ring.h"
@@ -75,8 +76,7 @@ int store_add(store_cli_options const& opt) {
     report_error(opt.store, e.what());
     return 1;
   }
-  auto chooser =
-      codec::make_candidate_chooser(codec::table_sharing::per_region);
+  auto chooser = codec::make_store_chooser();
   return for_each_input(opt.files, [&](std::string const& path) {
     input in = load_input(path);
     std::string const name = opt.as.empty() ? base_name(path) : opt.as;

@@ -25,6 +25,14 @@ struct compress_options {
   bool to_stdout = false;           // -c
   bool remove_input = false;        // --rm
   uint32_t chunk_size = 0;          // 0: the codec's default
+  // The program search (codec/search): strategy astar|greedy|fixed, prior
+  // learned|uniform, expansions and milliseconds per region (0 ms: no
+  // limit), and the fraction a program decoding below 500 MB/s must save.
+  std::string search = "astar";
+  std::string prior = "learned";
+  size_t search_budget = 24;
+  double search_ms = 50;
+  double slow_margin = 0.03;
   common_options common;
 };
 

@@ -14,6 +14,10 @@
 #include <unordered_set>
 
 #include "codec/choose/chooser.h"
+#include "codec/choose/histogram.h"
+#include "codec/choose/literals.h"
+#include "codec/choose/sample.h"
+#include "codec/choose/shared_tables.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/entropy/histogram.h"
 #include "codec/entropy/rans_static.h"
@@ -67,8 +71,6 @@ stream lane_stream(byte_view data, unsigned width, meaning m) {
           value_type{static_cast<uint8_t>(width), m}};
 }
 
-constexpr size_t min_static_table_region = 4u << 10;
-
 bool all_bytes_equal(byte_view data) {
   return std::all_of(data.begin(), data.end(),
                      [&](uint8_t b) { return b == data.front(); });
@@ -94,14 +96,6 @@ bool low_bits_zero(byte_view data, unsigned k) {
   return true;
 }
 
-// A file-level static table for one 16-bit float dtype: built from every
-// tensor of that dtype, so it holds every symbol they use; the archive
-// stores the program once, so each tensor is charged a share of the blob.
-struct shared_table {
-  node leaf;
-  double blob_share = 0;  // bytes charged per tensor
-};
-
 struct candidate {
   node program;
   double discount = 0;  // program bytes stored once for the file
@@ -109,66 +103,6 @@ struct candidate {
   // (a static table's cost follows from the histogram).
   std::optional<double> payload = std::nullopt;
 };
-
-// Present 16-bit symbols and their counts, in symbol order.
-using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
-
-sparse_hist sparse_histogram(byte_view data) { return histogram16(data); }
-
-double entropy_bits(sparse_hist const& h) {
-  uint64_t n = 0;
-  for (auto const& [s, c] : h) n += c;
-  double bits = 0;
-  for (auto const& [s, c] : h) {
-    bits -= static_cast<double>(c) *
-            std::log2(static_cast<double>(c) / static_cast<double>(n));
-  }
-  return bits;
-}
-
-// Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
-// plus about 0.7 bytes of table per distinct byte (measured).
-double estimate_planes_bytes(sparse_hist const& h) {
-  std::vector<uint64_t> lo(256, 0), hi(256, 0);
-  for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c;
-  double bytes =
-      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
-  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
-  return bytes;
-}
-
-// Estimated bytes of rans_static with the value's own table: the entropy
-// plus about half a byte of table per symbol (measured).
-double estimate_own_table_bytes(sparse_hist const& h) {
-  return entropy_bits(h) / 8 + 0.5 * static_cast<double>(h.size()) + 40;
-}
-
-// Payload bits of `h` under `t` (symbols of h all in t), framing included.
-double table_bits(sparse_hist const& h, rans_static::table const& t) {
-  double bits = 32.0 * rans_static::lanes;
-  size_t j = 0;
-  for (auto const& [s, c] : h) {
-    while (t.symbols[j] != s) ++j;  // both in symbol order
-    bits += static_cast<double>(c) *
-            (t.scale - std::log2(static_cast<double>(t.freqs[j])));
-  }
-  return t.symbols.size() == 1 ? 0 : bits;
-}
-
-candidate own_table_leaf(sparse_hist const& h, meaning m) {
-  std::vector<uint32_t> symbols;
-  std::vector<uint64_t> counts;
-  uint64_t total = 0;
-  for (auto const& [s, c] : h) {
-    symbols.push_back(s), counts.push_back(c), total += c;
-  }
-  rans_static::table const t =
-      quantize_rans_static_table(rans_static::normalize(
-          symbols, counts, rans_static_scale_for(symbols.size(), total)));
-  node n = make_leaf(opcode::rans_static);
-  n.blob = serialize_rans_static_table(t);
-  return {view(2, m, std::move(n)), 0, table_bits(h, t) / 8};
-}
 
 // Fraction of lanes that repeat their predecessor, on up to 64 Ki lanes.
 template <typename T>
@@ -253,7 +187,8 @@ std::vector<candidate> float16_candidates(byte_view data, meaning m,
   bool try_planes = true;
   if (data.size() >= min_static_table_region &&
       estimate_own_table_bytes(h) < 1.01 * planes) {
-    candidate own = own_table_leaf(h, m);
+    own_table t = own_table_leaf(h);
+    candidate own{view(2, m, std::move(t.leaf)), 0, t.payload_bytes};
     // The own table's cost is exact, byte planes' an estimate: their trial
     // encode is skipped only where the table wins clearly.
     double const own_bytes =
@@ -375,25 +310,9 @@ std::vector<candidate> candidates_for(region const& r, byte_view data,
 // Evenly spaced slices of the region, 64 KiB + 1/32 of it in total, so that
 // choosing costs a small fraction of encoding; small regions are used whole.
 bytes sample_of(byte_view data, unsigned width) {
-  size_t const want =
-      std::min<size_t>(data.size(), (64u << 10) + data.size() / 32);
-  if (want >= data.size() || want == 0) return bytes(data.begin(), data.end());
-  size_t const slices = 8;
-  size_t slice = want / slices;
-  slice = std::max<size_t>(width,
-                           slice / std::max(1u, width) * std::max(1u, width));
-  bytes out;
-  out.reserve(slice * slices);
-  for (size_t i = 0; i < slices; ++i) {
-    size_t start = (data.size() - slice) * i / (slices - 1);
-    start = start / std::max(1u, width) * std::max(1u, width);
-    out.insert(out.end(), data.begin() + start, data.begin() + start + slice);
-  }
-  return out;
+  return sample_slices(data, width, (64u << 10) + data.size() / 32);
 }
 
-// Estimated bytes of planes + rans0 for 16-bit lanes with histogram `h`: the
-// byte entropies plus about 0.7 bytes of table per distinct byte (measured).
 // Picks the cheapest candidate on a sample: program bytes (less what the
 // file shares) plus the payload scaled to the region.
 node choose_among(std::vector<candidate> cands, byte_view data,
@@ -442,123 +361,12 @@ node trivial_program(byte_view data) {
   return data.front() == 0 ? leaf(opcode::zero) : leaf(opcode::constant);
 }
 
-// ---- literal opaque regions (FORMAT.md 3.3.3, 4.7) ----
-// Small opaque regions of a file (zip headers and descriptors, the pickle,
-// the central directory) and tiny tensors, coded one by one, each pay a
-// codec's framing, a payload and a chunk checksum, and share nothing. As
-// `literal` programs holding their bytes they live in the archive index
-// alone (its chunks are In_Program: no payload, no stored checksum), which
-// is compressed as one zstd stream. Only for per-file choosers (a
-// content-addressed store codes regions on their own).
-constexpr uint64_t max_literal_region = 64u << 10;
-constexpr uint64_t max_literal_tensor = 64;
-constexpr uint64_t max_literal_bytes = 512u << 10;  // per file
-
-// Offsets of the regions that become literals: small opaque ones and tiny
-// tensors, in file order, up to the per-file budget; none in a file that no
-// parser understood (one opaque region: nothing to share).
-std::unordered_set<uint64_t> literal_regions(std::span<region const> regions) {
-  std::unordered_set<uint64_t> out;
-  if (std::none_of(regions.begin(), regions.end(), [](region const& r) {
-        return r.kind == region_kind::tensor;
-      })) {
-    return out;
-  }
-  uint64_t budget = max_literal_bytes;
-  for (region const& r : regions) {
-    uint64_t const max =
-        r.kind == region_kind::opaque ? max_literal_region : max_literal_tensor;
-    if (r.length == 0 || r.length > max || r.length > budget) continue;
-    budget -= r.length;
-    out.insert(r.offset);
-  }
-  return out;
-}
-
-node literal_program(byte_view data) {
-  node n = make_leaf(opcode::literal);
-  n.blob.assign(data.begin(), data.end());
-  return n;
-}
-// ---- end literal opaque regions ----
-
 // The chooser for one file: the plain candidates, plus a file-level table
 // per 16-bit float dtype that small tensors can share.
 class file_chooser final : public program_chooser {
  public:
-  file_chooser(byte_view file, std::span<region const> regions) {
-    literals_ = literal_regions(regions);
-    // Tensors of a dtype whose values have the same median exponent tend to
-    // share a distribution: one table per such group.
-    struct member {
-      uint64_t offset;
-      sparse_hist hist;
-    };
-    std::map<std::pair<int, unsigned>, std::vector<member>> groups;
-    for (region const& r : regions) {
-      int const k = shared_kind(r);
-      if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
-        continue;
-      }
-      member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
-      groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
-    }
-    // Kept zero between groups; only the touched entries are cleared.
-    std::vector<uint64_t> total(65536, 0);
-    std::vector<double> sym_bits(65536);  // read only at the table's symbols
-    for (auto& [key, members] : groups) {
-      if (members.size() < 2) continue;
-      std::vector<uint32_t> symbols;
-      for (member const& m : members) {
-        for (auto const& [s, c] : m.hist) {
-          if (total[s] == 0) symbols.push_back(s);
-          total[s] += c;
-        }
-      }
-      std::sort(symbols.begin(), symbols.end());
-      std::vector<uint64_t> counts(symbols.size());
-      for (size_t i = 0; i < symbols.size(); ++i) {
-        counts[i] = total[symbols[i]];
-        total[symbols[i]] = 0;
-      }
-      rans_static::table const tab = choose_rans_static_table(symbols, counts);
-      node n = make_leaf(opcode::rans_static);
-      n.blob = serialize_rans_static_table(tab);
-      for (size_t i = 0; i < tab.symbols.size(); ++i) {
-        sym_bits[tab.symbols[i]] =
-            tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
-      }
-      // Keep the table only when the tensors it would serve save more than
-      // it costs, by entropy estimates against their own best coding.
-      double gain = 0;
-      size_t users = 0;
-      std::vector<double> member_bits;
-      for (member const& m : members) {
-        double const own = std::min(estimate_own_table_bytes(m.hist),
-                                    estimate_planes_bytes(m.hist));
-        double bits = 32.0 * rans_static::lanes;
-        for (auto const& [s, c] : m.hist) {
-          bits += static_cast<double>(c) * sym_bits[s];
-        }
-        if (tab.symbols.size() == 1) bits = 0;
-        member_bits.push_back(bits);
-        if (bits / 8 < own) gain += own - bits / 8, ++users;
-      }
-      if (users == 0 || gain < 1.1 * static_cast<double>(n.blob.size())) {
-        continue;
-      }
-      double const share =
-          static_cast<double>(n.blob.size()) / static_cast<double>(users);
-      for (size_t i = 0; i < members.size(); ++i) {
-        table_of_[members[i].offset] = {tables_.size(), member_bits[i] / 8};
-      }
-      tables_.push_back(shared_table{std::move(n), share});
-    }
-    // choose() reuses the histograms (same region bytes).
-    for (auto& [key, members] : groups) {
-      for (member& m : members) hist_of_[m.offset] = std::move(m.hist);
-    }
-  }
+  file_chooser(byte_view file, std::span<region const> regions)
+      : tables_(file, regions), literals_(literal_regions(regions)) {}
 
   node choose(region const& r, byte_view data) const override {
     if (data.empty() || all_bytes_equal(data)) return trivial_program(data);
@@ -566,53 +374,24 @@ class file_chooser final : public program_chooser {
     // `data` is the whole region it saw.
     bool const whole = data.size() == r.length;
     if (whole && literals_.contains(r.offset)) return literal_program(data);
-    auto const h = hist_of_.find(r.offset);
+    sparse_hist const* h = tables_.histogram_of(r.offset);
     std::vector<candidate> cands = candidates_for(
-        r, data,
-        whole && shared_kind(r) >= 0 && h != hist_of_.end() ? &h->second
-                                                            : nullptr);
-    auto it = table_of_.find(r.offset);
-    if (shared_kind(r) >= 0 && it != table_of_.end() && data.size() > 16) {
-      shared_table const& st = tables_[it->second.first];
-      node p = view(2, meaning_of(r.type), st.leaf);
+        r, data, whole && file_tables::shared_kind(r) >= 0 ? h : nullptr);
+    auto const use = tables_.table_for(r.offset);
+    if (file_tables::shared_kind(r) >= 0 && use && data.size() > 16) {
+      node p = view(2, meaning_of(r.type), *use->leaf);
       double const discount =
-          static_cast<double>(st.leaf.blob.size()) - st.blob_share;
+          static_cast<double>(use->leaf->blob.size()) - use->blob_share;
       cands.push_back(
           {std::move(p), discount,
-           whole ? std::optional<double>(it->second.second) : std::nullopt});
+           whole ? std::optional<double>(use->payload_bytes) : std::nullopt});
     }
     return choose_among(std::move(cands), data, dtype_width(r.type));
   }
 
  private:
-  // 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
-  static int shared_kind(region const& r) {
-    if (r.kind != region_kind::tensor) return -1;
-    return r.type == dtype::bf16 ? 0 : r.type == dtype::f16 ? 1 : -1;
-  }
-
-  static unsigned median_exponent(sparse_hist const& h, int kind) {
-    unsigned const shift = kind == 0 ? 7 : 10;
-    unsigned const mask = kind == 0 ? 0xff : 0x1f;
-    std::vector<uint64_t> e(mask + 1, 0);
-    uint64_t n = 0;
-    for (auto const& [s, c] : h) {
-      e[(s >> shift) & mask] += c;
-      n += c;
-    }
-    uint64_t acc = 0;
-    for (unsigned i = 0; i <= mask; ++i) {
-      acc += e[i];
-      if (2 * acc >= n) return i;
-    }
-    return mask;
-  }
-
-  std::vector<shared_table> tables_;
-  // region offset -> shared table, its estimated payload bytes
-  std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
-  std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
-  std::unordered_set<uint64_t> literals_;              // region offsets
+  file_tables tables_;
+  std::unordered_set<uint64_t> literals_;  // region offsets
 };
 
 class candidate_chooser final : public program_chooser {

@@ -3,14 +3,24 @@
 // candidate chooser tries a few programs per region type on a sample and
 // keeps the smallest; the search will implement this same interface.
 
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "codec/core/bytes.h"
 #include "codec/dsl/program.h"
 #include "codec/parse/region.h"
 
 namespace brevis::codec {
+
+/// How a chooser found a region's program (shown by `brevis inspect`).
+struct choice_record {
+  double estimated_bytes = 0;  // program + payload the chooser expected
+  uint32_t expansions = 0;     // search steps spent
+  double ms = 0;               // CPU time spent choosing
+};
 
 class program_chooser {
  public:
@@ -19,6 +29,28 @@ class program_chooser {
   /// must accept any bytes; chunks it cannot encode (errc::domain) are coded
   /// with fallback_program() by the archive writer. Thread-safe.
   virtual node choose(region const& r, byte_view data) const = 0;
+
+  /// Same, also recording how the program was found; false when this
+  /// chooser keeps no record (the default). Thread-safe.
+  virtual bool choose_recorded(region const& r, byte_view data, node& program,
+                               choice_record& how) const {
+    program = choose(r, data);
+    (void)how;
+    return false;
+  }
+
+  /// Offsets inside region `r` (bytes `data`) where it should be cut into
+  /// separate regions, each with its own program: where an untyped region's
+  /// statistics change. Increasing, inside (0, r.length). Called by the
+  /// archive writer once per region, before for_file().
+  virtual std::vector<uint64_t> cut_points(region const& /*r*/,
+                                           byte_view /*data*/) const {
+    return {};
+  }
+
+  /// What the chooser learned about the file (for_file's result), for
+  /// `brevis compress -v`; empty when nothing.
+  virtual std::string summary() const { return {}; }
 
   /// A chooser for the regions of one file (`regions` cover `file`), which
   /// may share tables between its tensors; nullptr: use this one. The

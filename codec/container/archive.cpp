@@ -39,6 +39,35 @@ std::vector<region_entry> to_entries(std::vector<region> regions) {
   return out;
 }
 
+// Cuts regions where the chooser says their statistics change; the parts
+// keep the region's kind, dtype and name (the shape no longer applies).
+std::vector<region> cut_regions(byte_view file, std::vector<region> regions,
+                                program_chooser const& chooser) {
+  std::vector<region> out;
+  out.reserve(regions.size());
+  for (region& g : regions) {
+    std::vector<uint64_t> const cuts =
+        chooser.cut_points(g, file.subspan(g.offset, g.length));
+    uint64_t at = 0;
+    for (uint64_t c : cuts) {
+      if (c <= at || c >= g.length) continue;  // keep the regions valid
+      region part = g;
+      part.offset = g.offset + at;
+      part.length = c - at;
+      part.shape.clear();
+      out.push_back(std::move(part));
+      at = c;
+    }
+    if (at > 0) {
+      g.shape.clear();
+      g.length -= at;
+      g.offset += at;
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- writer
@@ -56,6 +85,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   check_chunk_size(chunk_size);
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
+  regions = cut_regions(file, std::move(regions), chooser);
   file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());
@@ -65,13 +95,17 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
 void archive_writer::choose_program(size_t r) {
   region const& g = regions_.at(r).info;
   program_chooser const& c = file_chooser_ ? *file_chooser_ : chooser_;
-  node p = c.choose(g, file_.subspan(g.offset, g.length));
+  node p;
+  choice_record how;
+  bool const recorded =
+      c.choose_recorded(g, file_.subspan(g.offset, g.length), p, how);
   try {
     check_program(p);
   } catch (error const&) {
     p = fallback_program();  // encode() must never fail: keep to the safe one
   }
   chosen_[r] = std::move(p);
+  if (recorded) regions_[r].how = how;
 }
 
 void archive_writer::plan_chunks() {
@@ -137,7 +171,11 @@ bytes archive_writer::header() const {
   std::memcpy(h.data(), brv::magic.data(), brv::magic.size());
   h[4] = brv::version_major;
   h[5] = brv::version_minor;
-  store_le<uint16_t>(h.data() + 6, brv::header_flag_index_zstd);
+  bool const records = std::any_of(regions_.begin(), regions_.end(),
+                                   [](region_entry const& e) { return e.how; });
+  store_le<uint16_t>(h.data() + 6,
+                     brv::header_flag_index_zstd |
+                         (records ? brv::header_flag_choice_records : 0));
   store_le<uint32_t>(h.data() + 8, chunk_size_);
   return h;
 }
@@ -214,6 +252,8 @@ bytes archive_writer::finish() {
   x.regions = regions_;
   x.programs = programs_;
   x.chunks = chunks_;
+  x.choice_records = std::any_of(regions_.begin(), regions_.end(),
+                                 [](region_entry const& e) { return e.how; });
   bytes out = brv::pack_index(brv::encode_index(x));
   uint64_t const index_length = out.size();
   bytes checked = header();
@@ -267,7 +307,7 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
              std::to_string(version_major) + ".x)");
   }
   uint16_t const flags = load_le<uint16_t>(h + 6);
-  fail_if((flags & ~brv::header_flag_index_zstd) != 0, errc::reserved_nonzero,
+  fail_if((flags & ~brv::known_header_flags) != 0, errc::reserved_nonzero,
           "reserved header flags are not zero");
   fail_if(load_le<uint32_t>(h + 12) != 0, errc::reserved_nonzero,
           "header reserved field is not zero");
@@ -305,7 +345,8 @@ archive_reader::archive_reader(read_fn read_at, uint64_t archive_size)
     stored = unpacked;
   }
   archive_index x =
-      decode_index(stored, chunk_size_, index_offset - header_size);
+      decode_index(stored, chunk_size_, index_offset - header_size,
+                   (flags & header_flag_choice_records) != 0);
   original_size_ = x.original_size;
   original_checksum_ = x.original_checksum;
   regions_ = std::move(x.regions);

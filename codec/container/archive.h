@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ struct chunk_entry {
 struct region_entry {
   region info;
   uint32_t program = 0;  // the program chosen for the region
+  // How the chooser found it, when it kept a record (optional in the index).
+  std::optional<choice_record> how;
 };
 
 /// What the writer records per chunk, for inspect and tests.
@@ -68,6 +71,11 @@ class archive_writer {
   /// falls back to fallback_program() unless the bytes come back exactly,
   /// so a faulty operator can never make an unreadable archive.
   void set_verify(bool on) { verify_ = on; }
+
+  /// What the file's chooser learned (program_chooser::summary), or "".
+  std::string chooser_summary() const {
+    return file_chooser_ ? file_chooser_->summary() : chooser_.summary();
+  }
 
   size_t region_count() const { return regions_.size(); }
   std::span<region_entry const> regions() const { return regions_; }

@@ -16,7 +16,7 @@ inline constexpr std::array<uint8_t, 8> end_magic = {0x89, 'B', 'R', 'V',
                                                      'I',  'D', 'X', 0x0A};
 
 inline constexpr uint8_t version_major = 1;
-inline constexpr uint8_t version_minor = 0;
+inline constexpr uint8_t version_minor = 1;
 
 inline constexpr size_t header_size = 16;
 inline constexpr size_t trailer_size = 32;
@@ -24,6 +24,11 @@ inline constexpr size_t trailer_size = 32;
 /// Header flag bits (FORMAT.md, 3.1); the other bits are reserved.
 /// Index_Zstd: the stored index is one zstd frame holding the index.
 inline constexpr uint16_t header_flag_index_zstd = 0x0001;
+/// Choice_Records: the index ends with how each region's program was chosen
+/// (FORMAT.md, 3.3.4); format 1.1.
+inline constexpr uint16_t header_flag_choice_records = 0x0002;
+inline constexpr uint16_t known_header_flags =
+    header_flag_index_zstd | header_flag_choice_records;
 /// A compressed index may expand at most this much (plus 64 KiB).
 inline constexpr uint64_t max_index_expansion = 64;
 

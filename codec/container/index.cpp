@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "codec/container/format.h"
@@ -59,6 +60,28 @@ region_entry get_region(byte_reader& r, uint64_t offset,
   return e;
 }
 
+// Choice record (FORMAT.md, 3.3.4): u8 present, then the estimate in bytes,
+// the expansions and the microseconds spent, as varints.
+void put_choice(bytes& out, std::optional<choice_record> const& how) {
+  put_u8(out, how ? 1 : 0);
+  if (!how) return;
+  put_varint(out, static_cast<uint64_t>(std::max(0.0, how->estimated_bytes)));
+  put_varint(out, how->expansions);
+  put_varint(out, static_cast<uint64_t>(std::max(0.0, how->ms * 1000)));
+}
+
+std::optional<choice_record> get_choice(byte_reader& r) {
+  uint8_t const present = r.u8();
+  fail_if(present > 1, errc::corrupt, "choice record flag is not 0 or 1");
+  if (present == 0) return std::nullopt;
+  choice_record how;
+  how.estimated_bytes = static_cast<double>(r.varint());
+  how.expansions = static_cast<uint32_t>(
+      r.varint_max(UINT32_MAX, "choice record expansions"));
+  how.ms = static_cast<double>(r.varint()) / 1000;
+  return how;
+}
+
 }  // namespace
 
 bytes encode_index(archive_index const& index) {
@@ -85,11 +108,14 @@ bytes encode_index(archive_index const& index) {
     }
     put_le<uint64_t>(out, c.checksum);
   }
+  if (index.choice_records) {
+    for (region_entry const& e : index.regions) put_choice(out, e.how);
+  }
   return out;
 }
 
 archive_index decode_index(byte_view data, uint32_t chunk_size,
-                           uint64_t payload_area) {
+                           uint64_t payload_area, bool choice_records) {
   byte_reader r(data);
   archive_index x;
   x.original_size = r.varint();
@@ -181,6 +207,10 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
     c.checksum = r.le<uint64_t>();
     offset += len;  // <= original_size: each chunk lies inside a region
     x.chunks.push_back(c);
+  }
+  if (choice_records) {
+    x.choice_records = true;
+    for (region_entry& e : x.regions) e.how = get_choice(r);
   }
   fail_if(!r.empty(), errc::corrupt, "trailing bytes after the index");
   fail_if(offset != x.original_size, errc::corrupt,

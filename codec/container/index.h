@@ -16,6 +16,9 @@ struct archive_index {
   std::vector<region_entry> regions;
   std::vector<node> programs;
   std::vector<chunk_entry> chunks;
+  // Whether the index ends with the regions' choice records (header flag
+  // Choice_Records); regions without one have region_entry::how empty.
+  bool choice_records = false;
 };
 
 /// Serializes the index. Chunk offsets, payload offsets and region offsets
@@ -27,7 +30,7 @@ bytes encode_index(archive_index const& index);
 /// the implicit offsets. Throws errc::corrupt, errc::limit, errc::truncated,
 /// errc::reserved_nonzero or errc::bad_program.
 archive_index decode_index(byte_view data, uint32_t chunk_size,
-                           uint64_t payload_area);
+                           uint64_t payload_area, bool choice_records = false);
 
 /// The index as stored with header flag Index_Zstd: one zstd frame.
 bytes pack_index(byte_view index);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/fuse/mount.h"
 #include "fs/pipeline/event_log.h"
@@ -549,8 +550,7 @@ int run_mount(mount_options const& opt) {
   int rc = 0;
   try {
     store s(store_dir);
-    auto chooser =
-        codec::make_candidate_chooser(codec::table_sharing::per_region);
+    auto chooser = codec::make_store_chooser();
     mount_fs::options fo;
     fo.quiet_ms = opt.quiet_ms;
     fo.compress = opt.compress;

@@ -380,7 +380,8 @@ TEST(container_test, header_checks) {
   EXPECT_EQ(with(3, 'X'), errc::bad_magic);
   EXPECT_EQ(with(4, 2), errc::unsupported_version);
   EXPECT_EQ(with(4, 0), errc::unsupported_version);
-  EXPECT_EQ(with(6, 3), errc::reserved_nonzero);  // bit 0 is Index_Zstd
+  // Bit 0 is Index_Zstd, bit 1 Choice_Records.
+  EXPECT_EQ(with(6, 5), errc::reserved_nonzero);
   EXPECT_EQ(with(7, 0x80), errc::reserved_nonzero);
   EXPECT_EQ(with(15, 1), errc::reserved_nonzero);
   EXPECT_EQ(with(11, 0x40), errc::limit);             // a 1 GiB chunk size
@@ -388,7 +389,7 @@ TEST(container_test, header_checks) {
   EXPECT_EQ(with(a.size() - 1, 0), errc::truncated);  // end magic
   // A minor version bump is readable; the header is under the index
   // checksum, so flipping it alone is caught there.
-  EXPECT_EQ(with(5, 1), errc::checksum);
+  EXPECT_EQ(with(5, 7), errc::checksum);
 }
 
 TEST(container_test, forged_indexes_are_rejected) {
@@ -594,7 +595,7 @@ TEST(container_test, DISABLED_generate_corpora) {
   b[4] = 2;
   save(bad / "future_version.brv", b);
   b = a;
-  b[6] = 2;  // bit 0 is Index_Zstd
+  b[6] = 4;  // bit 0 is Index_Zstd, bit 1 Choice_Records
   save(bad / "reserved_flags.brv", b);
   b = a;
   store_le<uint32_t>(b.data() + 8, 1u << 31);

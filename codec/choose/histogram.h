@@ -1,0 +1,47 @@
+#pragma once
+// Histograms of 16-bit lanes and the size estimates built on them, shared by
+// the candidate chooser and the search's cost model: a static table's cost
+// follows exactly from the histogram, with no trial encode.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec {
+
+/// Present 16-bit symbols and their counts, in symbol order.
+using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
+
+/// Histogram of the 16-bit lanes of `data` (a trailing odd byte ignored).
+sparse_hist sparse_histogram(byte_view data);
+
+/// Order-0 entropy of the histogram, in bits (for all its symbols).
+double entropy_bits(sparse_hist const& h);
+
+/// Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
+/// plus about 0.7 bytes of table per distinct byte (measured).
+double estimate_planes_bytes(sparse_hist const& h);
+
+/// Estimated bytes of rans_static with the value's own table: the entropy
+/// plus about half a byte of table per symbol (measured).
+double estimate_own_table_bytes(sparse_hist const& h);
+
+/// Payload bits of `h` under `t` (symbols of h all in t), framing included.
+double table_bits(sparse_hist const& h, rans_static::table const& t);
+
+/// A rans_static leaf with the table of `h` (its own table) and the exact
+/// payload bytes it codes the histogram's value in.
+struct own_table {
+  node leaf;
+  double payload_bytes = 0;
+};
+own_table own_table_leaf(sparse_hist const& h);
+
+/// Regions smaller than this do not pay for a static table of their own.
+inline constexpr size_t min_static_table_region = 4u << 10;
+
+}  // namespace brevis::codec

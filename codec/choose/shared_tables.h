@@ -1,0 +1,52 @@
+#pragma once
+// File-level static tables for 16-bit float tensors: tensors of one dtype
+// whose values have the same median exponent share one rans_static table,
+// kept when the tensors it serves save more than it costs. The archive
+// stores the program once, so each tensor is charged a share of the blob.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "codec/choose/histogram.h"
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+#include "codec/parse/region.h"
+
+namespace brevis::codec {
+
+class file_tables {
+ public:
+  /// Builds the tables of `file`, whose regions are `regions`.
+  file_tables(byte_view file, std::span<region const> regions);
+
+  struct use {
+    node const* leaf;      // the rans_static leaf holding the table
+    double blob_share;     // table bytes charged to each tensor using it
+    double payload_bytes;  // the whole region's payload under the table
+  };
+  /// The table for the region starting at `region_offset`, if any.
+  std::optional<use> table_for(uint64_t region_offset) const;
+  /// The 16-bit histogram of a bf16/fp16 region (whole), if computed.
+  sparse_hist const* histogram_of(uint64_t region_offset) const;
+
+  /// 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
+  static int shared_kind(region const& r);
+
+ private:
+  static unsigned median_exponent(sparse_hist const& h, int kind);
+
+  // A table and the bytes each of its tensors is charged for it.
+  struct shared_table {
+    node leaf;
+    double blob_share = 0;
+  };
+  std::vector<shared_table> tables_;
+  // region offset -> shared table, its estimated payload bytes
+  std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
+  std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
+};
+
+}  // namespace brevis::codec

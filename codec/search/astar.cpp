@@ -1,0 +1,684 @@
+// The search engine.
+//
+// Costs. A complete program costs its description length under the prior
+// (-log2 P(production | context) per decision, plus parameter and blob bits)
+// plus the payload bits of its leaves, measured on the region's sample and
+// scaled to the region (exactly, from histograms, for static tables of the
+// region's elements). Every cost is >= 0.
+//
+// States. A partial program closes some values with leaves (their costs are
+// in g) and leaves others open. Every open value already knows its best
+// leaf, so every state also names a complete program -- itself with each
+// open value closed by its best leaf -- whose cost is an upper bound on the
+// best completion of the state. The best such program seen so far is the
+// answer when the budget runs out; the root state alone gives a plain leaf
+// on the whole region, so there is always one.
+//
+// Heuristic. f = g + w * (sum of the open values' best leaf costs), w the
+// heuristic weight. It is admissible only for w = 0: an operator can take a
+// value below any fraction of its best leaf cost (low_zero halves an fp32
+// upcast, repeat keeps one period), so for w > 0 it orders the search and
+// prunes it (a state whose f is no better than the best complete program is
+// dropped) without proving anything: with w = 0.2 a state is given up when
+// even cutting its open values' cost by 80% would not win. With w = 0 the
+// search is uniform-cost and drops only states that cannot win (costs are
+// >= 0 and g only grows).
+//
+// Branching. A state branches on one open value only (the one whose best
+// leaf costs most): close it with that leaf, or apply each production that
+// fits it. Closing with any other leaf is dominated (a value's leaf cost
+// does not depend on the rest of the program), and branching on one value
+// per state derives every program once.
+
+#include "codec/search/astar.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <queue>
+
+#include "codec/choose/sample.h"
+#include "codec/dsl/operator.h"
+#include "codec/entropy/rans_static.h"
+#include "codec/leaves/rans_static.h"
+#include "codec/search/cost_model.h"
+#include "codec/search/decode_speed.h"
+
+namespace brevis::codec::search {
+namespace {
+
+constexpr double infinite = std::numeric_limits<double>::infinity();
+
+struct value {
+  stream sample;
+  value_stats stats;
+  unsigned depth = 0;
+  opcode parent = opcode::raw;
+  byte_view whole;
+  double scale = 1;  // region bytes this value stands for per sample byte
+  uint64_t hash = 0;
+  context ctx;
+  std::vector<uint16_t> applicable;
+  std::shared_ptr<sparse_hist const> whole_hist;  // see value_info
+  node leaf;  // the best leaf and its cost (description + payload bits)
+  double leaf_bits = infinite;
+  double leaf_decode_ns = 0;
+  uint16_t leaf_prod = 0;
+
+  value_info info() const {
+    return {sample, stats, depth, parent, whole, whole_hist.get()};
+  }
+};
+using value_ptr = std::shared_ptr<value const>;
+
+struct slot {
+  std::vector<uint8_t> path;
+  value_ptr v;
+};
+
+struct state {
+  node tree;
+  std::vector<slot> open;
+  double g = 0;
+  double decode_ns = 0;  // ns per region byte of the closed nodes
+  std::vector<decision> decisions;
+
+  double open_bits() const {
+    double b = 0;
+    for (slot const& s : open) b += s.v->leaf_bits;
+    return b;
+  }
+};
+
+struct complete {
+  node program;
+  double bits = infinite;
+  double decode_ns = 0;
+  std::vector<decision> decisions;
+};
+
+node const* find_at(node const& root, std::vector<uint8_t> const& path) {
+  node const* n = &root;
+  for (uint8_t i : path) {
+    if (i >= n->children.size()) return nullptr;
+    n = &n->children[i];
+  }
+  return n;
+}
+
+node& at(node& root, std::vector<uint8_t> const& path) {
+  node* n = &root;
+  for (uint8_t i : path) n = &n->children[i];
+  return *n;
+}
+
+double ns_per_byte(opcode op) { return 1000.0 / decode_mb_per_s(op); }
+
+// The node's own bytes in the serialized program (opcode, counts and
+// parameters; blobs are charged by the cost model): a program table entry
+// costs them once, which matters for tiny regions.
+double param_bits(node const& n) {
+  bytes b;
+  for (uint64_t p : n.params) put_varint(b, p);
+  return 8.0 * static_cast<double>(2 + b.size());
+}
+
+class engine {
+ public:
+  engine(region_input const& in, prior const& p, search_options const& o)
+      : in_(in), prior_(p), opt_(o), costs_(in) {
+    unsigned const w = std::max(1u, dtype_width(in.info.type));
+    // 64 KiB and 1/32 of the region, as much as the sample may hold. bf16
+    // regions need less: their elements' and byte planes' costs come from
+    // the region's histogram, and the sample only decides among the rest.
+    size_t const base = in.info.type == dtype::bf16 && in.root_hist != nullptr
+                            ? (16u << 10)
+                            : (64u << 10);
+    sample_ = sample_slices(
+        in.data, w, std::min(o.sample_bytes, base + in.data.size() / 32));
+    budget_ = o.budget;
+    if (in.data.size() < (64u << 10)) {
+      budget_ =
+          std::min(budget_, std::max(o.small_region_budget,
+                                     o.budget * in.data.size() / (64u << 10)));
+    }
+    scale_ = sample_.empty() ? 1
+                             : static_cast<double>(in.data.size()) /
+                                   static_cast<double>(sample_.size());
+  }
+
+  search_result run(node const* seed, double seed_margin) {
+    auto const start = std::chrono::steady_clock::now();
+    // A sibling's program is the likely answer: a short search checks it.
+    if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
+    if (trace_) {
+      std::fprintf(stderr, "search %s (%zu bytes)%s\n", in_.info.name.c_str(),
+                   in_.data.size(),
+                   seed ? (" seed " + program_text(*seed)).c_str() : "");
+    }
+    state s0;
+    s0.tree = open_value();
+    s0.open.push_back(
+        {{}, make_value(stream{sample_, bytes_type}, 0, in_.data, scale_)});
+    consider(s0);
+
+    auto worse = [](std::pair<double, size_t> const& a,
+                    std::pair<double, size_t> const& b) { return a > b; };
+    std::priority_queue<std::pair<double, size_t>,
+                        std::vector<std::pair<double, size_t>>, decltype(worse)>
+        queue(worse);
+    std::vector<state> states;
+    auto push = [&](state&& s) {
+      double const f = s.g + opt_.heuristic_weight * s.open_bits();
+      states.push_back(std::move(s));
+      queue.push({f, states.size() - 1});
+    };
+    push(std::move(s0));
+    size_t expansions = 0;
+    while (!queue.empty() && expansions < budget_) {
+      if (opt_.time_ms > 0 && elapsed_ms(start) > opt_.time_ms) break;
+      size_t const i = queue.top().second;
+      queue.pop();
+      state s = std::move(states[i]);
+      // f >= the best complete program: even with the heuristic's hoped-for
+      // savings the state cannot win (inadmissible for w > 0, see above).
+      if (s.open.empty() ||
+          s.g + opt_.heuristic_weight * s.open_bits() >= best_.bits) {
+        continue;
+      }
+      ++expansions;
+      std::vector<state> next = expand(s);
+      if (opt_.how == strategy::greedy) {
+        // Keep only the successor whose completion is best.
+        while (!queue.empty()) queue.pop();
+        auto upper = [](state const& t) { return t.g + t.open_bits(); };
+        auto it = std::min_element(next.begin(), next.end(),
+                                   [&](state const& a, state const& b) {
+                                     return upper(a) < upper(b);
+                                   });
+        if (it == next.end()) break;
+        state keep = std::move(*it);
+        next.clear();
+        next.push_back(std::move(keep));
+      }
+      for (state& t : next) {
+        if (trace_) {
+          std::fprintf(stderr, "  [%zu] g %.0f upper %.0f %s\n", expansions,
+                       t.g, t.g + t.open_bits(), program_text(t.tree).c_str());
+        }
+        consider(t);
+        if (!t.open.empty() &&
+            t.g + opt_.heuristic_weight * t.open_bits() < best_.bits) {
+          push(std::move(t));
+        }
+      }
+    }
+
+    complete chosen = best_;
+    // Slow programs only when they save enough over the best fast one.
+    if (1000.0 / chosen.decode_ns < fast_decode_mb_per_s &&
+        best_fast_.bits <= chosen.bits * (1 + opt_.slow_margin)) {
+      chosen = best_fast_;
+    }
+    if (seed != nullptr) {
+      complete const s = replay(*seed);
+      if (trace_) {
+        std::fprintf(stderr, "  seed %.0f best %.0f\n", s.bits, chosen.bits);
+      }
+      if (s.bits <= chosen.bits * (1 + seed_margin)) chosen = s;
+    }
+    search_result r;
+    r.program = std::move(chosen.program);
+    r.estimated_bytes = chosen.bits / 8;
+    r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
+    r.decisions = std::move(chosen.decisions);
+    r.expansions = expansions;
+    r.ms = elapsed_ms(start);
+    return r;
+  }
+
+ private:
+  static double elapsed_ms(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+        .count();
+  }
+
+  double probability(value const& v, uint16_t p) const {
+    return prior_.probability(v.ctx, p, v.applicable);
+  }
+
+  // Unlikely operators are not tried, nor zstd and rans1 (a trial encode,
+  // an order-1 histogram); the other
+  // leaves cost a histogram each, and a value's plain leaves are what every
+  // program falls back on, so they are always measured.
+  bool pruned(value const& v, uint16_t p) const {
+    opcode const op = productions()[p].op;
+    if (prior_.uniform() ||
+        (is_leaf(op) && op != opcode::zstd && op != opcode::rans1)) {
+      return false;
+    }
+    // zstd on the region's bytes: what finds repeats the operators miss.
+    if (op == opcode::zstd && v.depth == 0) return false;
+    return probability(v, p) < opt_.prune_below;
+  }
+
+  value_ptr make_value(
+      stream s, unsigned depth, byte_view whole, double scale,
+      opcode parent = opcode::raw,
+      std::shared_ptr<sparse_hist const> whole_hist = nullptr) {
+    auto v = std::make_shared<value>();
+    v->sample = std::move(s);
+    v->depth = depth;
+    v->parent = parent;
+    v->whole = whole;
+    v->scale = scale;
+    v->stats = measure(v->sample);
+    if (whole_hist) use_whole_histogram(*whole_hist, v->stats);
+    v->whole_hist = std::move(whole_hist);
+    if (!whole.empty()) measure_whole(whole, v->sample.type.width, v->stats);
+    v->hash = value_hash(v->sample);
+    v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
+    auto const prods = productions();
+    value_info const vi = v->info();
+    for (size_t i = 0; i < prods.size(); ++i) {
+      if (prods[i].applies(vi, in_)) {
+        v->applicable.push_back(static_cast<uint16_t>(i));
+      }
+    }
+    // Its best leaf.
+    double const frac = region_fraction(*v);
+    std::vector<node> gen;
+    for (uint16_t p : v->applicable) {
+      production const& pr = prods[p];
+      if (!is_leaf(pr.op) || pruned(*v, p)) continue;
+      gen.clear();
+      pr.generate(vi, in_, gen);
+      for (node& n : gen) {
+        double const bits =
+            costs_.payload_bits(vi, v->hash, scale, n, pr.name) +
+            costs_.blob_bits(n, pr.name) + param_bits(n) -
+            std::log2(probability(*v, p));
+        if (bits < v->leaf_bits) {
+          v->leaf_bits = bits;
+          v->leaf = std::move(n);
+          v->leaf_prod = p;
+          v->leaf_decode_ns = frac * ns_per_byte(pr.op);
+        }
+      }
+    }
+    return v;
+  }
+
+  // A tensor whose statistics drift along it has richer histograms than a
+  // few slices show, and the exact costs of the region's elements must not
+  // lose to such biased estimates: where the region's 16-bit histogram is
+  // known, so are those of its byte planes and float fields, and their byte
+  // statistics replace the sample's (scaled to the sample's size).
+  static void use_whole_histogram(sparse_hist const& h, value_stats& st) {
+    std::array<double, 256> bytes{};
+    double total = 0;
+    double sample_bytes = 0;
+    for (uint32_t c : st.byte_counts) sample_bytes += c;
+    bool const wide = sample_bytes > static_cast<double>(st.count);  // u16
+    for (auto const& [sym, c] : h) {
+      bytes[sym & 255] += static_cast<double>(c);
+      if (wide) bytes[sym >> 8] += static_cast<double>(c);
+      total += static_cast<double>(c) * (wide ? 2 : 1);
+    }
+    if (total <= 0) return;
+    double bits = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      double const share = bytes[b] / total;
+      st.byte_counts[b] =
+          share > 0 ? std::max<uint32_t>(
+                          1, static_cast<uint32_t>(share * sample_bytes + 0.5))
+                    : 0;
+      if (share > 0) bits -= share * std::log2(share);
+    }
+    st.byte_entropy = bits;
+    st.distinct = std::min<size_t>(257, h.size());
+  }
+
+  // The whole-value histograms of the children of `n` applied to the
+  // region's 16-bit elements (byte planes, float fields), or none.
+  std::vector<std::shared_ptr<sparse_hist const>> child_histograms(
+      node const& n, value const& v) const {
+    if (v.depth != 1 || v.whole.empty() || v.sample.type.width != 2 ||
+        in_.root_hist == nullptr || in_.root_hist->empty()) {
+      return {};
+    }
+    meaning const m = v.sample.type.kind;
+    unsigned mbits = 0;
+    if (n.op == opcode::fields) {
+      if (m == meaning::bf16) mbits = 7;
+      if (m == meaning::fp16) mbits = 10;
+      if (mbits == 0) return {};
+    } else if (n.op != opcode::planes) {
+      return {};
+    }
+    std::vector<std::vector<uint64_t>> counts;
+    if (n.op == opcode::planes) {
+      counts.assign(2, std::vector<uint64_t>(256, 0));
+    } else {
+      counts.emplace_back(2, 0);
+      counts.emplace_back(size_t{1} << (15 - mbits), 0);
+      counts.emplace_back(size_t{1} << mbits, 0);
+    }
+    for (auto const& [sym, c] : *in_.root_hist) {
+      if (n.op == opcode::planes) {
+        counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
+      } else {
+        counts[0][sym >> 15] += c;
+        counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
+        counts[2][sym & ((1u << mbits) - 1)] += c;
+      }
+    }
+    std::vector<std::shared_ptr<sparse_hist const>> out;
+    for (auto const& k : counts) {
+      auto h = std::make_shared<sparse_hist>();
+      for (uint32_t s = 0; s < k.size(); ++s) {
+        if (k[s]) h->emplace_back(s, k[s]);
+      }
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  double region_fraction(value const& v) const {
+    return in_.data.empty()
+               ? 0
+               : static_cast<double>(v.sample.data.size()) * v.scale /
+                     static_cast<double>(in_.data.size());
+  }
+
+  // The complete program of a state: open values closed by their best leaf.
+  void consider(state const& s) {
+    double bits = s.g + s.open_bits();
+    bool const better = bits < best_.bits;
+    double decode_ns = s.decode_ns;
+    for (slot const& o : s.open) decode_ns += o.v->leaf_decode_ns;
+    bool const fast = 1000.0 / decode_ns >= fast_decode_mb_per_s;
+    bool const better_fast = fast && bits < best_fast_.bits;
+    if (!better && !better_fast) return;
+    complete c;
+    c.program = s.tree;
+    c.bits = bits;
+    c.decode_ns = decode_ns;
+    c.decisions = s.decisions;
+    for (slot const& o : s.open) {
+      at(c.program, o.path) = o.v->leaf;
+      c.decisions.push_back({o.v->ctx, o.v->leaf_prod});
+    }
+    if (better_fast) best_fast_ = c;
+    if (better) best_ = std::move(c);
+  }
+
+  // Applies node `n` (production p) to the open value in slot k of s.
+  bool apply(state const& s, size_t k, uint16_t p, node const& n, state& out) {
+    value const& v = *s.open[k].v;
+    op_def const& op = op_for(n.op);
+    try {
+      op.child_types(n, v.sample.type);
+    } catch (error const&) {
+      return false;
+    }
+    // repeat keeps one period per chunk: it is measured on the region's
+    // first chunk (the sample's slices are not periodic).
+    stream prefix;
+    stream const* input = &v.sample;
+    double child_scale = v.scale;
+    if (n.op == opcode::repeat) {
+      unsigned const w = v.sample.type.width;
+      size_t const step = std::max<size_t>(w, opt_.chunk_size / w * w);
+      size_t const len = std::min(step, v.whole.size() / w * w);
+      prefix.data.assign(v.whole.begin(), v.whole.begin() + len);
+      prefix.type = v.sample.type;
+      input = &prefix;
+      child_scale = std::ceil(static_cast<double>(v.whole.size()) /
+                              static_cast<double>(step));
+    } else if ((n.op == opcode::xor_row || n.op == opcode::transpose) &&
+               !v.whole.empty()) {
+      // Row operators relate elements a row apart, which the sample's
+      // slices separate: they are measured on a contiguous window of whole
+      // rows from the middle of the region, as large as the sample.
+      unsigned const w = v.sample.type.width;
+      size_t const row = static_cast<size_t>(n.params.at(0)) * w;
+      size_t const rows = std::max<size_t>(1, v.sample.data.size() / row);
+      size_t const len = std::min(rows * row, v.whole.size() / row * row);
+      size_t const start = (v.whole.size() / row - len / row) / 2 * row;
+      prefix.data.assign(v.whole.begin() + start,
+                         v.whole.begin() + start + len);
+      prefix.type = v.sample.type;
+      input = &prefix;
+      child_scale = static_cast<double>(v.whole.size()) /
+                    static_cast<double>(std::max<size_t>(1, len));
+    }
+    std::vector<stream> kids;
+    bytes side;
+    try {
+      op.encode(n, *input, kids, side);
+    } catch (error const& e) {
+      if (e.code() != errc::domain) throw;
+      return false;
+    }
+    if (kids.size() != n.children.size()) return false;
+    out = s;
+    slot const taken = out.open[k];
+    out.open.erase(out.open.begin() + static_cast<ptrdiff_t>(k));
+    out.g += -std::log2(probability(v, p)) + param_bits(n) +
+             8.0 * static_cast<double>(side.size()) * child_scale;
+    out.decode_ns += region_fraction(v) * ns_per_byte(n.op);
+    out.decisions.push_back({v.ctx, p});
+    node& placed = at(out.tree, taken.path);
+    placed = n;
+    auto const hists = child_histograms(n, v);
+    for (size_t i = 0; i < kids.size(); ++i) {
+      byte_view whole;
+      if (n.op == opcode::view && i == 0 && v.depth == 0) {
+        unsigned const w = kids[i].type.width;
+        whole = v.whole.first(v.whole.size() / w * w);
+      }
+      if (placed.children[i].op == hole) {
+        std::vector<uint8_t> path = taken.path;
+        path.push_back(static_cast<uint8_t>(i));
+        out.open.push_back(
+            {std::move(path),
+             make_value(std::move(kids[i]), v.depth + 1, whole, child_scale,
+                        n.op, i < hists.size() ? hists[i] : nullptr)});
+      } else {
+        node const& leaf = placed.children[i];
+        value_stats const st = measure(kids[i]);
+        value_info const vi{kids[i], st, v.depth + 1, n.op, {}};
+        out.g += costs_.payload_bits(vi, value_hash(kids[i]), child_scale, leaf,
+                                     opcode_name(leaf.op));
+      }
+    }
+    return true;
+  }
+
+  std::vector<state> expand(state const& s) {
+    size_t k = 0;
+    for (size_t i = 1; i < s.open.size(); ++i) {
+      if (s.open[i].v->leaf_bits > s.open[k].v->leaf_bits) k = i;
+    }
+    value const& v = *s.open[k].v;
+    std::vector<state> out;
+    {  // close it with its best leaf
+      state c = s;
+      at(c.tree, s.open[k].path) = v.leaf;
+      c.g += v.leaf_bits;
+      c.decode_ns += v.leaf_decode_ns;
+      c.decisions.push_back({v.ctx, v.leaf_prod});
+      c.open.erase(c.open.begin() + static_cast<ptrdiff_t>(k));
+      out.push_back(std::move(c));
+    }
+    // Operators, the likeliest first.
+    auto const prods = productions();
+    std::vector<std::pair<double, uint16_t>> ops;
+    for (uint16_t p : v.applicable) {
+      if (is_leaf(prods[p].op) || pruned(v, p)) continue;
+      ops.push_back({-probability(v, p), p});
+    }
+    std::sort(ops.begin(), ops.end());
+    std::vector<node> gen;
+    for (auto const& [negp, p] : ops) {
+      gen.clear();
+      prods[p].generate(v.info(), in_, gen);
+      for (node const& n : gen) {
+        state t;
+        if (apply(s, k, p, n, t)) out.push_back(std::move(t));
+      }
+    }
+    return out;
+  }
+
+  // The cost of a sibling's program on this region: its decisions replayed
+  // (tables refitted), or no program when it does not fit.
+  complete replay(node const& seed) {
+    state s;
+    s.tree = open_value();
+    s.open.push_back(
+        {{}, make_value(stream{sample_, bytes_type}, 0, in_.data, scale_)});
+    auto const prods = productions();
+    while (!s.open.empty()) {
+      slot const o = s.open.front();
+      node const* found = find_at(seed, o.path);
+      if (found == nullptr) return {};
+      node const& want = *found;
+      value const& v = *o.v;
+      if (is_leaf(want.op)) {
+        // Its best leaf when that is the seed's kind, else the seed's.
+        if (v.leaf.op != want.op) return {};
+        at(s.tree, o.path) = v.leaf;
+        s.g += v.leaf_bits;
+        s.decode_ns += v.leaf_decode_ns;
+        s.decisions.push_back({v.ctx, v.leaf_prod});
+        s.open.erase(s.open.begin());
+        continue;
+      }
+      bool done = false;
+      std::vector<node> gen;
+      for (uint16_t p : v.applicable) {
+        if (prods[p].op != want.op) continue;
+        gen.clear();
+        prods[p].generate(v.info(), in_, gen);
+        for (node const& n : gen) {
+          if (n.params != want.params) continue;
+          state t;
+          if (apply(s, 0, p, n, t)) {
+            s = std::move(t);
+            done = true;
+          }
+          break;
+        }
+        if (done) break;
+      }
+      if (!done) return {};
+    }
+    complete c;
+    c.program = s.tree;
+    c.bits = s.g;
+    c.decode_ns = s.decode_ns;
+    c.decisions = s.decisions;
+    return c;
+  }
+
+  region_input const& in_;
+  prior const& prior_;
+  search_options const& opt_;
+  cost_model costs_;
+  bytes sample_;
+  double scale_ = 1;
+  size_t budget_ = 0;
+  bool trace_ = std::getenv("BREVIS_SEARCH_TRACE") != nullptr;
+  complete best_;
+  complete best_fast_;
+};
+
+// Adds the histograms of the empty-table rans_static leaves under `n` (in
+// pre-order) for one chunk's value `in`.
+void collect(node const& n, stream const& in,
+             std::vector<std::vector<uint64_t>>& hists, size_t& next) {
+  if (is_leaf(n.op)) {
+    if (n.op != opcode::rans_static || !n.blob.empty()) return;
+    std::vector<uint64_t> h;
+    rans_static::histogram(in.data, in.type.width, h);
+    std::vector<uint64_t>& acc = hists[next++];
+    if (acc.empty()) acc.assign(h.size(), 0);
+    for (size_t i = 0; i < h.size(); ++i) acc[i] += h[i];
+    return;
+  }
+  std::vector<stream> kids;
+  bytes side;
+  op_for(n.op).encode(n, in, kids, side);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    collect(n.children[i], kids[i], hists, next);
+  }
+}
+
+size_t count_empty_tables(node const& n) {
+  size_t c = n.op == opcode::rans_static && n.blob.empty();
+  for (node const& k : n.children) c += count_empty_tables(k);
+  return c;
+}
+
+void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
+                   size_t& next) {
+  if (n.op == opcode::rans_static && n.blob.empty()) {
+    std::vector<uint64_t>& h = hists[next++];
+    uint64_t total = 0;
+    for (uint64_t c : h) total += c;
+    if (total == 0) {
+      n = make_leaf(opcode::rans0);
+    } else {
+      n.blob = serialize_rans_static_table(choose_rans_static_table(h));
+    }
+    return;
+  }
+  for (node& k : n.children) assign_tables(k, hists, next);
+}
+
+}  // namespace
+
+search_result find_program(region_input const& in, prior const& p,
+                           search_options const& opt, node const* seed,
+                           double seed_margin) {
+  engine e(in, p, opt);
+  search_result r = e.run(seed, seed_margin);
+  fit_static_tables(r.program, in.data, opt.chunk_size);
+  return r;
+}
+
+void fit_static_tables(node& program, byte_view data, uint32_t chunk_size) {
+  size_t const n = count_empty_tables(program);
+  if (n == 0) return;
+  // The archive cuts chunks at whole elements of the root view.
+  unsigned w = 1;
+  if (program.op == opcode::view && !program.params.empty()) {
+    w = static_cast<unsigned>(program.params[0]);
+  }
+  size_t const step = std::max<size_t>(w, chunk_size / w * w);
+  std::vector<std::vector<uint64_t>> hists(n);
+  try {
+    for (size_t off = 0; off < data.size(); off += step) {
+      size_t const len = std::min(step, data.size() - off);
+      stream chunk{bytes(data.begin() + off, data.begin() + off + len),
+                   bytes_type};
+      size_t next = 0;
+      collect(program, chunk, hists, next);
+    }
+  } catch (error const&) {
+    // Some chunk is outside an operator's domain: it will fall back; the
+    // tables still fit the chunks that encode.
+  }
+  size_t next = 0;
+  assign_tables(program, hists, next);
+}
+
+}  // namespace brevis::codec::search

@@ -1,0 +1,66 @@
+#pragma once
+// The search for a region's program: a bounded best-first (A*) search over
+// partial programs. A state is a program tree with open values; a step
+// applies one production to an open value (an operator with its parameters)
+// or closes it with its best leaf. See astar.cpp for the costs and the
+// heuristic.
+
+#include <cstddef>
+#include <vector>
+
+#include "codec/dsl/program.h"
+#include "codec/search/prior.h"
+#include "codec/search/production.h"
+
+namespace brevis::codec::search {
+
+enum class strategy : uint8_t {
+  astar,   // best-first over partial programs
+  greedy,  // follow the best successor only
+  fixed,   // no search: one program per dtype (byte planes + rANS)
+};
+
+struct search_options {
+  strategy how = strategy::astar;
+  size_t budget = 24;  // expansions per region
+  // Regions under 64 KiB get a share of the budget in proportion to their
+  // size, at least this many expansions: a few hundred bytes cannot repay
+  // a long search.
+  size_t small_region_budget = 2;
+  double time_ms = 0;  // per region; 0: no limit
+  // Weight of the heuristic, the open values' best leaf costs: 0 makes it
+  // admissible (uniform-cost search), 1 best-first on the upper bound.
+  double heuristic_weight = 0.2;
+  // With a learned prior, operators below this probability are not tried.
+  double prune_below = 0.03;
+  // A program decoding below fast_decode_mb_per_s is chosen only when it
+  // costs this fraction less than the best fast program.
+  double slow_margin = 0.03;
+  size_t sample_bytes = 256u << 10;  // the region's sample, at most
+  uint32_t chunk_size = 1u << 20;    // the archive's chunks
+};
+
+struct search_result {
+  node program;
+  double estimated_bytes = 0;  // program + payload, scaled to the region
+  double decode_mb_per_s = 0;  // estimated
+  size_t expansions = 0;
+  double ms = 0;
+  std::vector<decision> decisions;  // of the chosen program
+};
+
+/// Searches the program of region `in`. `seed` (a sibling's program, may be
+/// null) is measured first and kept unless the search beats it by more
+/// than `seed_margin` (a fraction). The result always encodes every chunk
+/// or falls back per chunk: a plain leaf on the region is always there.
+search_result find_program(region_input const& in, prior const& p,
+                           search_options const& opt,
+                           node const* seed = nullptr,
+                           double seed_margin = 0.01);
+
+/// Fits the empty-table rans_static leaves of `program` to the values they
+/// see over every chunk of `data` (so that every chunk encodes); a leaf
+/// whose values need no table becomes rans0.
+void fit_static_tables(node& program, byte_view data, uint32_t chunk_size);
+
+}  // namespace brevis::codec::search

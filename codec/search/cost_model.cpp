@@ -1,0 +1,191 @@
+#include "codec/search/cost_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "codec/choose/histogram.h"
+#include "codec/core/checksum.h"
+#include "codec/dsl/operator.h"
+#include "codec/entropy/rans_static.h"
+#include "codec/leaves/rans_static.h"
+
+namespace brevis::codec::search {
+namespace {
+
+constexpr double infinite = std::numeric_limits<double>::infinity();
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  return (a ^ (b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2))) *
+         0xbf58476d1ce4e5b9;
+}
+
+// c * log2(c), from a table for the common small counts.
+double c_log2_c(uint32_t c) {
+  static std::vector<double> const table = [] {
+    std::vector<double> t(4096);
+    for (size_t i = 1; i < t.size(); ++i) {
+      t[i] = static_cast<double>(i) * std::log2(static_cast<double>(i));
+    }
+    return t;
+  }();
+  return c < table.size() ? table[c] : c * std::log2(static_cast<double>(c));
+}
+
+// Estimated payload bytes of htscodecs rANS order 0 on `d`: the entropy
+// plus its frequency table (about 1.25 bytes per present symbol, measured).
+double rans0_estimate(std::array<uint32_t, 256> const& h) {
+  double bits = 0, present = 0;
+  double n = 0;
+  for (uint32_t c : h) n += c;
+  for (uint32_t c : h) {
+    if (c == 0) continue;
+    ++present;
+    bits -= c * std::log2(c / n);
+  }
+  return bits / 8 + 1.25 * present + 12;
+}
+
+// The same for order 1: conditional entropy given the previous byte, and
+// a table per context seen.
+double rans1_estimate(byte_view d) {
+  // Counters kept zero between calls: only the touched ones are cleared.
+  thread_local std::vector<uint32_t> h(65536, 0);
+  uint32_t ctx_total[256] = {};
+  uint8_t prev = 0;
+  for (uint8_t b : d) {
+    ++h[prev << 8 | b];
+    ++ctx_total[prev];
+    prev = b;
+  }
+  double bits = 0, table = 0;
+  for (unsigned c = 0; c < 256; ++c) {
+    if (ctx_total[c] == 0) continue;
+    table += 2;
+    bits += c_log2_c(ctx_total[c]);
+  }
+  // Each pair seen once: its count, then cleared for the next call.
+  prev = 0;
+  for (uint8_t b : d) {
+    uint32_t& k = h[prev << 8 | b];
+    prev = b;
+    if (k == 0) continue;
+    table += 1.25;
+    bits -= c_log2_c(k);
+    k = 0;
+  }
+  return bits / 8 + table + 12;
+}
+
+}  // namespace
+
+uint64_t value_hash(stream const& s) {
+  return mix(xxh3(s.data),
+             uint64_t{s.type.width} << 8 | static_cast<uint8_t>(s.type.kind));
+}
+
+double cost_model::blob_bits(node const& leaf,
+                             std::string_view production) const {
+  if (production == "rans_static_shared") {
+    return 8 * in_.tables->table_for(in_.info.offset)->blob_share;
+  }
+  return 8.0 * static_cast<double>(leaf.blob.size());
+}
+
+double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
+                                node const& leaf, std::string_view production) {
+  // Exact costs over the whole region: shared and own static tables of the
+  // region's 16-bit elements.
+  bool const at_elements = !v.whole.empty() && v.sample.type.width == 2;
+  if (production == "rans_static_shared") {
+    return 8 * in_.tables->table_for(in_.info.offset)->payload_bytes;
+  }
+  uint64_t const key = mix(mix(vh, static_cast<uint8_t>(leaf.op)),
+                           leaf.params.empty() ? 0 : leaf.params[0] + 1) ^
+                       (leaf.blob.empty() ? 0 : 0x5bd1e995);
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    return it->second.second ? it->second.first : it->second.first * scale;
+  }
+  double bits = infinite;
+  bool exact = false;
+  if (v.whole_hist != nullptr && !v.whole_hist->empty() &&
+      ((leaf.op == opcode::rans_static && leaf.blob.empty()) ||
+       leaf.op == opcode::rans0)) {
+    // The whole value's histogram is known: its costs, exactly.
+    exact = true;
+    if (leaf.op == opcode::rans_static) {
+      own_table const t = own_table_leaf(*v.whole_hist);
+      bits = 8 * (t.payload_bytes + static_cast<double>(t.leaf.blob.size()));
+    } else {
+      std::array<uint64_t, 256> counts{};
+      for (auto const& [sym, c] : *v.whole_hist) {
+        counts[sym & 255] += c;
+        if (v.sample.type.width == 2) counts[sym >> 8] += c;
+      }
+      double n = 0, present = 0, ent = 0;
+      for (uint64_t c : counts) n += static_cast<double>(c);
+      for (uint64_t c : counts) {
+        if (c == 0) continue;
+        ++present;
+        ent -= static_cast<double>(c) * std::log2(static_cast<double>(c) / n);
+      }
+      double const chunks = std::ceil(static_cast<double>(in_.data.size()) /
+                                      static_cast<double>(1u << 20));
+      bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);
+    }
+  } else if (leaf.op == opcode::rans_static && at_elements && in_.root_table &&
+             !leaf.blob.empty()) {
+    bits = 8 * in_.root_table->payload_bytes;
+    exact = true;
+  } else if (leaf.op == opcode::rans_static && leaf.blob.empty()) {
+    // A table fitted later to the whole value: the table of the sample, its
+    // payload scaled, its blob not (the cache holds unscaled bits).
+    sparse_hist h;
+    if (v.sample.type.width == 2) {
+      h = sparse_histogram(v.sample.data);
+    } else {
+      for (uint32_t i = 0; i < 256; ++i) {
+        if (v.stats.byte_counts[i]) h.emplace_back(i, v.stats.byte_counts[i]);
+      }
+    }
+    if (!h.empty()) {
+      own_table const t = own_table_leaf(h);
+      // The whole value has symbols the sample lacks, and its table holds
+      // them all: more as the sample's singletons predict (Good-Turing),
+      // its blob growing in proportion.
+      double singletons = 0;
+      for (auto const& [sym, c] : h) singletons += c == 1;
+      double const d = static_cast<double>(h.size());
+      // New symbols keep coming at the singletons' rate only where nearly
+      // every symbol is new (uniform bits); a peaked histogram saturates.
+      double const whole =
+          std::min(std::ldexp(1.0, 8 * v.sample.type.width),
+                   d + singletons * std::max(0.0, scale - 1) * singletons / d);
+      double const blob = static_cast<double>(t.leaf.blob.size()) * whole / d;
+      bits = 8 * (t.payload_bytes + blob / std::max(scale, 1.0));
+    }
+  } else if (leaf.op == opcode::rans0) {
+    bits = 8 * rans0_estimate(v.stats.byte_counts);
+  } else if (leaf.op == opcode::rans1) {
+    bits = 8 * rans1_estimate(v.sample.data);
+  } else {
+    ++trials_;
+    // zstd's stored level costs ~10x level 1 to try: the trial uses level 1
+    // (the stored level codes no larger).
+    node trial = leaf;
+    if (trial.op == opcode::zstd) trial.params = {1};
+    bytes payload;
+    try {
+      leaf_for(trial.op).encode(trial, v.sample, payload);
+      bits = 8.0 * static_cast<double>(payload.size());
+    } catch (error const& e) {
+      if (e.code() != errc::domain) throw;
+    }
+  }
+  cache_.emplace(key, std::make_pair(bits, exact));
+  return exact ? bits : bits * scale;
+}
+
+}  // namespace brevis::codec::search

@@ -1,0 +1,104 @@
+#include "codec/search/prior.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "codec/search/production.h"
+
+namespace brevis::codec::search {
+namespace {
+
+// Weight of the coarser level's estimate against this level's counts.
+constexpr double backoff_weight = 2.0;
+
+}  // namespace
+
+context context::of(value_type t, unsigned depth, value_stats const& s,
+                    uint64_t region_bytes) {
+  uint8_t const size = region_bytes < (16u << 10)    ? 0
+                       : region_bytes < (256u << 10) ? 1
+                                                     : 2;
+  return {t.width,
+          t.kind,
+          static_cast<uint8_t>(std::min(depth, 3u)),
+          static_cast<uint8_t>(entropy_bucket(s)),
+          static_cast<uint8_t>(zero_bucket(s)),
+          size};
+}
+
+uint64_t prior::key(context const& c, size_t level) {
+  uint64_t k = uint64_t{level} << 56 | uint64_t{c.width} << 48 |
+               uint64_t{static_cast<uint8_t>(c.kind)} << 40;
+  if (level >= 1) k |= uint64_t{c.depth} << 32;
+  if (level >= 2) {
+    k |= uint64_t{c.entropy} << 24 | uint64_t{c.zeros} << 16 |
+         uint64_t{c.size} << 8;
+  }
+  return k;
+}
+
+void prior::learn(std::span<decision const> program) {
+  for (decision const& d : program) {
+    for (size_t l = 0; l < levels; ++l)
+      counts_[key(d.where, l)][d.production]++;
+    ++total_;
+  }
+  ++programs_;
+}
+
+double prior::count(uint64_t k, uint16_t p) const {
+  auto it = counts_.find(k);
+  if (it == counts_.end()) return 0;
+  auto jt = it->second.find(p);
+  return jt == it->second.end() ? 0 : jt->second;
+}
+
+double prior::probability(context const& c, uint16_t p,
+                          std::span<uint16_t const> applicable) const {
+  double prob =
+      1.0 / static_cast<double>(std::max<size_t>(1, applicable.size()));
+  if (total_ == 0) return prob;
+  for (size_t l = 0; l < levels; ++l) {
+    uint64_t const k = key(c, l);
+    double n = 0;
+    for (uint16_t q : applicable) n += count(k, q);
+    prob = (count(k, p) + backoff_weight * prob) / (n + backoff_weight);
+  }
+  return prob;
+}
+
+std::string prior::summary(size_t per_context) const {
+  // Level-1 contexts in a stable order.
+  std::map<uint64_t, std::vector<std::pair<double, uint16_t>>> by_ctx;
+  for (auto const& [k, m] : counts_) {
+    if ((k >> 56) != 1) continue;
+    for (auto const& [p, n] : m) by_ctx[k].push_back({n, p});
+  }
+  std::string out;
+  auto const prods = productions();
+  for (auto& [k, v] : by_ctx) {
+    std::sort(v.begin(), v.end(), [](auto const& a, auto const& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    double total = 0;
+    for (auto const& e : v) total += e.first;
+    value_type const t{static_cast<uint8_t>(k >> 48 & 0xff),
+                       static_cast<meaning>(k >> 40 & 0xff)};
+    char head[64];
+    std::snprintf(head, sizeof head, "  %s depth %u:", type_name(t).c_str(),
+                  static_cast<unsigned>(k >> 32 & 0xff));
+    out += head;
+    for (size_t i = 0; i < v.size() && i < per_context; ++i) {
+      char item[96];
+      std::snprintf(item, sizeof item, " %s %.2f",
+                    std::string(prods[v[i].second].name).c_str(),
+                    v[i].first / total);
+      out += item;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace brevis::codec::search

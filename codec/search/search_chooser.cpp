@@ -1,0 +1,294 @@
+#include "codec/search/search_chooser.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codec/choose/histogram.h"
+#include "codec/choose/literals.h"
+#include "codec/choose/shared_tables.h"
+#include "codec/search/production.h"
+#include "codec/search/roles.h"
+#include "codec/search/segment.h"
+
+namespace brevis::codec {
+namespace {
+
+using search::find_program;
+using search::prior;
+using search::region_input;
+using search::search_result;
+
+// CPU time of the calling thread: what a choice cost, whatever else the
+// machine runs.
+double thread_cpu_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) +
+         1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+bool all_bytes_equal(byte_view data) {
+  return std::all_of(data.begin(), data.end(),
+                     [&](uint8_t b) { return b == data.front(); });
+}
+
+node trivial_program(byte_view data) {
+  if (data.empty()) return make_leaf(opcode::raw);
+  return data.front() == 0 ? make_leaf(opcode::zero)
+                           : make_leaf(opcode::constant);
+}
+
+// Whether the search may view the region as 16-bit lanes as a whole (its
+// static table is then costed exactly from the region's histogram).
+bool wants_root_histogram(region const& r) {
+  unsigned const w = dtype_width(r.type);
+  return w == 2 || (r.type == dtype::none && r.length >= (64u << 10));
+}
+
+// --fixed: one program per dtype, byte planes + rANS (what the byte-grouping
+// compressors do), no measurement.
+node fixed_program(region const& r) {
+  unsigned const w = dtype_width(r.type);
+  if (r.kind != region_kind::tensor || w <= 1) return make_leaf(opcode::rans0);
+  std::vector<node> planes(w, make_leaf(opcode::rans0));
+  return make_op(
+      opcode::view, {w, static_cast<uint64_t>(search::meaning_of(r.type))},
+      {make_op(opcode::planes, {}, std::move(planes)), make_leaf(opcode::raw)});
+}
+
+// The search for one file (or, per region, for any file).
+class search_file_chooser final : public program_chooser {
+ public:
+  search_file_chooser(search_chooser_options const& opt, byte_view file,
+                      std::span<region const> regions)
+      : opt_(opt) {
+    if (opt_.sharing == table_sharing::per_file && !regions.empty()) {
+      literals_ = literal_regions(regions);
+      auto const t0 = std::chrono::steady_clock::now();
+      tables_.emplace(file, regions);
+      auto const t1 = std::chrono::steady_clock::now();
+      if (opt_.prior == prior_kind::learned) learn(file, regions);
+      auto const t2 = std::chrono::steady_clock::now();
+      if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(
+            stderr, "tables %.1f ms, learning %.1f ms\n",
+            std::chrono::duration<double, std::milli>(t1 - t0).count(),
+            std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+    }
+  }
+
+  node choose(region const& r, byte_view data) const override {
+    node p;
+    choice_record how;
+    choose_recorded(r, data, p, how);
+    return p;
+  }
+
+  bool choose_recorded(region const& r, byte_view data, node& program,
+                       choice_record& how) const override {
+    double const start = thread_cpu_ms();
+    if (data.empty() || all_bytes_equal(data)) {
+      program = trivial_program(data);
+      return true;
+    }
+    if (data.size() == r.length && literals_.contains(r.offset)) {
+      program = literal_program(data);  // coded in the index (literals.h)
+      how.estimated_bytes = static_cast<double>(data.size());
+      return true;
+    }
+    if (data.size() <= 16) {  // nothing beats the bytes themselves
+      program = make_leaf(opcode::raw);
+      how.estimated_bytes = static_cast<double>(data.size());
+      return true;
+    }
+    if (opt_.search.how == search::strategy::fixed) {
+      program = fixed_program(r);
+      return true;
+    }
+    bool const whole = data.size() == r.length;
+    if (whole) {
+      auto it = learned_.find(r.offset);
+      if (it != learned_.end()) {  // searched while learning the prior
+        program = it->second.program;
+        how.estimated_bytes = it->second.estimated_bytes;
+        how.expansions = static_cast<uint32_t>(it->second.expansions);
+        how.ms = it->second.ms;
+        return true;
+      }
+    }
+    node const* seed = nullptr;
+    if (whole) {
+      auto it = seeds_.find(search::role_of(r));
+      if (it != seeds_.end()) seed = &it->second;
+    }
+    search_result res = run(r, data, prior_, opt_.search, seed);
+    program = std::move(res.program);
+    how.estimated_bytes = res.estimated_bytes;
+    how.expansions = static_cast<uint32_t>(res.expansions);
+    how.ms = thread_cpu_ms() - start;
+    if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+      std::fprintf(stderr, "%s %zu: %s exp %u %.2f ms est %.0f\n",
+                   r.name.c_str(), data.size(), program_text(program).c_str(),
+                   how.expansions, how.ms, how.estimated_bytes);
+    }
+    return true;
+  }
+
+  std::vector<uint64_t> cut_points(region const& r,
+                                   byte_view data) const override {
+    if (!opt_.segment || r.type != dtype::none ||
+        opt_.search.how == search::strategy::fixed) {
+      return {};
+    }
+    return search::statistics_cuts(data);
+  }
+
+  std::string summary() const override {
+    if (prior_.uniform()) return {};
+    char head[96];
+    std::snprintf(head, sizeof head,
+                  "learned prior (%zu programs): most likely productions\n",
+                  prior_.programs_learned());
+    return head + prior_.summary();
+  }
+
+ private:
+  search_result run(region const& r, byte_view data, prior const& p,
+                    search::search_options const& o, node const* seed) const {
+    sparse_hist own;
+    sparse_hist const* hist = nullptr;
+    bool const whole = data.size() == r.length;
+    if (tables_ && whole) hist = tables_->histogram_of(r.offset);
+    if (hist == nullptr && wants_root_histogram(r)) {
+      own = sparse_histogram(data);
+      hist = &own;
+    }
+    std::optional<own_table> table;
+    if (hist && !hist->empty() && data.size() >= min_static_table_region) {
+      table = own_table_leaf(*hist);
+    }
+    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist,
+                    table ? &*table : nullptr};
+    search::search_options so = o;
+    if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
+    return find_program(in, p, so, seed, opt_.sibling_margin);
+  }
+
+  // Searches a deterministic sample of the file's tensors with a uniform
+  // prior and a wider budget, and learns the prior from the winners: the
+  // first tensor of up to learn_regions roles, spread over the file.
+  void learn(byte_view file, std::span<region const> regions) {
+    std::vector<region const*> firsts, others;
+    std::unordered_map<std::string, bool> seen;
+    for (region const& r : regions) {
+      if (r.kind != region_kind::tensor || r.length < (4u << 10) ||
+          r.offset + r.length > file.size()) {
+        continue;
+      }
+      bool const fresh = seen.emplace(search::role_of(r), true).second;
+      (fresh ? firsts : others).push_back(&r);
+    }
+    // Few roles: other tensors, evenly spread, fill the sample.
+    size_t const want =
+        std::min(opt_.learn_regions, firsts.size() + others.size());
+    if (firsts.size() > want) {
+      std::vector<region const*> spread;
+      for (size_t i = 0; i < want; ++i) {
+        spread.push_back(firsts[i * firsts.size() / want]);
+      }
+      firsts = std::move(spread);
+    }
+    size_t const extra = want - firsts.size();
+    for (size_t j = 0; j < extra; ++j) {
+      firsts.push_back(others[j * others.size() / extra]);
+    }
+    std::sort(
+        firsts.begin(), firsts.end(),
+        [](region const* a, region const* b) { return a->offset < b->offset; });
+    firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+    size_t const n = firsts.size();
+    search::search_options wide = opt_.search;
+    wide.budget *= std::max<size_t>(1, opt_.learn_budget);
+    wide.small_region_budget *= std::max<size_t>(1, opt_.learn_budget);
+    wide.time_ms *= static_cast<double>(std::max<size_t>(1, opt_.learn_budget));
+    prior const uniform;
+    for (size_t i = 0; i < n; ++i) {
+      region const& r = *firsts[i];
+      byte_view const data = file.subspan(r.offset, r.length);
+      if (all_bytes_equal(data)) continue;
+      double const start = thread_cpu_ms();
+      search_result res = run(r, data, uniform, wide, nullptr);
+      res.ms = thread_cpu_ms() - start;
+      if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(stderr, "learn %s %zu: %s exp %zu %.2f ms est %.0f\n",
+                     r.name.c_str(), data.size(),
+                     program_text(res.program).c_str(), res.expansions, res.ms,
+                     res.estimated_bytes);
+      }
+      prior_.learn(res.decisions);
+      seeds_[search::role_of(r)] = res.program;
+      learned_.emplace(r.offset, std::move(res));
+    }
+  }
+
+  search_chooser_options opt_;
+  std::optional<file_tables> tables_;
+  std::unordered_set<uint64_t> literals_;  // region offsets (per file only)
+  prior prior_;
+  std::unordered_map<std::string, node> seeds_;          // role -> program
+  std::unordered_map<uint64_t, search_result> learned_;  // region offset
+};
+
+class search_chooser final : public program_chooser {
+ public:
+  explicit search_chooser(search_chooser_options const& opt)
+      : opt_(opt), per_region_(opt, {}, {}) {}
+
+  node choose(region const& r, byte_view data) const override {
+    return per_region_.choose(r, data);
+  }
+  bool choose_recorded(region const& r, byte_view data, node& program,
+                       choice_record& how) const override {
+    return per_region_.choose_recorded(r, data, program, how);
+  }
+  std::vector<uint64_t> cut_points(region const& r,
+                                   byte_view data) const override {
+    return per_region_.cut_points(r, data);
+  }
+
+  std::unique_ptr<program_chooser> for_file(
+      byte_view file, std::span<region const> regions) const override {
+    if (opt_.sharing == table_sharing::per_region ||
+        opt_.search.how == search::strategy::fixed) {
+      return nullptr;
+    }
+    return std::make_unique<search_file_chooser>(opt_, file, regions);
+  }
+
+ private:
+  search_chooser_options opt_;
+  search_file_chooser per_region_;
+};
+
+}  // namespace
+
+std::unique_ptr<program_chooser> make_search_chooser(
+    search_chooser_options const& opt) {
+  return std::make_unique<search_chooser>(opt);
+}
+
+std::unique_ptr<program_chooser> make_store_chooser() {
+  search_chooser_options o;
+  o.sharing = table_sharing::per_region;
+  return make_search_chooser(o);
+}
+
+}  // namespace brevis::codec

@@ -1,0 +1,36 @@
+#pragma once
+// The search behind the program_chooser interface: per file, learn the
+// production prior on a sample of its regions, then search every region's
+// program, siblings starting from their role's program.
+
+#include <memory>
+
+#include "codec/choose/chooser.h"
+#include "codec/search/astar.h"
+
+namespace brevis::codec {
+
+enum class prior_kind : uint8_t { learned, uniform };
+
+struct search_chooser_options {
+  search::search_options search;
+  prior_kind prior = prior_kind::learned;
+  table_sharing sharing = table_sharing::per_file;
+  size_t learn_regions = 8;      // regions searched to learn the prior
+  size_t learn_budget = 1;       // times the budgets, for those
+  double sibling_margin = 0.01;  // keep a sibling's program within this
+  bool segment = true;           // cut untyped regions where stats change
+};
+
+/// The search chooser. With table_sharing::per_region (the store) a region's
+/// program depends only on its own bytes, dtype and shape: no file tables,
+/// no learned prior, no sibling seeds and no time limit (a deadline would
+/// make the choice depend on the machine's load), so the same tensor codes
+/// to the same payload in every file and is stored once.
+std::unique_ptr<program_chooser> make_search_chooser(
+    search_chooser_options const& opt = {});
+
+/// The chooser of the store and the mount: the search, per region.
+std::unique_ptr<program_chooser> make_store_chooser();
+
+}  // namespace brevis::codec

@@ -1,0 +1,10 @@
+list(APPEND BREVIS_CODEC_SOURCES
+  search/value_stats.cpp
+  search/production.cpp
+  search/prior.cpp
+  search/cost_model.cpp
+  search/decode_speed.cpp
+  search/astar.cpp
+  search/roles.cpp
+  search/segment.cpp
+  search/search_chooser.cpp)

@@ -1,0 +1,191 @@
+#include "codec/search/value_stats.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "codec/ops/op_util.h"
+
+namespace brevis::codec::search {
+namespace {
+
+// The smallest period p (count / 2 at most) with v[i] == v[i - p]: found by
+// matching the first element, then checked on every element.
+template <typename T>
+uint64_t find_period(uint8_t const* d, size_t n) {
+  if (n < 4) return 0;
+  T const first = load_le<T>(d);
+  // Periods past a chunk's elements gain nothing (repeat works per chunk):
+  // the scan stops at 2^16.
+  for (size_t p = 1; p <= std::min<size_t>(n / 2, 65536); ++p) {
+    if (load_le<T>(d + p * sizeof(T)) != first) continue;
+    if (std::memcmp(d, d + p * sizeof(T), (n - p) * sizeof(T)) == 0) return p;
+  }
+  return 0;
+}
+
+// Distinct elements, counting stops past 256.
+template <typename T>
+size_t distinct_up_to_257(uint8_t const* d, size_t n) {
+  if constexpr (sizeof(T) <= 2) {
+    // A bitmap over every value, cleared through the values set.
+    thread_local std::vector<uint64_t> seen_words(65536 / 64, 0);
+    uint64_t* const seen = seen_words.data();
+    std::vector<T> set;
+    set.reserve(257);
+    for (size_t i = 0; i < n && set.size() <= 256; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      uint64_t& word = seen[x >> 6];
+      uint64_t const bit = uint64_t{1} << (x & 63);
+      if (word & bit) continue;
+      word |= bit;
+      set.push_back(x);
+    }
+    for (T x : set) seen[x >> 6] = 0;
+    return set.size();
+  } else {
+    // Open addressing in 1024 slots: at most 257 are used.
+    T slots[1024];
+    bool used[1024] = {};
+    size_t count = 0;
+    for (size_t i = 0; i < n && count <= 256; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      size_t h = static_cast<size_t>(
+          (static_cast<uint64_t>(x) * 0x9e3779b97f4a7c15) >> 54);
+      while (used[h] && slots[h] != x) h = (h + 1) & 1023;
+      if (used[h]) continue;
+      used[h] = true;
+      slots[h] = x;
+      ++count;
+    }
+    return count;
+  }
+}
+
+}  // namespace
+
+void byte_histogram(byte_view d, std::array<uint32_t, 256>& out) {
+  // Four tables: runs of one value do not wait on their own increments.
+  uint32_t t[4][256] = {};
+  size_t i = 0;
+  for (; i + 4 <= d.size(); i += 4) {
+    ++t[0][d[i]], ++t[1][d[i + 1]], ++t[2][d[i + 2]], ++t[3][d[i + 3]];
+  }
+  for (; i < d.size(); ++i) ++t[0][d[i]];
+  for (size_t k = 0; k < 256; ++k)
+    out[k] = t[0][k] + t[1][k] + t[2][k] + t[3][k];
+}
+
+value_stats measure(stream const& v) {
+  value_stats s;
+  unsigned const w = v.type.width;
+  size_t const n = v.count();
+  s.count = n;
+  uint8_t const* d = v.data.data();
+  byte_histogram(byte_view(d, n * w), s.byte_counts);
+  double bits = 0;
+  for (uint64_t c : s.byte_counts) {
+    if (c)
+      bits -= static_cast<double>(c) *
+              std::log2(static_cast<double>(c) / static_cast<double>(n * w));
+  }
+  s.byte_entropy = n ? bits / static_cast<double>(n * w) : 0;
+  if (n == 0) return s;
+  op_util::with_lane(w, [&]<typename T>() {
+    // Separate loops without carried state, so that they vectorize.
+    size_t zeros = 0, repeats = 0;
+    T ored = 0;
+    for (size_t i = 0; i < n; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      zeros += x == 0;
+      ored |= x;
+    }
+    for (size_t i = 1; i < n; ++i) {
+      repeats +=
+          load_le<T>(d + i * sizeof(T)) == load_le<T>(d + (i - 1) * sizeof(T));
+    }
+    s.zero_rate = static_cast<double>(zeros) / static_cast<double>(n);
+    s.repeat_rate =
+        n > 1 ? static_cast<double>(repeats) / static_cast<double>(n - 1) : 0;
+    if constexpr (sizeof(T) == 1) {
+      s.distinct = 0;
+      for (uint32_t c : s.byte_counts) s.distinct += c > 0;
+    } else {
+      s.distinct = distinct_up_to_257<T>(d, n);
+    }
+    s.constant = s.distinct == 1;
+    unsigned const bits_w = 8 * sizeof(T);
+    if (ored == 0) {
+      s.low_zero = s.high_zero = bits_w - 1;
+    } else {
+      s.low_zero = static_cast<unsigned>(std::countr_zero(ored));
+      s.high_zero = static_cast<unsigned>(std::countl_zero(ored));
+    }
+  });
+  return s;
+}
+
+double repeated_words(byte_view d) {
+  // The first 4096 8-byte words at a stride of 8, in an open-addressing
+  // table of twice as many slots (so small regions clear a small table).
+  size_t const n = std::min<size_t>(d.size() / 8, 4096);
+  if (n < 16) return 0;
+  unsigned const bits = static_cast<unsigned>(std::bit_width(2 * n - 1));
+  size_t const mask = (size_t{1} << bits) - 1;
+  std::vector<uint64_t> slots(mask + 1, 0);
+  std::vector<bool> used(mask + 1, false);
+  size_t repeats = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t const w = load_le<uint64_t>(d.data() + 8 * i);
+    for (size_t j = (w * 0x9e3779b97f4a7c15) >> (64 - bits);;
+         j = (j + 1) & mask) {
+      if (!used[j]) {
+        used[j] = true;
+        slots[j] = w;
+        break;
+      }
+      if (slots[j] == w) {
+        ++repeats;
+        break;
+      }
+    }
+  }
+  return static_cast<double>(repeats) / static_cast<double>(n);
+}
+
+void measure_whole(byte_view whole, unsigned width, value_stats& s) {
+  size_t const n = whole.size() / width;
+  if (n == 0) return;
+  uint8_t const* d = whole.data();
+  op_util::with_lane(width, [&]<typename T>() {
+    T ored = 0, differs = 0;
+    T const first = load_le<T>(d);
+    for (size_t i = 0; i < n; ++i) {
+      T const x = load_le<T>(d + i * sizeof(T));
+      ored |= x;
+      differs |= static_cast<T>(x ^ first);
+    }
+    unsigned const bits_w = 8 * sizeof(T);
+    s.constant = differs == 0;
+    s.low_zero =
+        ored ? static_cast<unsigned>(std::countr_zero(ored)) : bits_w - 1;
+    s.high_zero =
+        ored ? static_cast<unsigned>(std::countl_zero(ored)) : bits_w - 1;
+    if (s.constant) s.distinct = 1;
+    if (!s.constant) s.period = find_period<T>(d, n);
+  });
+}
+
+unsigned entropy_bucket(value_stats const& s) {
+  double const e = s.byte_entropy;
+  return e < 1 ? 0 : e < 4 ? 1 : e < 7 ? 2 : 3;
+}
+
+unsigned zero_bucket(value_stats const& s) {
+  return s.zero_rate < 0.05 ? 0 : s.zero_rate < 0.5 ? 1 : 2;
+}
+
+}  // namespace brevis::codec::search

@@ -1,0 +1,2 @@
+brevis_add_test(search_test codec/search/search_test.cpp
+                codec/search/decode_speed_test.cpp)

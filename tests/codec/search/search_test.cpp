@@ -1,0 +1,473 @@
+// Planted-structure tests for the program search: each builds a checkpoint
+// with one pattern, compresses it with the search chooser, and asserts that
+// the chosen program uses the operator that captures the pattern, that the
+// region reaches the size the pattern allows (a bound computed here from
+// the planted data), and that the archive decodes byte for byte.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "codec/container/archive.h"
+#include "codec/search/search_chooser.h"
+#include "tests/codec/parse_fixtures.h"
+
+namespace brevis::codec {
+namespace {
+
+using test::make_safetensors;
+using test::st_tensor;
+
+// ------------------------------------------------------------------ helpers
+
+struct compressed {
+  bytes archive;
+  std::unique_ptr<archive_reader> reader;
+};
+
+compressed compress(bytes const& file, std::string_view name = "model") {
+  auto chooser = make_search_chooser();
+  compressed c;
+  c.archive = write_archive(file, name, *chooser);
+  c.reader = std::make_unique<archive_reader>(byte_view(c.archive));
+  bytes back(c.reader->original_size());
+  c.reader->read(0, back.size(), back.data());
+  EXPECT_TRUE(back == file) << "archive does not decode to the original";
+  return c;
+}
+
+size_t region_index(archive_reader const& r, std::string const& name) {
+  for (size_t i = 0; i < r.regions().size(); ++i) {
+    if (r.regions()[i].info.name == name) return i;
+  }
+  ADD_FAILURE() << "no region " << name;
+  return 0;
+}
+
+// Payload bytes of the chunks of region i (refs cost none).
+size_t region_payload(archive_reader const& r, size_t i) {
+  size_t total = 0;
+  for (chunk_entry const& c : r.chunks()) {
+    if (c.region == i && !c.is_ref) total += c.payload_length;
+  }
+  return total;
+}
+
+node const& program_of(archive_reader const& r, size_t i) {
+  return r.programs()[r.regions()[i].program];
+}
+
+bool uses(node const& n, opcode op) {
+  if (n.op == op) return true;
+  for (node const& k : n.children) {
+    if (uses(k, op)) return true;
+  }
+  return false;
+}
+
+// Order-0 entropy in bytes of `n` symbols produced by `symbol(i)`.
+double entropy_bytes(size_t n, std::function<uint64_t(size_t)> const& symbol) {
+  std::map<uint64_t, double> h;
+  for (size_t i = 0; i < n; ++i) h[symbol(i)]++;
+  double bits = 0;
+  for (auto const& [s, c] : h)
+    bits -= c * std::log2(c / static_cast<double>(n));
+  return bits / 8;
+}
+
+template <typename T>
+bytes pack(std::vector<T> const& v) {
+  bytes out(v.size() * sizeof(T));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = g(rng);
+  return v;
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+std::vector<uint16_t> gaussian_bf16(size_t n, uint32_t seed) {
+  std::vector<uint16_t> out(n);
+  std::vector<float> const g = gaussian(n, 0.05f, seed);
+  for (size_t i = 0; i < n; ++i) out[i] = bits_of(g[i]) >> 16;
+  return out;
+}
+
+// An fp16 bit pattern for a float in the normal range of small weights.
+uint16_t to_fp16(float f) {
+  uint32_t const u = bits_of(f);
+  uint32_t const sign = u >> 31;
+  int const e = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
+  if (e <= 0) return static_cast<uint16_t>(sign << 15);  // flush tiny to 0
+  return static_cast<uint16_t>(sign << 15 | static_cast<uint32_t>(e) << 10 |
+                               ((u >> 13) & 0x3ff));
+}
+
+// fp16 bits -> fp32 bits (normal numbers and zero only, as planted here).
+uint32_t fp16_to_fp32(uint16_t h) {
+  uint32_t const sign = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) return sign << 31;
+  return sign << 31 | (e - 15 + 127) << 23 | m << 13;
+}
+
+// ------------------------------------------------------------------ tests
+
+TEST(search, fp32_upcast_from_bf16_drops_the_low_half) {
+  size_t const n = 64 * 1024;
+  std::vector<uint16_t> const b = gaussian_bf16(n, 1);
+  std::vector<uint32_t> w(n);
+  for (size_t i = 0; i < n; ++i) w[i] = uint32_t{b[i]} << 16;
+  bytes const file = make_safetensors({{"w", "F32", {256, 256}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "w");
+  // The zero half is dropped: by low_zero, or by zero leaves on the low
+  // byte planes of the mantissa (within a fraction of a percent on a
+  // sample this small).
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::low_zero) ||
+              (uses(p, opcode::fields) && uses(p, opcode::zero)))
+      << program_text(p);
+  // What the pattern allows: the bf16 values at their entropy.
+  double const bound = entropy_bytes(n, [&](size_t i) { return b[i]; });
+  EXPECT_LT(region_payload(*c.reader, r), 1.03 * bound + 2048);
+}
+
+TEST(search, fp32_upcast_from_fp16_drops_13_bits) {
+  size_t const n = 64 * 1024;
+  std::vector<float> const g = gaussian(n, 0.05f, 2);
+  std::vector<uint32_t> w(n);
+  std::vector<uint16_t> h(n);
+  for (size_t i = 0; i < n; ++i) {
+    h[i] = to_fp16(g[i]);
+    w[i] = fp16_to_fp32(h[i]);
+  }
+  bytes const file = make_safetensors({{"w", "F32", {256, 256}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "w");
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+  ASSERT_TRUE(p.op == opcode::view && p.children[0].op == opcode::low_zero);
+  EXPECT_EQ(p.children[0].params.at(0), 13u) << program_text(p);
+  // The fp16 values at their entropy, as the 16 high bits of the 19 that
+  // remain (the rest: 3 bits, nearly uniform) - the fp16 source's entropy.
+  double const bound = entropy_bytes(n, [&](size_t i) { return h[i]; });
+  EXPECT_LT(region_payload(*c.reader, r), 1.04 * bound + 4096);
+  // And clearly below what the fp32 bytes take without the pattern.
+  EXPECT_LT(region_payload(*c.reader, r), 0.6 * 4 * n);
+}
+
+TEST(search, tensor_repeating_an_earlier_one_is_stored_once) {
+  size_t const n = 128 * 1024;
+  bytes const a = pack(gaussian_bf16(n, 3));
+  bytes const file =
+      make_safetensors({{"a", "BF16", {n}, a},
+                        {"b", "BF16", {n}, pack(gaussian_bf16(n, 4))},
+                        {"c", "BF16", {n}, a}});
+  compressed const c = compress(file);
+  size_t const ra = region_index(*c.reader, "a");
+  size_t const rc = region_index(*c.reader, "c");
+  // The repeat is captured by the archive's chunk refs: every chunk of c
+  // points back at a's bytes, and codes in no payload.
+  EXPECT_GT(region_payload(*c.reader, ra), 0u);
+  EXPECT_EQ(region_payload(*c.reader, rc), 0u);
+  for (chunk_entry const& ch : c.reader->chunks()) {
+    if (ch.region == rc) {
+      EXPECT_TRUE(ch.is_ref);
+    }
+  }
+}
+
+TEST(search, tensor_repeating_a_slice_of_itself_keeps_one_period) {
+  size_t const period = 3000, copies = 100;
+  std::vector<uint16_t> const slice = gaussian_bf16(period, 5);
+  std::vector<uint16_t> w;
+  for (size_t k = 0; k < copies; ++k)
+    w.insert(w.end(), slice.begin(), slice.end());
+  bytes const file =
+      make_safetensors({{"pos", "BF16", {copies, period}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "pos");
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::repeat)) << program_text(p);
+  // One period per chunk, raw at worst.
+  size_t const chunks =
+      (w.size() * 2 + default_chunk_size - 1) / default_chunk_size;
+  EXPECT_LE(region_payload(*c.reader, r), chunks * (period * 2 + 64));
+}
+
+TEST(search, few_distinct_values_use_a_palette) {
+  // fp32 dequantized 8-bit weights: scale * q, q gaussian in [-127, 127].
+  size_t const n = 64 * 1024;
+  std::mt19937 rng(6);
+  std::normal_distribution<float> g(0.0f, 20.0f);
+  std::vector<int> q(n);
+  std::vector<float> w(n);
+  for (size_t i = 0; i < n; ++i) {
+    q[i] = std::clamp(static_cast<int>(std::lround(g(rng))), -127, 127);
+    w[i] = 0.0123f * static_cast<float>(q[i]);
+  }
+  bytes const file = make_safetensors({{"q", "F32", {256, 256}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "q");
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::palette)) << program_text(p);
+  double const bound = entropy_bytes(n, [&](size_t i) { return q[i] + 128; });
+  // The indices at their entropy, plus the dictionary (1 KiB).
+  EXPECT_LT(region_payload(*c.reader, r), 1.04 * bound + 1024 + 1024);
+}
+
+TEST(search, constant_tensor_costs_nothing) {
+  std::vector<float> w(50000, 0.5f);
+  std::vector<float> z(50000, 0.0f);
+  bytes const file = make_safetensors(
+      {{"ones", "F32", {50000}, pack(w)}, {"zeros", "F32", {50000}, pack(z)}});
+  compressed const c = compress(file);
+  size_t const r1 = region_index(*c.reader, "ones");
+  size_t const r0 = region_index(*c.reader, "zeros");
+  EXPECT_TRUE(uses(program_of(*c.reader, r1), opcode::constant))
+      << program_text(program_of(*c.reader, r1));
+  EXPECT_TRUE(uses(program_of(*c.reader, r0), opcode::zero))
+      << program_text(program_of(*c.reader, r0));
+  EXPECT_LE(region_payload(*c.reader, r1), 16u);
+  EXPECT_LE(region_payload(*c.reader, r0), 16u);
+}
+
+TEST(search, mostly_zero_tensor_codes_its_runs) {
+  // Pruned channels: 90% of the rows are zero, the rest bf16 weights.
+  size_t const rows = 512, cols = 256;
+  std::vector<uint16_t> const g = gaussian_bf16(rows * cols, 7);
+  std::vector<uint16_t> w(rows * cols, 0);
+  size_t live = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    if (r % 10 != 3) continue;
+    ++live;
+    std::memcpy(&w[r * cols], &g[r * cols], cols * 2);
+  }
+  bytes const file = make_safetensors({{"s", "BF16", {rows, cols}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "s");
+  node const& p = program_of(*c.reader, r);
+  // Runs of zero rows, or the nonzero mask (sparse): both capture it.
+  EXPECT_TRUE(uses(p, opcode::runs) || uses(p, opcode::sparse))
+      << program_text(p);
+  // The live rows at their entropy (bf16 words), the zero runs nearly free.
+  double const bound =
+      entropy_bytes(live * cols, [&](size_t i) { return g[i]; });
+  EXPECT_LT(region_payload(*c.reader, r), 1.15 * bound + 2048);
+}
+
+TEST(search, untyped_bf16_is_found_to_be_bf16) {
+  size_t const n = 256 * 1024;
+  bytes const raw = pack(gaussian_bf16(n, 8));
+  compressed const c = compress(raw, "dump.bin");
+  ASSERT_GE(c.reader->regions().size(), 1u);
+  node const& p = program_of(*c.reader, 0);
+  ASSERT_EQ(p.op, opcode::view) << program_text(p);
+  EXPECT_EQ(p.params.at(0), 2u);
+  EXPECT_EQ(p.params.at(1), static_cast<uint64_t>(meaning::bf16));
+  // Nearly what the same values behind a header give.
+  compressed const typed =
+      compress(make_safetensors({{"w", "BF16", {n}, raw}}));
+  double const with_header = static_cast<double>(typed.archive.size());
+  EXPECT_LT(static_cast<double>(c.archive.size()), 1.02 * with_header);
+}
+
+TEST(search, untyped_concatenation_is_cut_where_statistics_change) {
+  // A raw dump of 8-bit quantized layers, each with its own values.
+  std::vector<st_tensor> layers;
+  bytes raw;
+  std::mt19937 rng(9);
+  size_t const sizes[] = {300000, 420000, 260000, 510000, 350000};
+  for (size_t k = 0; k < 5; ++k) {
+    std::normal_distribution<float> g(0.0f, 3.0f + 6.0f * k);
+    bytes t(sizes[k]);
+    int const center = 40 + 40 * static_cast<int>(k);
+    for (uint8_t& b : t) {
+      b = static_cast<uint8_t>(
+          std::clamp(center + static_cast<int>(std::lround(g(rng))), 0, 255));
+    }
+    put_bytes(raw, t);
+    layers.push_back({"l" + std::to_string(k), "U8", {t.size()}, t});
+  }
+  compressed const c = compress(raw, "dump.bin");
+  EXPECT_GE(c.reader->regions().size(), 5u);
+  compressed const typed = compress(make_safetensors(layers));
+  // Near the ratio with the header, well under the 15% a mixed chunk loses.
+  EXPECT_LT(static_cast<double>(c.archive.size()),
+            1.03 * static_cast<double>(typed.archive.size()));
+}
+
+TEST(search, rows_repeating_the_row_above_xor_to_zero) {
+  size_t const rows = 256, cols = 512;
+  std::vector<uint16_t> w = gaussian_bf16(rows * cols, 10);
+  std::mt19937 rng(11);
+  size_t changed = 0;
+  for (size_t r = 1; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      if (rng() % 100 != 0) {
+        w[r * cols + j] = w[(r - 1) * cols + j];
+      } else {
+        ++changed;
+      }
+    }
+  }
+  bytes const file = make_safetensors({{"m", "BF16", {rows, cols}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "m");
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::xor_row) || uses(p, opcode::transpose))
+      << program_text(p);
+  // The first row and the changed elements at 2 bytes each, the positions
+  // of the changes (1%: about 0.08 bits per element) on top.
+  double const bound =
+      2.0 * (cols + changed) + 0.1 * static_cast<double>(rows * cols) / 8;
+  EXPECT_LT(region_payload(*c.reader, r), 1.5 * bound + 2048);
+}
+
+TEST(search, rows_differing_by_small_integers_code_the_differences) {
+  size_t const rows = 256, cols = 512;
+  std::vector<int16_t> w(rows * cols);
+  std::mt19937 rng(12);
+  std::vector<int> d(rows * cols);
+  for (size_t j = 0; j < cols; ++j) w[j] = static_cast<int16_t>(rng() % 20000);
+  for (size_t r = 1; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      d[r * cols + j] = static_cast<int>(rng() % 5) - 2;
+      w[r * cols + j] =
+          static_cast<int16_t>(w[(r - 1) * cols + j] + d[r * cols + j]);
+    }
+  }
+  bytes const file = make_safetensors({{"m", "I16", {rows, cols}, pack(w)}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "m");
+  node const& p = program_of(*c.reader, r);
+  EXPECT_TRUE(uses(p, opcode::transpose) && uses(p, opcode::delta))
+      << program_text(p);
+  double const bound =
+      entropy_bytes(rows * cols, [&](size_t i) { return d[i] + 2; });
+  EXPECT_LT(region_payload(*c.reader, r), 1.10 * bound + 2 * cols + 4096);
+}
+
+// 8-bit tensors reach their order-0 entropy.
+void expect_byte_entropy(std::string const& dtype, bytes const& t) {
+  bytes const file = make_safetensors({{"t", dtype, {t.size()}, t}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "t");
+  double const bound = entropy_bytes(t.size(), [&](size_t i) { return t[i]; });
+  EXPECT_LT(region_payload(*c.reader, r), 1.02 * bound + 1024)
+      << dtype << ": " << program_text(program_of(*c.reader, r));
+  EXPECT_LT(region_payload(*c.reader, r), 0.9 * t.size()) << dtype;
+}
+
+TEST(search, int8_uint8_and_fp8_reach_their_entropy) {
+  size_t const n = 256 * 1024;
+  std::mt19937 rng(13);
+  std::normal_distribution<float> g(0.0f, 12.0f);
+  bytes i8(n), u8(n), e4m3(n), e5m2(n);
+  std::vector<float> const f = gaussian(n, 0.05f, 14);
+  for (size_t i = 0; i < n; ++i) {
+    int const q = std::clamp(static_cast<int>(std::lround(g(rng))), -127, 127);
+    i8[i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    u8[i] = static_cast<uint8_t>(q + 128);
+    uint32_t const u = bits_of(f[i]);
+    // E4M3 (bias 7) and E5M2 (bias 15) by truncation, small normals only.
+    int const e = static_cast<int>((u >> 23) & 0xff) - 127;
+    uint8_t const s = static_cast<uint8_t>(u >> 31 << 7);
+    e4m3[i] = e + 7 > 0
+                  ? static_cast<uint8_t>(s | (e + 7) << 3 | ((u >> 20) & 7))
+                  : s;
+    e5m2[i] = e + 15 > 0
+                  ? static_cast<uint8_t>(s | (e + 15) << 2 | ((u >> 21) & 3))
+                  : s;
+  }
+  expect_byte_entropy("I8", i8);
+  expect_byte_entropy("U8", u8);
+  expect_byte_entropy("F8_E4M3", e4m3);
+  expect_byte_entropy("F8_E5M2", e5m2);
+}
+
+TEST(search, the_index_records_how_each_program_was_chosen) {
+  size_t const n = 64 * 1024;
+  bytes const file =
+      make_safetensors({{"w", "BF16", {n}, pack(gaussian_bf16(n, 17))}});
+  compressed const c = compress(file);
+  size_t const r = region_index(*c.reader, "w");
+  std::optional<choice_record> const& how = c.reader->regions()[r].how;
+  ASSERT_TRUE(how.has_value());
+  EXPECT_GT(how->expansions, 0u);
+  // The estimate is close to what the region coded to.
+  double const actual = static_cast<double>(region_payload(*c.reader, r));
+  EXPECT_NEAR(how->estimated_bytes, actual, 0.05 * actual);
+  // Archives written without records (the candidate chooser) have none.
+  auto plain = make_candidate_chooser();
+  bytes const a = write_archive(file, "m", *plain);
+  archive_reader rd{byte_view(a)};
+  for (region_entry const& e : rd.regions()) EXPECT_FALSE(e.how.has_value());
+}
+
+TEST(search, per_region_choice_depends_only_on_the_region) {
+  // The store's chooser: the same tensor in two different files codes the
+  // same, so that the store keeps it once.
+  size_t const n = 32 * 1024;
+  bytes const shared = pack(gaussian_bf16(n, 18));
+  bytes const a =
+      make_safetensors({{"x", "BF16", {n}, pack(gaussian_bf16(n, 19))},
+                        {"s", "BF16", {n}, shared}});
+  bytes const b =
+      make_safetensors({{"s", "BF16", {n}, shared},
+                        {"y", "F32", {n}, pack(gaussian(n, 1, 20))}});
+  auto chooser = make_store_chooser();
+  archive_writer wa(a, "a", *chooser), wb(b, "b", *chooser);
+  auto program_of_s = [](archive_writer& w) {
+    for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+    w.plan_chunks();
+    for (size_t r = 0; r < w.region_count(); ++r) {
+      if (w.regions()[r].info.name == "s") {
+        return w.programs()[w.regions()[r].program];
+      }
+    }
+    return node{};
+  };
+  node const pa = program_of_s(wa), pb = program_of_s(wb);
+  EXPECT_EQ(pa, pb) << program_text(pa) << " vs " << program_text(pb);
+  EXPECT_NE(pa.op, opcode::raw);
+}
+
+TEST(search, every_strategy_and_prior_roundtrips) {
+  std::vector<float> const g = gaussian(20000, 0.1f, 15);
+  bytes const file = make_safetensors(
+      {{"a", "F32", {20000}, pack(g)},
+       {"b", "BF16", {10000}, pack(gaussian_bf16(10000, 16))}});
+  for (auto how : {search::strategy::astar, search::strategy::greedy,
+                   search::strategy::fixed}) {
+    for (auto pk : {prior_kind::learned, prior_kind::uniform}) {
+      search_chooser_options o;
+      o.search.how = how;
+      o.prior = pk;
+      auto chooser = make_search_chooser(o);
+      bytes const a = write_archive(file, "m", *chooser);
+      archive_reader rd{byte_view(a)};
+      bytes back(rd.original_size());
+      rd.read(0, back.size(), back.data());
+      EXPECT_TRUE(back == file);
+      EXPECT_LT(a.size(), file.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
