@@ -131,8 +131,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{100000}));
   compress
       ->add_option("--search-ms", copt.search_ms,
-                   "Search time limit per region in ms, 0 = none "
-                   "(default 50)")
+                   "Search wall-time limit per region in ms (default 0: "
+                   "none; a limit makes the output depend on the load)")
       ->check(CLI::Range(0.0, 1e6));
   compress
       ->add_option("--slow-margin", copt.slow_margin,

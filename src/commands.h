@@ -31,7 +31,9 @@ struct compress_options {
   std::string search = "astar";
   std::string prior = "learned";
   size_t search_budget = 24;
-  double search_ms = 50;
+  // 0: the search is bounded by expansions alone, so the archive does not
+  // depend on how busy the machine is.
+  double search_ms = 0;
   double slow_margin = 0.03;
   common_options common;
 };
@@ -80,8 +82,8 @@ struct mount_cli_options {
   bool no_compress = false;  // files stay staged
   unsigned quiet_ms = 1000;  // wait after the last writer closes
   unsigned fuse_threads = 0;
-  std::string cache_size = "256M";  // decoded chunks kept (K/M/G suffix)
-  unsigned prefetch = 2;            // chunks decoded ahead (0: none)
+  std::string cache_size = "256M";       // decoded chunks kept (K/M/G suffix)
+  unsigned prefetch = 2;                 // chunks decoded ahead (0: none)
   std::string pipeline_memory = "256M";  // compression's bytes in flight
   std::string log;                       // FILE, "syslog" or "stderr"
   bool lazy = false;                     // unmount -z
