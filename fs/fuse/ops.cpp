@@ -555,8 +555,8 @@ int run_mount(mount_options const& opt) {
   // signals after a pthread_create, as glibc and ASan do), and handled on
   // one of our threads it woke nothing: the daemon hung until the next
   // request came in. So our threads (the compression queue, prefetch, and
-  // every thread they start: masks are inherited) block these signals,
-  // and this thread unblocks them only to run the loop. libfuse blocks them
+  // every thread they start: masks are inherited) block these signals;
+  // this thread unblocks them when it enters the loop. libfuse blocks them
   // in its own workers.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
