@@ -11,6 +11,8 @@
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -547,6 +549,20 @@ int run_mount(mount_options const& opt) {
   fuse_daemonize(opt.foreground ? 1 : 0);
   lock->note_pid();
 
+  // libfuse's SIGTERM/SIGINT/SIGHUP handler only sets the session's exit
+  // flag; fuse_session_loop_mt notices it when the signal interrupts its
+  // sem_wait on this thread. The kernel may hand a process-wide signal to
+  // any thread that does not block it (e.g. one that just unblocked
+  // signals after a pthread_create, as glibc and ASan do), and handled on
+  // one of our threads it woke nothing: the daemon hung until the next
+  // request came in. So our threads (the compression queue, prefetch, and
+  // every thread they start: masks are inherited) block these signals;
+  // this thread unblocks them when it enters the loop. libfuse blocks them
+  // in its own workers.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   int rc = 0;
   try {
     store s(store_dir);
@@ -562,6 +578,8 @@ int run_mount(mount_options const& opt) {
     fs.start();
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     if (opt.threads) fuse_loop_cfg_set_max_threads(cfg, opt.threads);
+    // A signal that came meanwhile is taken here and ends the loop at once.
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
     rc = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
     // Stop serving first, then stop taking work; what was not compressed

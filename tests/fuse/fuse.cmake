@@ -18,3 +18,6 @@ add_dependencies(mount_stress_test brevis)
 # mmap, fallocate, locks, permissions.
 brevis_add_test(mount_edge_test fuse/mount_edge_test.cpp)
 add_dependencies(mount_edge_test brevis)
+# Stop signals end the daemon whichever thread takes them.
+brevis_add_test(mount_signal_test fuse/mount_signal_test.cpp)
+add_dependencies(mount_signal_test brevis)

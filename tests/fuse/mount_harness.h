@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -93,11 +94,14 @@ class mount_daemon {
   }
 
   /// Sends `sig` (or runs `brevis unmount` when 0) and returns the
-  /// daemon's exit code (128 + signal when a signal ended it).
-  int stop(int sig) {
+  /// daemon's exit code (128 + signal when a signal ended it). With
+  /// `thread`, the signal goes to that one of the daemon's threads.
+  int stop(int sig, pid_t thread = 0) {
     if (pid_ <= 0) return -1;
     if (sig == 0) {
       brevis({"unmount", mnt_.string()});
+    } else if (thread > 0) {
+      ::syscall(SYS_tgkill, pid_, thread, sig);
     } else {
       ::kill(pid_, sig);
     }
@@ -109,8 +113,28 @@ class mount_daemon {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    // A hang: its stacks go into the log (what a failure prints) first.
+    dump_stacks("did not stop within 60 s of signal " + std::to_string(sig));
     kill9();
     return -1;
+  }
+
+  /// Appends the daemon's threads' stacks (gdb, when there) to its log.
+  void dump_stacks(std::string const& why) {
+    if (pid_ <= 0) return;
+    std::string text =
+        "\n=== harness: daemon " + std::to_string(pid_) + " " + why + " ===\n";
+    if (fs::exists("/usr/bin/gdb")) {
+      text += run_program({"/usr/bin/gdb", "-p", std::to_string(pid_), "-batch",
+                           "-ex", "thread apply all bt"})
+                  .out;
+    }
+    int fd =
+        ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      (void)!::write(fd, text.data(), text.size());
+      ::close(fd);
+    }
   }
 
   /// SIGKILL, reaped; the dead mount is detached. Returns the exit code.

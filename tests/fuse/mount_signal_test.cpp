@@ -1,0 +1,105 @@
+// SIGTERM, SIGINT and SIGHUP stop the daemon whichever of its threads the
+// kernel hands them to. libfuse's handler only flags the session, and only
+// the thread waiting in the session loop is woken by it: a stop signal
+// taken by any other thread left the daemon running (and the test waiting)
+// until the next request. So no thread but the loop's may take them --
+// checked on every thread seen while files compress (the queue, prefetch,
+// and the threads a compression starts) -- and a SIGTERM sent to a thread
+// that takes it stops the daemon cleanly.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "tests/cli/helpers.h"
+#include "tests/fuse/mount_harness.h"
+
+namespace brevis::cli_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// The stop signals `tid` (of process `pid`) leaves unblocked, as
+/// "SIGTERM SIGHUP ..." ("" when it blocks them all or is gone).
+std::string takes_stop_signals(pid_t pid, std::string const& tid) {
+  std::string const status = read_file(fs::path("/proc") / std::to_string(pid) /
+                                       "task" / tid / "status");
+  size_t const at = status.find("SigBlk:");
+  if (at == std::string::npos) return "";
+  uint64_t const blocked = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+  std::string out;
+  for (auto [sig, name] :
+       {std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGINT, "SIGINT"},
+        std::pair{SIGHUP, "SIGHUP"}}) {
+    if (!(blocked >> (sig - 1) & 1)) out += std::string(name) + " ";
+  }
+  return out;
+}
+
+TEST(mount_signal, only_the_loop_thread_takes_stop_signals) {
+  if (!fuse_usable()) GTEST_SKIP() << "/dev/fuse is not usable here";
+  temp_dir dir;
+  mount_daemon d(dir / "store", dir / "mnt", dir / "mount.log");
+  ASSERT_EQ(d.start({"--quiet-ms", "0"}), "");
+  std::string const main_tid = std::to_string(d.pid());
+
+  std::vector<fs::path> files;
+  for (int k = 0; k < 3; ++k) {
+    size_t const n = 200000;
+    files.push_back(d.mnt() / ("f" + std::to_string(k) + ".safetensors"));
+    write_file(files.back(),
+               make_safetensors({{"w", "BF16", {n}, bf16_weights(n, k + 1)}}));
+  }
+  // Every thread seen until the files are compressed: tid -> what it takes.
+  std::map<std::string, std::string> others;
+  size_t seen = 0;
+  auto const end = std::chrono::steady_clock::now() + 120s;
+  auto all_compressed = [&] {
+    for (auto const& f : files) {
+      if (brevis_state(f) != "compressed") return false;
+    }
+    return true;
+  };
+  for (bool last = false; !last;) {
+    last = all_compressed() || std::chrono::steady_clock::now() > end;
+    std::error_code ec;
+    for (auto const& t :
+         fs::directory_iterator(fs::path("/proc") / main_tid / "task", ec)) {
+      std::string const tid = t.path().filename().string();
+      if (tid == main_tid) continue;
+      ++seen;
+      if (std::string s = takes_stop_signals(d.pid(), tid); !s.empty()) {
+        others[tid] = s;
+      }
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(all_compressed());
+  EXPECT_GT(seen, 0u);
+  EXPECT_EQ(takes_stop_signals(d.pid(), main_tid), "SIGTERM SIGINT SIGHUP ");
+  for (auto const& [tid, sigs] : others) {
+    ADD_FAILURE() << "thread " << tid << " takes " << sigs;
+  }
+
+  // SIGTERM to a thread that takes it (with the fix, the loop's thread
+  // only) stops the daemon cleanly, with the files kept.
+  pid_t target = d.pid();
+  for (auto const& [tid, sigs] : others) {
+    if (sigs.find("SIGTERM") != std::string::npos &&
+        fs::exists(fs::path("/proc") / main_tid / "task" / tid)) {
+      target = static_cast<pid_t>(std::stol(tid));
+    }
+  }
+  EXPECT_EQ(d.stop(SIGTERM, target), 0) << d.log();
+  ASSERT_EQ(d.start({"--quiet-ms", "0"}), "");
+  for (auto const& f : files) EXPECT_EQ(brevis_state(f), "compressed") << f;
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.log();
+}
+
+}  // namespace
+}  // namespace brevis::cli_test
