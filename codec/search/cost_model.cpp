@@ -135,9 +135,14 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
                                       static_cast<double>(1u << 20));
       bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);
     }
-  } else if (leaf.op == opcode::rans_static && at_elements && in_.root_table &&
-             !leaf.blob.empty()) {
-    bits = 8 * in_.root_table->payload_bytes;
+  } else if (leaf.op == opcode::rans_static && leaf.blob.empty() &&
+             at_elements && in_.root_hist != nullptr &&
+             !in_.root_hist->empty() &&
+             v.whole.size() == in_.data.size() / 2 * 2) {
+    // The region's own table, from its histogram: estimated, not built (the
+    // winner's table is fitted once, afterwards).
+    bits = 8 * (estimate_table_payload_bytes(*in_.root_hist) +
+                estimate_table_blob_bytes(*in_.root_hist));
     exact = true;
   } else if (leaf.op == opcode::rans_static && leaf.blob.empty()) {
     // A table fitted later to the whole value: the table of the sample, its

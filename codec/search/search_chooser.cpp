@@ -171,12 +171,7 @@ class search_file_chooser final : public program_chooser {
       own = sparse_histogram(data);
       hist = &own;
     }
-    std::optional<own_table> table;
-    if (hist && !hist->empty() && data.size() >= min_static_table_region) {
-      table = own_table_leaf(*hist);
-    }
-    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist,
-                    table ? &*table : nullptr};
+    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist};
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
     return find_program(in, p, so, seed, opt_.sibling_margin);
