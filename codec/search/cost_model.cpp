@@ -116,8 +116,9 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
     // The whole value's histogram is known: its costs, exactly.
     exact = true;
     if (leaf.op == opcode::rans_static) {
-      own_table const t = own_table_leaf(*v.whole_hist);
-      bits = 8 * (t.payload_bytes + static_cast<double>(t.leaf.blob.size()));
+      // Estimated, not built (the winner's tables are fitted afterwards).
+      bits = 8 * (estimate_table_payload_bytes(*v.whole_hist) +
+                  estimate_table_blob_bytes(*v.whole_hist));
     } else {
       std::array<uint64_t, 256> counts{};
       for (auto const& [sym, c] : *v.whole_hist) {
@@ -156,7 +157,8 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       }
     }
     if (!h.empty()) {
-      own_table const t = own_table_leaf(h);
+      double const payload = estimate_table_payload_bytes(h);
+      double const sample_blob = estimate_table_blob_bytes(h);
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
       // its blob growing in proportion.
@@ -168,8 +170,8 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       double const whole =
           std::min(std::ldexp(1.0, 8 * v.sample.type.width),
                    d + singletons * std::max(0.0, scale - 1) * singletons / d);
-      double const blob = static_cast<double>(t.leaf.blob.size()) * whole / d;
-      bits = 8 * (t.payload_bytes + blob / std::max(scale, 1.0));
+      double const blob = sample_blob * whole / d;
+      bits = 8 * (payload + blob / std::max(scale, 1.0));
     }
   } else if (leaf.op == opcode::rans0) {
     bits = 8 * rans0_estimate(v.stats.byte_counts);
