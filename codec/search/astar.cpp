@@ -128,6 +128,39 @@ double param_bits(node const& n) {
   return 8.0 * static_cast<double>(2 + b.size());
 }
 
+// The histograms (dense) of the children of `op` applied to 16-bit elements
+// of meaning `m` whose histogram is `h`: byte planes or float fields, else
+// none.
+std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
+                                                   opcode op, meaning m) {
+  unsigned mbits = 0;
+  if (op == opcode::fields) {
+    if (m == meaning::bf16) mbits = 7;
+    if (m == meaning::fp16) mbits = 10;
+    if (mbits == 0) return {};
+  } else if (op != opcode::planes) {
+    return {};
+  }
+  std::vector<std::vector<uint64_t>> counts;
+  if (op == opcode::planes) {
+    counts.assign(2, std::vector<uint64_t>(256, 0));
+  } else {
+    counts.emplace_back(2, 0);
+    counts.emplace_back(size_t{1} << (15 - mbits), 0);
+    counts.emplace_back(size_t{1} << mbits, 0);
+  }
+  for (auto const& [sym, c] : h) {
+    if (op == opcode::planes) {
+      counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
+    } else {
+      counts[0][sym >> 15] += c;
+      counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
+      counts[2][sym & ((1u << mbits) - 1)] += c;
+    }
+  }
+  return counts;
+}
+
 class engine {
  public:
   engine(region_input const& in, prior const& p, search_options const& o)
@@ -353,34 +386,9 @@ class engine {
         in_.root_hist == nullptr || in_.root_hist->empty()) {
       return {};
     }
-    meaning const m = v.sample.type.kind;
-    unsigned mbits = 0;
-    if (n.op == opcode::fields) {
-      if (m == meaning::bf16) mbits = 7;
-      if (m == meaning::fp16) mbits = 10;
-      if (mbits == 0) return {};
-    } else if (n.op != opcode::planes) {
-      return {};
-    }
-    std::vector<std::vector<uint64_t>> counts;
-    if (n.op == opcode::planes) {
-      counts.assign(2, std::vector<uint64_t>(256, 0));
-    } else {
-      counts.emplace_back(2, 0);
-      counts.emplace_back(size_t{1} << (15 - mbits), 0);
-      counts.emplace_back(size_t{1} << mbits, 0);
-    }
-    for (auto const& [sym, c] : *in_.root_hist) {
-      if (n.op == opcode::planes) {
-        counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
-      } else {
-        counts[0][sym >> 15] += c;
-        counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
-        counts[2][sym & ((1u << mbits) - 1)] += c;
-      }
-    }
     std::vector<std::shared_ptr<sparse_hist const>> out;
-    for (auto const& k : counts) {
+    for (auto const& k :
+         split_histogram(*in_.root_hist, n.op, v.sample.type.kind)) {
       auto h = std::make_shared<sparse_hist>();
       for (uint32_t s = 0; s < k.size(); ++s) {
         if (k[s]) h->emplace_back(s, k[s]);
@@ -644,6 +652,44 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
   for (node& k : n.children) assign_tables(k, hists, next);
 }
 
+// The empty tables at the root view's 16-bit elements, and at their byte
+// planes or float fields, from the region's histogram `h` (the chunks'
+// histograms add up to it): no pass over the region for them.
+void fit_from_histogram(node& program, sparse_hist const& h, meaning m) {
+  if (program.op != opcode::view || program.params.size() < 2 ||
+      program.params[0] != 2 || program.children.empty()) {
+    return;
+  }
+  auto fill = [](node& leaf, std::span<uint32_t const> symbols,
+                 std::span<uint64_t const> counts) {
+    if (leaf.op != opcode::rans_static || !leaf.blob.empty() ||
+        symbols.empty()) {
+      return;
+    }
+    leaf.blob =
+        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+  };
+  node& elements = program.children[0];
+  if (elements.op == opcode::rans_static) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+    fill(elements, symbols, counts);
+    return;
+  }
+  if (program.params[1] != static_cast<uint64_t>(m)) return;
+  auto const split = split_histogram(h, elements.op, m);
+  if (split.size() != elements.children.size()) return;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (uint32_t s = 0; s < split[i].size(); ++s) {
+      if (split[i][s]) symbols.push_back(s), counts.push_back(split[i][s]);
+    }
+    fill(elements.children[i], symbols, counts);
+  }
+}
+
 }  // namespace
 
 search_result find_program(region_input const& in, prior const& p,
@@ -651,6 +697,9 @@ search_result find_program(region_input const& in, prior const& p,
                            double seed_margin) {
   engine e(in, p, opt);
   search_result r = e.run(seed, seed_margin);
+  if (in.root_hist != nullptr && !in.root_hist->empty()) {
+    fit_from_histogram(r.program, *in.root_hist, meaning_of(in.info.type));
+  }
   fit_static_tables(r.program, in.data, opt.chunk_size);
   return r;
 }
