@@ -3,8 +3,9 @@
 // Costs. A complete program costs its description length under the prior
 // (-log2 P(production | context) per decision, plus parameter and blob bits)
 // plus the payload bits of its leaves, measured on the region's sample and
-// scaled to the region (exactly, from histograms, for static tables of the
-// region's elements). Every cost is >= 0.
+// scaled to the region (from the whole histograms, for static tables of the
+// region's elements and their planes and fields: tables are estimated, not
+// built, and only the winner's are built). Every cost is >= 0.
 //
 // States. A partial program closes some values with leaves (their costs are
 // in g) and leaves others open. Every open value already knows its best

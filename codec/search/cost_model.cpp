@@ -113,7 +113,7 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
   if (v.whole_hist != nullptr && !v.whole_hist->empty() &&
       ((leaf.op == opcode::rans_static && leaf.blob.empty()) ||
        leaf.op == opcode::rans0)) {
-    // The whole value's histogram is known: its costs, exactly.
+    // The whole value's histogram is known: its costs, from it.
     exact = true;
     if (leaf.op == opcode::rans_static) {
       // Estimated, not built (the winner's tables are fitted afterwards).

@@ -46,7 +46,7 @@ node trivial_program(byte_view data) {
 }
 
 // Whether the search may view the region as 16-bit lanes as a whole (its
-// static table is then costed exactly from the region's histogram).
+// static table is then costed from the region's histogram).
 bool wants_root_histogram(region const& r) {
   unsigned const w = dtype_width(r.type);
   return w == 2 || (r.type == dtype::none && r.length >= (64u << 10));
