@@ -131,7 +131,7 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{100000}));
   compress
       ->add_option("--search-ms", copt.search_ms,
-                   "Search time limit per region in ms, 0 = none "
+                   "Search time limit per region in ms of CPU time, 0 = none "
                    "(default 50)")
       ->check(CLI::Range(0.0, 1e6));
   compress

@@ -35,10 +35,10 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -187,7 +187,7 @@ class engine {
   }
 
   search_result run(node const* seed, double seed_margin) {
-    auto const start = std::chrono::steady_clock::now();
+    double const start = thread_cpu_ms();
     // A sibling's program is the likely answer: a short search checks it.
     if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
     if (trace_) {
@@ -215,7 +215,7 @@ class engine {
     push(std::move(s0));
     size_t expansions = 0;
     while (!queue.empty() && expansions < budget_) {
-      if (opt_.time_ms > 0 && elapsed_ms(start) > opt_.time_ms) break;
+      if (opt_.time_ms > 0 && thread_cpu_ms() - start > opt_.time_ms) break;
       size_t const i = queue.top().second;
       queue.pop();
       state s = std::move(states[i]);
@@ -272,15 +272,19 @@ class engine {
     r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
     r.decisions = std::move(chosen.decisions);
     r.expansions = expansions;
-    r.ms = elapsed_ms(start);
+    r.ms = thread_cpu_ms() - start;
     return r;
   }
 
  private:
-  static double elapsed_ms(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now() - start)
-        .count();
+  // CPU time of the calling thread: the time limit bounds the search's own
+  // work, so a loaded machine (descheduling) does not cut it short and
+  // change the archive.
+  static double thread_cpu_ms() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return 1e3 * static_cast<double>(t.tv_sec) +
+           1e-6 * static_cast<double>(t.tv_nsec);
   }
 
   double probability(value const& v, uint16_t p) const {
