@@ -131,8 +131,9 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{100000}));
   compress
       ->add_option("--search-ms", copt.search_ms,
-                   "Search wall-time limit per region in ms (default 0: "
-                   "none; a limit makes the output depend on the load)")
+                   "Search limit per region in ms of CPU time (default 0: "
+                   "none, expansions alone bound it and the output does not "
+                   "depend on timing)")
       ->check(CLI::Range(0.0, 1e6));
   compress
       ->add_option("--slow-margin", copt.slow_margin,

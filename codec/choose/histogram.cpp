@@ -39,6 +39,39 @@ double estimate_own_table_bytes(sparse_hist const& h) {
   return entropy_bits(h) / 8 + 0.5 * static_cast<double>(h.size()) + 40;
 }
 
+double estimate_table_payload_bytes(sparse_hist const& h) {
+  if (h.size() <= 1) return 0;
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  double const slots =
+      std::ldexp(1.0, static_cast<int>(rans_static_scale_for(h.size(), n)));
+  double const per_count = slots / static_cast<double>(n);
+  double sum_f = 0, bits = 0;
+  for (auto const& [s, c] : h) {
+    double const cnt = static_cast<double>(c);
+    double const f = std::max(1.0, cnt * per_count);
+    sum_f += f;
+    bits -= cnt * std::log2(f);
+  }
+  bits += static_cast<double>(n) * std::log2(sum_f);
+  return (bits + 32.0 * rans_static::lanes) / 8;
+}
+
+double estimate_table_blob_bytes(sparse_hist const& h) {
+  if (h.empty()) return 0;
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  uint64_t const slots = uint64_t{1} << rans_static_scale_for(h.size(), n);
+  std::vector<uint32_t> symbols, freqs;
+  symbols.reserve(h.size()), freqs.reserve(h.size());
+  for (auto const& [s, c] : h) {
+    symbols.push_back(s);
+    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(
+        1, (static_cast<unsigned __int128>(c) * slots + n / 2) / n)));
+  }
+  return estimate_rans_static_blob_bytes(symbols, freqs);
+}
+
 // Payload bits of `h` under `t` (symbols of h all in t), framing included.
 double table_bits(sparse_hist const& h, rans_static::table const& t) {
   double bits = 32.0 * rans_static::lanes;

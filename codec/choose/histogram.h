@@ -30,6 +30,14 @@ double estimate_planes_bytes(sparse_hist const& h);
 /// plus about half a byte of table per symbol (measured).
 double estimate_own_table_bytes(sparse_hist const& h);
 
+/// Estimated payload bytes of `h` under its own table (own_table_leaf's),
+/// framing included, without building the table: frequencies proportional
+/// to the counts at the table's precision, at least one each.
+double estimate_table_payload_bytes(sparse_hist const& h);
+
+/// Estimated bytes of the blob of `h`'s own table (from its symbol count).
+double estimate_table_blob_bytes(sparse_hist const& h);
+
 /// Payload bits of `h` under `t` (symbols of h all in t), framing included.
 double table_bits(sparse_hist const& h, rans_static::table const& t);
 

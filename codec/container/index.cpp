@@ -243,11 +243,13 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
 bytes pack_index(byte_view index) {
   // Names, shapes and checksums of small-tensor files (and their headers,
   // held as literals) weigh like their data; the index is small, so a good
-  // level costs little: the best for small files (a few ms), where it
-  // matters most.
-  int const level = index.size() < (128u << 10) ? 19
-                    : index.size() < (4u << 20) ? 9
-                                                : 3;
+  // level costs little: the best for small indexes (a few ms), where it
+  // matters most. Level 19 runs at ~1.2 MB/s, 15 at ~4.4 MB/s for ~1% more
+  // bytes (a 54 KB safetensors header: 45 ms against 12 ms, 46 bytes more).
+  int const level = index.size() < (32u << 10)    ? 19
+                    : index.size() < (128u << 10) ? 15
+                    : index.size() < (4u << 20)   ? 9
+                                                  : 3;
   bytes out(ZSTD_compressBound(index.size()));
   size_t const n =
       ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);

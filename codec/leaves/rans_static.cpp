@@ -26,7 +26,9 @@
 #include "codec/leaves/rans_static.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -336,6 +338,75 @@ rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
   for (uint64_t c : counts) n += c;
   return quantize_rans_static_table(rans_static::normalize(
       symbols, counts, rans_static_scale_for(symbols.size(), n)));
+}
+
+namespace {
+
+// Estimated bytes put_packed writes for bytes of histogram `h` (n bytes):
+// the inner table (mode 0) and the payload at its entropy.
+double estimate_packed_bytes(std::array<uint64_t, 256> const& h, uint64_t n) {
+  if (n == 0) return 2;
+  size_t distinct = 0, runs = 0;
+  double bits = 0;
+  for (size_t b = 0; b < 256; ++b) {
+    if (h[b] == 0) continue;
+    ++distinct;
+    runs += b == 0 || h[b - 1] == 0;
+    bits -= static_cast<double>(h[b]) *
+            std::log2(static_cast<double>(h[b]) / static_cast<double>(n));
+  }
+  double const table = 2 + 1 + 2.0 * static_cast<double>(runs) + 1 +
+                       static_cast<double>(distinct - 1);
+  double const payload =
+      distinct == 1 ? 0 : (bits + 32.0 * rans_static::lanes_for(n)) / 8;
+  return 1 + table + 3 + payload;  // two blob lengths
+}
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, ++n;
+  return n;
+}
+
+}  // namespace
+
+double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
+                                       std::span<uint32_t const> freqs) {
+  size_t const k = symbols.size();
+  if (k <= 1) return 2 + 4;
+  size_t const rem = static_cast<size_t>(
+      std::max_element(freqs.begin(), freqs.end()) - freqs.begin());
+  // The symbol set, as serialize_table writes it.
+  bytes set;
+  size_t runs = 0;
+  for (size_t i = 0; i < k; ++i)
+    runs += i == 0 || symbols[i] != symbols[i - 1] + 1;
+  put_varint(set, runs);
+  uint64_t next = 0;
+  for (size_t i = 0; i < k;) {
+    size_t j = i + 1;
+    while (j < k && symbols[j] == symbols[j - 1] + 1) ++j;
+    put_varint(set, symbols[i] - next);
+    put_varint(set, j - i - 1);
+    next = uint64_t{symbols[j - 1]} + 1;
+    i = j;
+  }
+  put_varint(set, rem);
+  double const plain = 2 + static_cast<double>(set.size() + k - 1);
+  if (k - 1 < 64) return plain;
+  std::array<uint64_t, 256> set_hist{}, delta_hist{};
+  for (uint8_t b : set) ++set_hist[b];
+  uint8_t prev = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (i == rem) continue;
+    uint8_t const c = quantize(std::max<uint32_t>(1, freqs[i]));
+    ++delta_hist[static_cast<uint8_t>(c - prev)];
+    prev = c;
+  }
+  double const coded = 3 + static_cast<double>(varint_size(set.size())) +
+                       estimate_packed_bytes(set_hist, set.size()) +
+                       estimate_packed_bytes(delta_hist, k - 1);
+  return std::min(plain, coded);
 }
 
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {

@@ -33,6 +33,12 @@ rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
 /// plus the table blob. Throws errc::domain on an empty histogram.
 double estimate_rans_static_bits(std::span<uint64_t const> hist);
 
+/// Estimated bytes of the blob of a table with these symbols (increasing)
+/// and frequencies (not yet quantized), without building it: its symbol set
+/// and codes exactly, their packing by their entropy.
+double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
+                                       std::span<uint32_t const> freqs);
+
 /// The nearest table the blob can hold: frequencies kept to 4-5 significant
 /// bits, one (the largest) taking the remainder. Idempotent.
 rans_static::table quantize_rans_static_table(rans_static::table const& t);

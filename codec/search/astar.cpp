@@ -3,8 +3,9 @@
 // Costs. A complete program costs its description length under the prior
 // (-log2 P(production | context) per decision, plus parameter and blob bits)
 // plus the payload bits of its leaves, measured on the region's sample and
-// scaled to the region (exactly, from histograms, for static tables of the
-// region's elements). Every cost is >= 0.
+// scaled to the region (from the whole histograms, for static tables of the
+// region's elements and their planes and fields: tables are estimated, not
+// built, and only the winner's are built). Every cost is >= 0.
 //
 // States. A partial program closes some values with leaves (their costs are
 // in g) and leaves others open. Every open value already knows its best
@@ -34,10 +35,10 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -128,6 +129,39 @@ double param_bits(node const& n) {
   return 8.0 * static_cast<double>(2 + b.size());
 }
 
+// The histograms (dense) of the children of `op` applied to 16-bit elements
+// of meaning `m` whose histogram is `h`: byte planes or float fields, else
+// none.
+std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
+                                                   opcode op, meaning m) {
+  unsigned mbits = 0;
+  if (op == opcode::fields) {
+    if (m == meaning::bf16) mbits = 7;
+    if (m == meaning::fp16) mbits = 10;
+    if (mbits == 0) return {};
+  } else if (op != opcode::planes) {
+    return {};
+  }
+  std::vector<std::vector<uint64_t>> counts;
+  if (op == opcode::planes) {
+    counts.assign(2, std::vector<uint64_t>(256, 0));
+  } else {
+    counts.emplace_back(2, 0);
+    counts.emplace_back(size_t{1} << (15 - mbits), 0);
+    counts.emplace_back(size_t{1} << mbits, 0);
+  }
+  for (auto const& [sym, c] : h) {
+    if (op == opcode::planes) {
+      counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
+    } else {
+      counts[0][sym >> 15] += c;
+      counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
+      counts[2][sym & ((1u << mbits) - 1)] += c;
+    }
+  }
+  return counts;
+}
+
 class engine {
  public:
   engine(region_input const& in, prior const& p, search_options const& o)
@@ -153,7 +187,7 @@ class engine {
   }
 
   search_result run(node const* seed, double seed_margin) {
-    auto const start = std::chrono::steady_clock::now();
+    double const start = thread_cpu_ms();
     // A sibling's program is the likely answer: a short search checks it.
     if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
     if (trace_) {
@@ -181,7 +215,7 @@ class engine {
     push(std::move(s0));
     size_t expansions = 0;
     while (!queue.empty() && expansions < budget_) {
-      if (opt_.time_ms > 0 && elapsed_ms(start) > opt_.time_ms) break;
+      if (opt_.time_ms > 0 && thread_cpu_ms() - start > opt_.time_ms) break;
       size_t const i = queue.top().second;
       queue.pop();
       state s = std::move(states[i]);
@@ -238,15 +272,19 @@ class engine {
     r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
     r.decisions = std::move(chosen.decisions);
     r.expansions = expansions;
-    r.ms = elapsed_ms(start);
+    r.ms = thread_cpu_ms() - start;
     return r;
   }
 
  private:
-  static double elapsed_ms(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now() - start)
-        .count();
+  // CPU time of the calling thread: the time limit bounds the search's own
+  // work, so a loaded machine (descheduling) does not cut it short and
+  // change the archive.
+  static double thread_cpu_ms() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return 1e3 * static_cast<double>(t.tv_sec) +
+           1e-6 * static_cast<double>(t.tv_nsec);
   }
 
   double probability(value const& v, uint16_t p) const {
@@ -353,34 +391,9 @@ class engine {
         in_.root_hist == nullptr || in_.root_hist->empty()) {
       return {};
     }
-    meaning const m = v.sample.type.kind;
-    unsigned mbits = 0;
-    if (n.op == opcode::fields) {
-      if (m == meaning::bf16) mbits = 7;
-      if (m == meaning::fp16) mbits = 10;
-      if (mbits == 0) return {};
-    } else if (n.op != opcode::planes) {
-      return {};
-    }
-    std::vector<std::vector<uint64_t>> counts;
-    if (n.op == opcode::planes) {
-      counts.assign(2, std::vector<uint64_t>(256, 0));
-    } else {
-      counts.emplace_back(2, 0);
-      counts.emplace_back(size_t{1} << (15 - mbits), 0);
-      counts.emplace_back(size_t{1} << mbits, 0);
-    }
-    for (auto const& [sym, c] : *in_.root_hist) {
-      if (n.op == opcode::planes) {
-        counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
-      } else {
-        counts[0][sym >> 15] += c;
-        counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
-        counts[2][sym & ((1u << mbits) - 1)] += c;
-      }
-    }
     std::vector<std::shared_ptr<sparse_hist const>> out;
-    for (auto const& k : counts) {
+    for (auto const& k :
+         split_histogram(*in_.root_hist, n.op, v.sample.type.kind)) {
       auto h = std::make_shared<sparse_hist>();
       for (uint32_t s = 0; s < k.size(); ++s) {
         if (k[s]) h->emplace_back(s, k[s]);
@@ -644,6 +657,44 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
   for (node& k : n.children) assign_tables(k, hists, next);
 }
 
+// The empty tables at the root view's 16-bit elements, and at their byte
+// planes or float fields, from the region's histogram `h` (the chunks'
+// histograms add up to it): no pass over the region for them.
+void fit_from_histogram(node& program, sparse_hist const& h, meaning m) {
+  if (program.op != opcode::view || program.params.size() < 2 ||
+      program.params[0] != 2 || program.children.empty()) {
+    return;
+  }
+  auto fill = [](node& leaf, std::span<uint32_t const> symbols,
+                 std::span<uint64_t const> counts) {
+    if (leaf.op != opcode::rans_static || !leaf.blob.empty() ||
+        symbols.empty()) {
+      return;
+    }
+    leaf.blob =
+        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+  };
+  node& elements = program.children[0];
+  if (elements.op == opcode::rans_static) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+    fill(elements, symbols, counts);
+    return;
+  }
+  if (program.params[1] != static_cast<uint64_t>(m)) return;
+  auto const split = split_histogram(h, elements.op, m);
+  if (split.size() != elements.children.size()) return;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (uint32_t s = 0; s < split[i].size(); ++s) {
+      if (split[i][s]) symbols.push_back(s), counts.push_back(split[i][s]);
+    }
+    fill(elements.children[i], symbols, counts);
+  }
+}
+
 }  // namespace
 
 search_result find_program(region_input const& in, prior const& p,
@@ -651,6 +702,9 @@ search_result find_program(region_input const& in, prior const& p,
                            double seed_margin) {
   engine e(in, p, opt);
   search_result r = e.run(seed, seed_margin);
+  if (in.root_hist != nullptr && !in.root_hist->empty()) {
+    fit_from_histogram(r.program, *in.root_hist, meaning_of(in.info.type));
+  }
   fit_static_tables(r.program, in.data, opt.chunk_size);
   return r;
 }

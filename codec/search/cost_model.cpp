@@ -113,11 +113,12 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
   if (v.whole_hist != nullptr && !v.whole_hist->empty() &&
       ((leaf.op == opcode::rans_static && leaf.blob.empty()) ||
        leaf.op == opcode::rans0)) {
-    // The whole value's histogram is known: its costs, exactly.
+    // The whole value's histogram is known: its costs, from it.
     exact = true;
     if (leaf.op == opcode::rans_static) {
-      own_table const t = own_table_leaf(*v.whole_hist);
-      bits = 8 * (t.payload_bytes + static_cast<double>(t.leaf.blob.size()));
+      // Estimated, not built (the winner's tables are fitted afterwards).
+      bits = 8 * (estimate_table_payload_bytes(*v.whole_hist) +
+                  estimate_table_blob_bytes(*v.whole_hist));
     } else {
       std::array<uint64_t, 256> counts{};
       for (auto const& [sym, c] : *v.whole_hist) {
@@ -135,9 +136,14 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
                                       static_cast<double>(1u << 20));
       bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);
     }
-  } else if (leaf.op == opcode::rans_static && at_elements && in_.root_table &&
-             !leaf.blob.empty()) {
-    bits = 8 * in_.root_table->payload_bytes;
+  } else if (leaf.op == opcode::rans_static && leaf.blob.empty() &&
+             at_elements && in_.root_hist != nullptr &&
+             !in_.root_hist->empty() &&
+             v.whole.size() == in_.data.size() / 2 * 2) {
+    // The region's own table, from its histogram: estimated, not built (the
+    // winner's table is fitted once, afterwards).
+    bits = 8 * (estimate_table_payload_bytes(*in_.root_hist) +
+                estimate_table_blob_bytes(*in_.root_hist));
     exact = true;
   } else if (leaf.op == opcode::rans_static && leaf.blob.empty()) {
     // A table fitted later to the whole value: the table of the sample, its
@@ -151,7 +157,8 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       }
     }
     if (!h.empty()) {
-      own_table const t = own_table_leaf(h);
+      double const payload = estimate_table_payload_bytes(h);
+      double const sample_blob = estimate_table_blob_bytes(h);
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
       // its blob growing in proportion.
@@ -163,8 +170,8 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       double const whole =
           std::min(std::ldexp(1.0, 8 * v.sample.type.width),
                    d + singletons * std::max(0.0, scale - 1) * singletons / d);
-      double const blob = static_cast<double>(t.leaf.blob.size()) * whole / d;
-      bits = 8 * (t.payload_bytes + blob / std::max(scale, 1.0));
+      double const blob = sample_blob * whole / d;
+      bits = 8 * (payload + blob / std::max(scale, 1.0));
     }
   } else if (leaf.op == opcode::rans0) {
     bits = 8 * rans0_estimate(v.stats.byte_counts);

@@ -1,8 +1,9 @@
 #pragma once
 // Payload cost of closing a value with a leaf: measured by encoding the
-// value's sample (scaled to the region), or computed exactly from the whole
-// region's histogram for static tables. Cached per (value, leaf), so that
-// the many partial programs sharing a value pay for it once.
+// value's sample (scaled to the region), or estimated from histograms
+// (entropy coders, static tables, whose tables are not built). Cached per
+// (value, leaf), so that the many partial programs sharing a value pay for
+// it once.
 
 #include <cstdint>
 #include <mutex>

@@ -124,16 +124,11 @@ void gen_rans1(value_info const&, region_input const&, std::vector<node>& o) {
 void gen_zstd(value_info const&, region_input const& r, std::vector<node>& o) {
   o.push_back(make_leaf(opcode::zstd, {r.data.size() < (1u << 20) ? 9u : 3u}));
 }
-// A table of the value's own. At the region's 16-bit elements the table is
-// built here from the whole region; deeper, the blob stays empty and the
-// chosen program's tables are fitted to the whole region afterwards.
-void gen_static(value_info const& v, region_input const& r,
-                std::vector<node>& o) {
-  if (width(v) == 2 && !v.whole.empty() && r.root_table &&
-      v.whole.size() == r.data.size() / 2 * 2) {
-    o.push_back(r.root_table->leaf);
-    return;
-  }
+// A table of the value's own: the blob stays empty and the chosen program's
+// tables are fitted to the whole region afterwards (at the region's 16-bit
+// elements the cost model knows the table's cost from the region's
+// histogram, without building it).
+void gen_static(value_info const&, region_input const&, std::vector<node>& o) {
   o.push_back(make_leaf(opcode::rans_static));
 }
 void gen_shared(value_info const&, region_input const& r,

@@ -27,7 +27,6 @@ struct region_input {
   byte_view data;                          // the whole region
   file_tables const* tables = nullptr;     // per-file shared tables, if any
   sparse_hist const* root_hist = nullptr;  // 16-bit histogram of `data`
-  own_table const* root_table = nullptr;   // its own table, with root_hist
 };
 
 /// A value the search may transform or close: its sample and what is known.

@@ -46,7 +46,7 @@ node trivial_program(byte_view data) {
 }
 
 // Whether the search may view the region as 16-bit lanes as a whole (its
-// static table is then costed exactly from the region's histogram).
+// static table is then costed from the region's histogram).
 bool wants_root_histogram(region const& r) {
   unsigned const w = dtype_width(r.type);
   return w == 2 || (r.type == dtype::none && r.length >= (64u << 10));
@@ -171,12 +171,7 @@ class search_file_chooser final : public program_chooser {
       own = sparse_histogram(data);
       hist = &own;
     }
-    std::optional<own_table> table;
-    if (hist && !hist->empty() && data.size() >= min_static_table_region) {
-      table = own_table_leaf(*hist);
-    }
-    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist,
-                    table ? &*table : nullptr};
+    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist};
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
     return find_program(in, p, so, seed, opt_.sibling_margin);

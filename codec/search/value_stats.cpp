@@ -163,12 +163,21 @@ void measure_whole(byte_view whole, unsigned width, value_stats& s) {
   op_util::with_lane(width, [&]<typename T>() {
     T ored = 0, differs = 0;
     T const first = load_le<T>(d);
-    for (size_t i = 0; i < n; ++i) {
-      T const x = load_le<T>(d + i * sizeof(T));
-      ored |= x;
-      differs |= static_cast<T>(x ^ first);
-    }
     unsigned const bits_w = 8 * sizeof(T);
+    T const ends = static_cast<T>(T{1} | static_cast<T>(T{1} << (bits_w - 1)));
+    // In blocks (that vectorize), stopping once the answer is known: both
+    // end bits set and two elements differ (weights with noisy low bits
+    // settle within the first block).
+    constexpr size_t block = 4096;
+    for (size_t at = 0; at < n; at += block) {
+      size_t const end = std::min(n, at + block);
+      for (size_t i = at; i < end; ++i) {
+        T const x = load_le<T>(d + i * sizeof(T));
+        ored |= x;
+        differs |= static_cast<T>(x ^ first);
+      }
+      if ((ored & ends) == ends && differs != 0) break;
+    }
     s.constant = differs == 0;
     s.low_zero =
         ored ? static_cast<unsigned>(std::countr_zero(ored)) : bits_w - 1;

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "codec/choose/chooser.h"
+#include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
 #include "generators.h"
 
@@ -57,6 +58,39 @@ bool uses(node const& n, opcode op) {
     if (uses(c, op)) return true;
   }
   return false;
+}
+
+// The search costs own static tables by estimates instead of building
+// them: they must follow the built table (payload within 0.5%, blob within
+// 15% and a few bytes) on weights of several sizes and alphabets.
+TEST(choose_test, own_table_estimates_follow_the_built_table) {
+  std::mt19937 rng(11);
+  for (size_t n : {size_t{3000}, size_t{40000}, size_t{400000}}) {
+    for (float sd : {0.002f, 0.05f, 1.0f}) {
+      std::normal_distribution<float> g(0.0f, sd);
+      bytes d;
+      for (size_t i = 0; i < n; ++i)
+        testing::append(d, testing::to_bf16(g(rng)));
+      for (bool mantissa : {false, true}) {
+        sparse_hist h = sparse_histogram(d);
+        if (mantissa) {  // a small alphabet: the bf16 mantissas
+          std::vector<uint64_t> m(128, 0);
+          for (auto const& [s, c] : h) m[s & 127] += c;
+          h.clear();
+          for (uint32_t s = 0; s < 128; ++s) {
+            if (m[s]) h.emplace_back(s, m[s]);
+          }
+        }
+        own_table const t = own_table_leaf(h);
+        double const blob = static_cast<double>(t.leaf.blob.size());
+        EXPECT_NEAR(estimate_table_payload_bytes(h), t.payload_bytes,
+                    0.005 * t.payload_bytes + 8)
+            << n << " " << sd << " " << mantissa;
+        EXPECT_NEAR(estimate_table_blob_bytes(h), blob, 0.15 * blob + 16)
+            << n << " " << sd << " " << mantissa << " symbols " << h.size();
+      }
+    }
+  }
 }
 
 TEST(choose_test, bf16_weights_get_whole_word_coding) {
