@@ -147,13 +147,9 @@ std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
 }
 
 bool mount_fs::alive(uint64_t ino) {
-  try {
-    store_.stat(ino);
-    return true;
-  } catch (store_error const& e) {
-    if (e.code() == store_errc::not_found) return false;
-    throw;
-  }
+  // Settled, not a plain stat: the store asks keep_fn before it commits, so
+  // a drop decided before our count could still be uncommitted.
+  return store_.exists_settled(ino);
 }
 
 void mount_fs::erase_node(std::shared_ptr<node> const& n) {
@@ -562,13 +558,20 @@ bool mount_fs::open(uint64_t ino, int flags) {
   bool const w = for_writing(flags);
   std::unique_lock lk(n->mu);
   if (w) wait_not_compressing(*n, lk);
-  if (n->gone) store_fail(store_errc::not_found, "removed");
+  // dropping: its last handle went, the store is dropping it.
+  if (n->gone || n->dropping) store_fail(store_errc::not_found, "removed");
   if (w) {
     queue_->cancel(ino);  // a reopen for writing takes it off the queue
     ++n->writers;
   }
   ++n->opens;
+  bool removed = false;
   try {
+    // Counted, then asked: an unlink that saw no handle drops the inode, and
+    // its after_unlink() marks the node gone only later. An open in between
+    // succeeded, then its reads and fstat failed with ENOENT.
+    removed = !alive(ino);
+    if (removed) store_fail(store_errc::not_found, "removed while opened");
     std::unique_lock io(n->io);
     if (w && !n->staged) {
       stage_locked(*n, (flags & O_TRUNC) ? 0 : UINT64_MAX);
@@ -580,6 +583,10 @@ bool mount_fs::open(uint64_t ino, int flags) {
   } catch (...) {
     --n->opens;
     if (w) --n->writers;
+    if (removed) {
+      lk.unlock();
+      forget_node(ino);  // also a node made from a stale record by get()
+    }
     throw;
   }
   return w;

@@ -37,6 +37,9 @@
 // its staged copy is touched, so a concurrent unlink keeps the inode as an
 // orphan rather than dropping it under an open; a path that finds the inode
 // gone after counting itself removes what it made and fails with ENOENT.
+// That check (alive()) waits out a remove in progress: the store asks
+// keep_fn before it commits, so a drop decided before the count may not be
+// visible yet, and an open let through then would fail its reads and fstat.
 //
 // Errors: methods throw store_error (its errno_value() is the reply) or
 // std::system_error (its code is an errno).
@@ -159,7 +162,8 @@ class mount_fs {
   std::shared_ptr<node> get(uint64_t ino);
   /// The node of `ino` when there is one (takes nodes_mu_ only).
   std::shared_ptr<node> find_node(uint64_t ino);
-  /// Whether the store still has `ino` (linked, or an orphan kept open).
+  /// Whether the store still has `ino` (linked, or an orphan kept open),
+  /// after any remove in progress has committed (store::exists_settled).
   bool alive(uint64_t ino);
   /// The store dropped `ino`: its node is marked gone and leaves nodes_
   /// now, or at its last release when it is still open.

@@ -479,6 +479,13 @@ inode_attr store::stat(uint64_t ino) const {
       [&](txn& t) { return to_attr(ino, impl_->get_inode(t, ino)); });
 }
 
+bool store::exists_settled(uint64_t ino) const {
+  // A write transaction holds the writer mutex from its start to its commit.
+  { std::lock_guard lk(impl_->writer_mu); }
+  return impl_->read_txn(
+      [&](txn& t) { return t.get(impl_->inodes, inode_key(ino)).has_value(); });
+}
+
 std::vector<dir_entry> store::list(uint64_t dir) const {
   return impl_->read_txn([&](txn& t) {
     std::vector<dir_entry> out;

@@ -74,10 +74,11 @@ struct store_options {
   uint64_t pack_limit = 1ull << 30;    // start a new pack past this size
   uint32_t chunk_size = codec::default_chunk_size;
   /// Called at named points of the write path ("pack_write", "pack_synced",
-  /// "commit" (just before it), "committed", "gc_copied", ...); tests use it to
-  /// fail or kill there. The environment variable BREVIS_STORE_KILL_AT=POINT:N
-  /// raises SIGKILL at the Nth time POINT is reached (crash tests of the
-  /// binary).
+  /// "commit" (just before it), "committed", "gc_copied", "unlink_drop"
+  /// (a remove or rename dropping the inode, under the writer lock), ...);
+  /// tests use it to fail, kill or wait there. The environment variable
+  /// BREVIS_STORE_KILL_AT=POINT:N raises SIGKILL at the Nth time POINT is
+  /// reached (crash tests of the binary).
   std::function<void(std::string_view point)> fault_hook;
 };
 
@@ -175,6 +176,11 @@ class store {
   std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) const;
   /// Throws not_found.
   inode_attr stat(uint64_t ino) const;
+  /// Whether inode `ino` is in the store (linked, or kept by a remove),
+  /// once any write transaction of this process in progress has ended. The
+  /// mount counts a handle, then asks: a remove that saw no handle and drops
+  /// the inode has then committed, where stat() could still see it.
+  bool exists_settled(uint64_t ino) const;
   /// Entries of a directory, in name order.
   std::vector<dir_entry> list(uint64_t dir) const;
 

@@ -119,6 +119,7 @@ struct ns {
     } else {
       s.drop_inode(t, ino);
       res.dropped = true;
+      s.hit("unlink_drop");  // tests: decided, not committed yet
     }
     res.nlink = res.dropped ? 0 : r.nlink;
     return res;

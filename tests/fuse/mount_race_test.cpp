@@ -16,6 +16,9 @@
 #include <cstdlib>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "codec/choose/chooser.h"
@@ -69,6 +72,40 @@ class gate_chooser final : public codec::program_chooser {
   bool released_ = false;
 };
 
+/// Holds the store at a named fault point (store_options::fault_hook): when
+/// armed, the first thread to reach it waits there for release().
+class point_gate {
+ public:
+  void hit(std::string_view point) {
+    std::unique_lock lk(mu_);
+    if (point != armed_) return;
+    armed_.clear();
+    arrived_ = true;
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return released_; });
+  }
+  void arm(std::string point) {
+    std::lock_guard lk(mu_);
+    armed_ = std::move(point);
+    arrived_ = released_ = false;
+  }
+  bool wait_arrived() {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, 30s, [&] { return arrived_; });
+  }
+  void release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string armed_;
+  bool arrived_ = false, released_ = false;
+};
+
 /// Aborts the test binary when a test does not finish in time (a deadlock
 /// would otherwise hang ctest until its own timeout).
 class watchdog {
@@ -103,12 +140,14 @@ struct fixture {
   std::unique_ptr<codec::program_chooser> real =
       codec::make_candidate_chooser(codec::table_sharing::per_region);
   gate_chooser gate{*real};
+  point_gate points;
   std::unique_ptr<store> s;
   std::unique_ptr<mount_fs> m;
 
   explicit fixture(unsigned quiet_ms = 0) {
     store_options so;
     so.chunk_size = 64 << 10;
+    so.fault_hook = [this](std::string_view p) { points.hit(p); };
     s = std::make_unique<store>((dir / "s").string(), so);
     mount_fs::options o;
     o.quiet_ms = quiet_ms;
@@ -411,6 +450,163 @@ TEST(mount_race, restage_unlink_lookup_do_not_deadlock) {
   ASSERT_TRUE(f.settle());
   EXPECT_TRUE(f.read(ino) == data);
   EXPECT_EQ(f.staged_copies(), 0u);
+}
+
+// POSIX: an open file that loses its last name stays readable (and fstat
+// works) through its handles until the last close, which drops the inode
+// and its staged copy. Once per state the file can be in.
+
+/// Reads and fstat through a handle of `ino`, which has no name left.
+void expect_orphan_reads(fixture& f, uint64_t ino, std::string const& data) {
+  std::string got(data.size() + 100, '\0');
+  size_t n = 0;
+  ASSERT_NO_THROW(n = f.m->read(ino, 0, got.size(),
+                                reinterpret_cast<uint8_t*>(got.data())));
+  got.resize(n);
+  EXPECT_TRUE(got == data) << got.size() << " bytes instead of " << data.size();
+  struct stat st {};
+  ASSERT_NO_THROW(st = f.m->getattr(ino));
+  EXPECT_EQ(static_cast<size_t>(st.st_size), data.size());
+  EXPECT_EQ(st.st_nlink, 0u);
+}
+
+/// After the last close of an orphan: nothing of it is left.
+void expect_dropped(fixture& f, uint64_t ino) {
+  EXPECT_THROW(f.s->stat(ino), store_error);
+  EXPECT_EQ(f.staged_copies(), 0u);
+  EXPECT_EQ(f.m->pending(), 0u);
+  EXPECT_THROW(f.m->open(ino, O_RDONLY), store_error);
+  EXPECT_EQ(f.staged_copies(), 0u);
+}
+
+TEST(mount_race, unlinked_open_file_reads_while_staged) {
+  watchdog dog(60s);
+  fixture f(600000);
+  std::string const data = weights(20);
+  uint64_t const ino =
+      f.m->create(root_inode, "a.safetensors", 0644, O_WRONLY, {}).st_ino;
+  f.write(ino, 0, data);
+  EXPECT_EQ(f.state(ino), "staged");  // its writer still has it open
+  bool const w = f.m->open(ino, O_RDONLY);
+  f.m->unlink(root_inode, "a.safetensors");
+  expect_orphan_reads(f, ino, data);
+  f.m->release(ino, true);  // the writer goes; an orphan is not queued
+  EXPECT_EQ(f.m->pending(), 0u);
+  expect_orphan_reads(f, ino, data);
+  f.m->release(ino, w);
+  expect_dropped(f, ino);
+}
+
+TEST(mount_race, unlinked_open_file_reads_while_queued) {
+  watchdog dog(60s);
+  fixture f(600000);
+  std::string const data = weights(21);
+  uint64_t const ino = f.put("a.safetensors", data);
+  EXPECT_EQ(f.state(ino), "queued");
+  bool const w = f.m->open(ino, O_RDONLY);
+  f.m->unlink(root_inode, "a.safetensors");
+  EXPECT_EQ(f.m->pending(), 0u);  // off the queue
+  expect_orphan_reads(f, ino, data);
+  f.m->release(ino, w);
+  expect_dropped(f, ino);
+}
+
+TEST(mount_race, unlinked_open_file_reads_while_compressing) {
+  watchdog dog(60s);
+  fixture f(0);
+  f.gate.arm();
+  std::string const data = weights(22);
+  uint64_t const ino = f.put("a.safetensors", data);
+  ASSERT_TRUE(f.gate.wait_arrived());
+  bool const w = f.m->open(ino, O_RDONLY);
+  f.m->unlink(root_inode, "a.safetensors");
+  expect_orphan_reads(f, ino, data);
+  f.gate.release();
+  ASSERT_TRUE(f.settle());
+  expect_orphan_reads(f, ino, data);
+  f.m->release(ino, w);
+  expect_dropped(f, ino);
+}
+
+TEST(mount_race, unlinked_open_file_reads_while_compressed) {
+  watchdog dog(60s);
+  fixture f(0);
+  std::string const data = weights(23);
+  uint64_t const ino = f.put("a.safetensors", data);
+  ASSERT_TRUE(f.settle());
+  ASSERT_EQ(f.state(ino), "compressed");
+  bool const w = f.m->open(ino, O_RDONLY);
+  // Replaced by a rename this time (the same keep as an unlink).
+  uint64_t const other = f.put("b.safetensors", "x");
+  f.m->rename(root_inode, "b.safetensors", root_inode, "a.safetensors", 0);
+  expect_orphan_reads(f, ino, data);
+  f.m->release(ino, w);
+  EXPECT_EQ(f.s->lookup(root_inode, "a.safetensors"), other);
+  ASSERT_TRUE(f.settle());
+  expect_dropped(f, ino);
+}
+
+/// An open that reaches the mount while an unlink is dropping the inode
+/// (the store asked "is it open?" before the open counted itself, and has
+/// not committed yet): the open must fail with ENOENT, as if the unlink had
+/// come first -- not succeed and then fail its reads or fstat.
+void open_racing_a_drop(bool compressed, int flags) {
+  watchdog dog(60s);
+  fixture f(compressed ? 0 : 600000);
+  std::string const data = weights(24, 20000);
+  uint64_t const ino = f.put("a.safetensors", data);
+  if (compressed) {
+    ASSERT_TRUE(f.settle());
+    ASSERT_EQ(f.state(ino), "compressed");
+  }
+  f.points.arm("unlink_drop");
+  auto unlinker = start([&] { f.m->unlink(root_inode, "a.safetensors"); });
+  ASSERT_TRUE(f.points.wait_arrived());
+  std::optional<bool> writer;  // what a successful open returned
+  std::optional<store_errc> code;
+  auto opener = start([&] {
+    try {
+      writer = f.m->open(ino, flags);
+    } catch (store_error const& e) {
+      code = e.code();
+    }
+  });
+  // The open waits for the unlink to commit (or, wrongly, gets in before
+  // it): give it the time to get there while the store is held.
+  opener.wait_for(300ms);
+  f.points.release();
+  unlinker.get();
+  opener.get();
+  EXPECT_EQ(code, store_errc::not_found) << "the open succeeded";
+  if (writer) {
+    // What the kernel does next with the handle: read, fstat, close.
+    std::string step = "read";
+    try {
+      std::string got(data.size(), '\0');
+      f.m->read(ino, 0, got.size(), reinterpret_cast<uint8_t*>(got.data()));
+      step = "fstat";
+      f.m->getattr(ino);
+    } catch (store_error const& e) {
+      ADD_FAILURE() << "open succeeded, then " << step
+                    << " failed: " << e.what();
+    }
+    f.m->release(ino, *writer);
+    ASSERT_TRUE(f.settle());
+  }
+  expect_dropped(f, ino);
+}
+
+TEST(mount_race, open_racing_a_drop_of_a_staged_file_fails) {
+  open_racing_a_drop(false, O_RDONLY);
+}
+TEST(mount_race, open_for_writing_racing_a_drop_of_a_staged_file_fails) {
+  open_racing_a_drop(false, O_RDWR);
+}
+TEST(mount_race, open_racing_a_drop_of_a_compressed_file_fails) {
+  open_racing_a_drop(true, O_RDONLY);
+}
+TEST(mount_race, open_for_writing_racing_a_drop_of_a_compressed_file_fails) {
+  open_racing_a_drop(true, O_RDWR);
 }
 
 }  // namespace
