@@ -212,6 +212,9 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
         g, flow::serial, [&](flow::continue_msg) {
           err.guard("parse", [&] {
             copy = std::make_unique<mapped_copy>(req.staged_path);
+            // Cutting untyped regions where their statistics change reads
+            // them whole, here, before the synthesize stage's dropper runs.
+            page_dropper dropping(copy.get());
             writer = std::make_unique<codec::archive_writer>(
                 copy->bytes(), req.name, chooser, s.chunk_size());
             writer->set_verify(careful);
