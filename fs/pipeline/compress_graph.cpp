@@ -212,8 +212,9 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
         g, flow::serial, [&](flow::continue_msg) {
           err.guard("parse", [&] {
             copy = std::make_unique<mapped_copy>(req.staged_path);
-            // Cutting untyped regions where their statistics change reads
-            // them whole, here, before the synthesize stage's dropper runs.
+            // Building the writer (parse, cut regions) reads through the
+            // mapping before the synthesize stage's dropper starts: without
+            // one here a 2 GB checkpoint came to 1.1 GB resident.
             page_dropper dropping(copy.get());
             writer = std::make_unique<codec::archive_writer>(
                 copy->bytes(), req.name, chooser, s.chunk_size());
