@@ -113,6 +113,11 @@ int run_cli(int argc, char** argv) {
                      "Keep the input (the default; for compatibility)");
   compress->add_flag("--rm", copt.remove_input,
                      "Delete the input after it was compressed successfully");
+  compress->add_flag(
+      "--verify", copt.verify,
+      "Decode every chunk back before writing it, falling back to zstd on "
+      "a mismatch (always on with --rm; off, each chunk's XXH3 in the "
+      "archive still lets decompress and verify detect a fault)");
   compress->add_option("--chunk-size", chunk_size_text,
                        "Chunk size, e.g. 1M (K/M/G = KiB/MiB/GiB; default 1M)");
   compress

@@ -69,6 +69,9 @@ void compress_one(compress_options const& opt,
   uint32_t const chunk_size =
       opt.chunk_size ? opt.chunk_size : codec::default_chunk_size;
   codec::archive_writer writer(data, base_name(path), chooser, chunk_size);
+  // Decoding back doubles the encoding work; it pays where the input is
+  // about to be deleted.
+  writer.set_verify(opt.verify || opt.remove_input);
   tbb::parallel_for(size_t{0}, writer.region_count(),
                     [&](size_t r) { writer.choose_program(r); });
   writer.plan_chunks();
@@ -121,9 +124,10 @@ void compress_one(compress_options const& opt,
     double const cpu = process_cpu_seconds() - start_cpu;
     std::fprintf(stderr,
                  "%s: choosing programs %.3f s (%.1f%% of %.3f CPU s), %zu "
-                 "search expansions\n",
+                 "search expansions, %zu chunks decoded back\n",
                  path == "-" ? "stdin" : path.c_str(), choose_cpu,
-                 cpu > 0 ? 100 * choose_cpu / cpu : 0.0, cpu, expansions);
+                 cpu > 0 ? 100 * choose_cpu / cpu : 0.0, cpu, expansions,
+                 writer.verified_chunks());
   }
 }
 

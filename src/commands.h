@@ -24,7 +24,10 @@ struct compress_options {
   std::string output;               // empty: FILE.brv; "-": stdout
   bool to_stdout = false;           // -c
   bool remove_input = false;        // --rm
-  uint32_t chunk_size = 0;          // 0: the codec's default
+  // Decode every chunk back before writing it (--verify); always on with
+  // --rm, where the input is not there to compress again.
+  bool verify = false;
+  uint32_t chunk_size = 0;  // 0: the codec's default
   // The program search (codec/search): strategy astar|greedy|fixed, prior
   // learned|uniform, expansions and milliseconds per region (0 ms: no
   // limit), and the fraction a program decoding below 500 MB/s must save.

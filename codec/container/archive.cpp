@@ -191,6 +191,7 @@ bool archive_writer::try_encode(uint32_t program, byte_view in,
     decode_chunk(programs_[program], payload, back.size(), back.data());
     bool const same = std::equal(back.begin(), back.end(), in.begin());
     scratch::give(std::move(back));
+    verified_.fetch_add(1, std::memory_order_relaxed);
     return same;
   } catch (error const&) {
     // errc::domain is the expected refusal; anything else is an operator

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <regex>
+#include <string>
+
 #include "tests/cli/helpers.h"
 
 namespace brevis::cli_test {
@@ -81,6 +85,44 @@ TEST(cli_roundtrip_test, rm_removes_input_after_success) {
             0);
   EXPECT_FALSE(fs::exists(dir / "x.brv"));
   EXPECT_TRUE(read_file(dir / "x") == data);
+}
+
+// The count -v reports of chunks compress decoded back before writing.
+size_t chunks_decoded_back(std::string const& err) {
+  std::smatch m;
+  static std::regex const re("([0-9]+) chunks decoded back");
+  if (!std::regex_search(err, m, re)) return SIZE_MAX;
+  return std::stoul(m[1].str());
+}
+
+TEST(cli_roundtrip_test, compress_decodes_back_with_verify_or_rm) {
+  temp_dir dir;
+  std::string const data = bf16_weights(40000, 11);  // 80 KB: 5 chunks
+  std::string const x = (dir / "x").string();
+  write_file(x, data);
+  std::vector<std::string> const base = {"compress",     "-v",  "-f",
+                                         "--chunk-size", "16K", x};
+  run_result plain = brevis(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(chunks_decoded_back(plain.err), 0u) << plain.err;
+
+  std::vector<std::string> args = base;
+  args.push_back("--verify");
+  run_result checked = brevis(args);
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  size_t const n = chunks_decoded_back(checked.err);
+  EXPECT_GE(n, 4u) << checked.err;  // those not left to the fallback
+  EXPECT_LE(n, 5u) << checked.err;
+
+  args = base;
+  args.push_back("--rm");
+  run_result removed = brevis(args);
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(chunks_decoded_back(removed.err), n) << removed.err;
+  EXPECT_FALSE(fs::exists(x));
+  run_result d = brevis({"decompress", x + ".brv"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(x) == data);
 }
 
 TEST(cli_roundtrip_test, stdin_and_stdout) {
