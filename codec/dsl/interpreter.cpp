@@ -9,25 +9,56 @@
 namespace brevis::codec {
 namespace {
 
-void encode_node(node const& n, stream const& in, bytes& payload) {
-  if (is_leaf(n.op)) {
-    leaf_def const& leaf = leaf_for(n.op);
-    bytes coded = scratch::take(in.data.size());
-    coded.clear();
-    leaf.encode(n, in, coded);
-    put_blob(payload, coded);
-    scratch::give(std::move(coded));
-    return;
-  }
-  op_def const& op = op_for(n.op);
-  std::vector<stream> kids;
-  op.encode(n, in, kids, payload);  // side data goes first
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, ++n;
+  return n;
+}
+
+void encode_node(node const& n, stream const& in, bytes& payload);
+
+void encode_children(node const& n, std::vector<stream>& kids, bytes& payload) {
   fail_if(kids.size() != n.children.size(), errc::bad_program,
           "operator produced a different number of values than children");
   for (size_t i = 0; i < kids.size(); ++i) {
     encode_node(n.children[i], kids[i], payload);
     scratch::give(std::move(kids[i].data));
   }
+}
+
+void encode_node(node const& n, stream const& in, bytes& payload) {
+  if (is_leaf(n.op)) {
+    // The leaf appends straight to the payload, after room for its length
+    // guessed from the input's (a coded value is rarely so much smaller
+    // that its length takes fewer varint bytes); a wrong guess moves it.
+    leaf_def const& leaf = leaf_for(n.op);
+    size_t const at = payload.size();
+    size_t const room = varint_size(in.data.size());
+    payload.resize(at + room);
+    try {
+      leaf.encode(n, in, payload);
+    } catch (...) {
+      payload.resize(at);
+      throw;
+    }
+    size_t const length = payload.size() - at - room;
+    size_t const need = varint_size(length);
+    auto const gap = payload.begin() + static_cast<std::ptrdiff_t>(at);
+    if (need < room) {
+      payload.erase(gap, gap + static_cast<std::ptrdiff_t>(room - need));
+    } else if (need > room) {
+      payload.insert(gap, need - room, uint8_t{0});
+    }
+    uint64_t v = length;
+    for (size_t i = 0; i + 1 < need; ++i, v >>= 7) {
+      payload[at + i] = static_cast<uint8_t>(v | 0x80);
+    }
+    payload[at + need - 1] = static_cast<uint8_t>(v);
+    return;
+  }
+  std::vector<stream> kids;
+  op_for(n.op).encode(n, in, kids, payload);  // side data goes first
+  encode_children(n, kids, payload);
 }
 
 // Bounds what a hostile payload can make the decoder allocate: all
@@ -90,10 +121,18 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
 }  // namespace
 
 void encode_chunk(node const& program, byte_view input, bytes& payload) {
-  stream root{scratch::take(input.size()), bytes_type};
-  if (!input.empty()) std::memcpy(root.data.data(), input.data(), input.size());
-  encode_node(program, root, payload);
-  scratch::give(std::move(root.data));
+  if (is_leaf(program.op)) {
+    stream root{scratch::take(input.size()), bytes_type};
+    if (!input.empty()) {
+      std::memcpy(root.data.data(), input.data(), input.size());
+    }
+    encode_node(program, root, payload);
+    scratch::give(std::move(root.data));
+    return;
+  }
+  std::vector<stream> kids;
+  op_for(program.op).encode_view(program, input, bytes_type, kids, payload);
+  encode_children(program, kids, payload);
 }
 
 void decode_chunk(node const& program, byte_view payload, size_t out_size,

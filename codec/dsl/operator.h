@@ -43,6 +43,12 @@ class op_def {
   /// appended to `side`, which the payload stores before the children.
   virtual void encode(node const& n, stream const& in, std::vector<stream>& out,
                       bytes& side) const = 0;
+  /// encode() of an input of type `type` held outside a stream (the chunk
+  /// itself, at a program's root). The default copies it into a stream;
+  /// operators that only slice their input (view) write the slices straight
+  /// from it, saving a copy of the chunk.
+  virtual void encode_view(node const& n, byte_view in, value_type type,
+                           std::vector<stream>& out, bytes& side) const;
 
   /// Given the size in bytes of this node's output, reads this node's side
   /// data from `side` and returns the byte size of each child.

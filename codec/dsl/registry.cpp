@@ -1,9 +1,19 @@
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "codec/dsl/operator.h"
+#include "codec/dsl/scratch.h"
 
 namespace brevis::codec {
+
+void op_def::encode_view(node const& n, byte_view in, value_type type,
+                         std::vector<stream>& out, bytes& side) const {
+  stream s{scratch::take(in.size()), type};
+  if (!in.empty()) std::memcpy(s.data.data(), in.data(), in.size());
+  encode(n, s, out, side);
+  scratch::give(std::move(s.data));
+}
 
 // Defined in codec/ops/all_ops.cpp and codec/leaves/all_leaves.cpp.
 std::span<op_def const* const> all_ops() noexcept;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codec/core/error.h"
+#include "codec/core/staging.h"
 
 namespace brevis::codec::htscodecs_rans {
 namespace {
@@ -16,18 +17,13 @@ constexpr size_t max_size = size_t{1} << 30;
 bool compress(byte_view in, int flags, bytes& out) {
   auto const size = static_cast<unsigned>(in.size());
   unsigned const bound = rans_compress_bound_4x16(size, flags);
-  size_t const base = out.size();
-  out.resize(base + bound);
+  staging_buffer stage(bound);
   unsigned out_size = bound;
   // The library does not modify its input in these modes (no pack or RLE).
-  unsigned char* r =
-      rans_compress_to_4x16(const_cast<uint8_t*>(in.data()), size,
-                            out.data() + base, &out_size, flags);
-  if (r == nullptr || out_size > bound || out_size == 0) {
-    out.resize(base);
-    return false;
-  }
-  out.resize(base + out_size);
+  unsigned char* r = rans_compress_to_4x16(
+      const_cast<uint8_t*>(in.data()), size, stage.data(), &out_size, flags);
+  if (r == nullptr || out_size > bound || out_size == 0) return false;
+  out.insert(out.end(), stage.data(), stage.data() + out_size);
   return true;
 }
 

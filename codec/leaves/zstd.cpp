@@ -3,7 +3,9 @@
 #include <zstd.h>
 
 #include <memory>
+#include <string>
 
+#include "codec/core/staging.h"
 #include "codec/dsl/operator.h"
 
 namespace brevis::codec {
@@ -43,16 +45,14 @@ class zstd_leaf final : public leaf_def {
   void encode(node const& n, stream const& in, bytes& out) const override {
     check(n, in.type);
     size_t const bound = ZSTD_compressBound(in.data.size());
-    size_t const base = out.size();
-    out.resize(base + bound);
-    size_t const r = ZSTD_compressCCtx(thread_cctx(), out.data() + base, bound,
-                                       in.data.data(), in.data.size(),
-                                       static_cast<int>(n.params[0]));
+    staging_buffer stage(bound);
+    size_t const r =
+        ZSTD_compressCCtx(thread_cctx(), stage.data(), bound, in.data.data(),
+                          in.data.size(), static_cast<int>(n.params[0]));
     if (ZSTD_isError(r)) {
-      out.resize(base);
       fail(errc::domain, std::string("zstd: ") + ZSTD_getErrorName(r));
     }
-    out.resize(base + r);
+    out.insert(out.end(), stage.data(), stage.data() + r);
   }
 
   void decode(node const&, value_type, byte_view payload, size_t out_size,

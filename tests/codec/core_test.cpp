@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 
 #include "codec/core/bytes.h"
 #include "codec/core/checksum.h"
+#include "codec/core/staging.h"
 
 namespace brevis::codec {
 namespace {
@@ -58,6 +60,37 @@ TEST(core_test, varint_max_names_field) {
     EXPECT_EQ(e.code(), errc::limit);
     EXPECT_NE(std::string(e.what()).find("chunk count"), std::string::npos);
   }
+}
+
+// Coders write every byte they are given room for: the buffers must hold
+// the size asked (ASan checks), be reused once released, and never be handed
+// to two holders at once.
+TEST(core_test, staging_buffers_are_reused_and_never_shared) {
+  uint8_t* first = nullptr;
+  {
+    staging_buffer a(1001);
+    std::memset(a.data(), 1, 1001);
+    first = a.data();
+    staging_buffer nested(333);  // while a holds the thread's buffer
+    std::memset(nested.data(), 2, 333);
+    EXPECT_NE(nested.data(), first);
+    EXPECT_EQ(a.data()[1000], 1);
+  }
+  {
+    staging_buffer b(999);  // fits: the same memory, not written again
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(b.data()[998], 1);
+    std::memset(b.data(), 3, 999);
+  }
+  {
+    staging_buffer c((1u << 20) + 3);  // grows
+    std::memset(c.data(), 4, (1u << 20) + 3);
+  }
+  staging_buffer huge((size_t{16} << 20) + 1);  // too large to keep
+  std::memset(huge.data(), 5, (size_t{16} << 20) + 1);
+  staging_buffer d(10);  // the thread's buffer is still free
+  std::memset(d.data(), 6, 10);
+  EXPECT_NE(d.data(), huge.data());
 }
 
 TEST(core_test, xxh3_known_value) {

@@ -80,5 +80,79 @@ TEST(dsl_test, reused_buffers_do_not_leak_between_chunks) {
   }
 }
 
+// A leaf writes straight into the payload after room for its length guessed
+// from its input's; every guess, right or wrong either way, must leave the
+// payload framed as varint(length) then the bytes.
+TEST(dsl_test, leaf_payloads_are_framed_whatever_the_length_guess) {
+  uint32_t seed = 7;
+  auto noise = [&](size_t n) {
+    bytes b(n);
+    for (uint8_t& v : b) {
+      seed = seed * 1664525u + 1013904223u;
+      v = static_cast<uint8_t>(seed >> 24);
+    }
+    return b;
+  };
+  auto expect_framed = [](bytes const& payload, size_t prefix) {
+    byte_reader r(byte_view(payload).subspan(prefix));
+    uint64_t const length = r.varint();
+    EXPECT_EQ(length, r.remaining());
+  };
+  // raw: the guess is right.
+  for (size_t size : {0u, 1u, 127u, 128u, 300u, 16383u, 16384u, 16385u}) {
+    bytes const in = noise(size);
+    bytes payload;
+    encode_chunk(make_leaf(opcode::raw), in, payload);
+    bytes expected;
+    put_blob(expected, in);
+    EXPECT_EQ(payload, expected) << size;
+  }
+  // constant: 200 bytes in (2 varint bytes), 1 out (1 byte), after a prefix.
+  bytes payload = {9, 9};
+  node const constant = make_leaf(opcode::constant);
+  encode_chunk(constant, bytes(200, 5), payload);
+  EXPECT_EQ(payload, (bytes{9, 9, 1, 5}));
+  bytes back(200);
+  decode_chunk(constant, byte_view(payload).subspan(2), back.size(),
+               back.data());
+  EXPECT_EQ(back, bytes(200, 5));
+  // zstd on noise expands: 120 bytes in (1 varint byte), over 127 out (2).
+  node const zstd = make_leaf(opcode::zstd, {1});
+  for (size_t size : {120u, 127u, 16370u, 16383u}) {
+    bytes const in = noise(size);
+    payload = {9};
+    encode_chunk(zstd, in, payload);
+    EXPECT_GT(payload.size(), size + 1);
+    expect_framed(payload, 1);
+    back.assign(size, 0);
+    decode_chunk(zstd, byte_view(payload).subspan(1), size, back.data());
+    EXPECT_EQ(back, in) << size;
+  }
+  // A leaf that refuses leaves the payload as it was.
+  payload = {9, 9};
+  EXPECT_THROW(encode_chunk(constant, noise(300), payload), error);
+  EXPECT_EQ(payload, (bytes{9, 9}));
+}
+
+// view at a program's root slices the chunk itself (encode_view): the
+// payload is its children's, lanes then tail.
+TEST(dsl_test, view_at_the_root_slices_the_chunk) {
+  node const view =
+      make_op(opcode::view, {4, static_cast<uint64_t>(meaning::uint)},
+              {make_leaf(opcode::raw), make_leaf(opcode::raw)});
+  for (size_t size : {0u, 3u, 4u, 4099u, 70001u}) {
+    bytes in(size);
+    for (size_t i = 0; i < size; ++i) in[i] = static_cast<uint8_t>(i * 7);
+    bytes payload;
+    encode_chunk(view, in, payload);
+    size_t const whole = size / 4 * 4;
+    bytes expected;
+    put_blob(expected, byte_view(in).first(whole));
+    put_blob(expected, byte_view(in).subspan(whole));
+    EXPECT_EQ(payload, expected) << size;
+    EXPECT_TRUE(roundtrips(view, in)) << size;
+  }
+}
+
 }  // namespace
 }  // namespace brevis::codec
