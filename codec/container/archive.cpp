@@ -121,6 +121,9 @@ void archive_writer::plan_chunks() {
   chunks_.clear();
   in_program_region_.clear();
   std::unordered_map<uint64_t, size_t> first_seen;  // key: xxh3 ^ length
+  // The file's checksum in the same pass, while each chunk is in cache: the
+  // chunks tile the file in order.
+  xxh3_stream whole;
   for (size_t r = 0; r < regions_.size(); ++r) {
     region const& g = regions_[r].info;
     // A literal program holding exactly the region's bytes: append() stores
@@ -144,6 +147,7 @@ void archive_writer::plan_chunks() {
       c.program = regions_[r].program;
       byte_view data = file_.subspan(c.offset, c.length);
       c.checksum = xxh3(data);
+      whole.update(data);
       if (in_program) {  // cheaper than a ref
         chunks_.push_back(c);
         done += c.length;
@@ -164,6 +168,7 @@ void archive_writer::plan_chunks() {
       done += c.length;
     }
   }
+  whole_checksum_ = whole.digest();
 }
 
 bytes archive_writer::header() const {
@@ -249,7 +254,7 @@ bytes archive_writer::finish() {
           "finish() before every chunk was appended");
   brv::archive_index x;
   x.original_size = file_.size();
-  x.original_checksum = xxh3(file_);
+  x.original_checksum = whole_checksum_ ? *whole_checksum_ : xxh3(file_);
   x.regions = regions_;
   x.programs = programs_;
   x.chunks = chunks_;

@@ -121,9 +121,10 @@ class archive_writer {
   std::vector<node> chosen_;    // per region, from choose_program
   std::vector<node> programs_;  // programs_[0] is fallback_program()
   std::vector<chunk_entry> chunks_;
-  std::vector<bool> in_program_region_;  // per region, from plan_chunks
-  uint64_t written_ = 0;                 // payload bytes appended so far
-  size_t appended_ = 0;                  // chunks appended so far
+  std::vector<bool> in_program_region_;     // per region, from plan_chunks
+  std::optional<uint64_t> whole_checksum_;  // XXH3 of file_, by plan_chunks
+  uint64_t written_ = 0;                    // payload bytes appended so far
+  size_t appended_ = 0;                     // chunks appended so far
 };
 
 /// Writes a whole archive of `file` in memory, serially (tests, small files).

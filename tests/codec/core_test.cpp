@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -91,6 +92,21 @@ TEST(core_test, staging_buffers_are_reused_and_never_shared) {
   staging_buffer d(10);  // the thread's buffer is still free
   std::memset(d.data(), 6, 10);
   EXPECT_NE(d.data(), huge.data());
+}
+
+TEST(core_test, xxh3_stream_equals_xxh3_of_the_whole) {
+  bytes data(300000);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  }
+  EXPECT_EQ(xxh3_stream().digest(), xxh3({}));
+  for (size_t piece : {1u, 7u, 240u, 4096u, 65537u, 300000u}) {
+    xxh3_stream s;
+    for (size_t at = 0; at < data.size(); at += piece) {
+      s.update(byte_view(data).subspan(at, std::min(piece, data.size() - at)));
+    }
+    EXPECT_EQ(s.digest(), xxh3(data)) << piece;
+  }
 }
 
 TEST(core_test, xxh3_known_value) {
