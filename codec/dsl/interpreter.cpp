@@ -61,6 +61,42 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
   encode_children(n, kids, payload);
 }
 
+// encode_node of a value held outside a stream (the chunk, or a slice of
+// it): an operator that concatenates hands its children slices, others read
+// it in place where they can (op_def::encode_view); a leaf gets a copy.
+void encode_node_view(node const& n, byte_view in, value_type type,
+                      bytes& payload) {
+  if (is_leaf(n.op)) {
+    stream s{scratch::take(in.size()), type};
+    if (!in.empty()) std::memcpy(s.data.data(), in.data(), in.size());
+    encode_node(n, s, payload);
+    scratch::give(std::move(s.data));
+    return;
+  }
+  op_def const& op = op_for(n.op);
+  if (op.concatenates()) {
+    std::vector<value_type> const types = op.child_types(n, type);
+    byte_reader none{byte_view{}};
+    std::vector<size_t> const sizes = op.child_sizes(n, type, in.size(), none);
+    fail_if(sizes.size() != types.size() || types.size() != n.children.size(),
+            errc::bad_program, "operator gave wrong number of child sizes");
+    size_t at = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      fail_if(sizes[i] > in.size() - at || sizes[i] % types[i].width != 0,
+              errc::bad_program, "child sizes do not tile the value");
+      encode_node_view(n.children[i], in.subspan(at, sizes[i]), types[i],
+                       payload);
+      at += sizes[i];
+    }
+    fail_if(at != in.size(), errc::bad_program,
+            "child sizes do not tile the value");
+    return;
+  }
+  std::vector<stream> kids;
+  op.encode_view(n, in, type, kids, payload);
+  encode_children(n, kids, payload);
+}
+
 // Bounds what a hostile payload can make the decoder allocate: all
 // intermediate values of one chunk together stay under this many bytes.
 class budget {
@@ -121,18 +157,7 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
 }  // namespace
 
 void encode_chunk(node const& program, byte_view input, bytes& payload) {
-  if (is_leaf(program.op)) {
-    stream root{scratch::take(input.size()), bytes_type};
-    if (!input.empty()) {
-      std::memcpy(root.data.data(), input.data(), input.size());
-    }
-    encode_node(program, root, payload);
-    scratch::give(std::move(root.data));
-    return;
-  }
-  std::vector<stream> kids;
-  op_for(program.op).encode_view(program, input, bytes_type, kids, payload);
-  encode_children(program, kids, payload);
+  encode_node_view(program, input, bytes_type, payload);
 }
 
 void decode_chunk(node const& program, byte_view payload, size_t out_size,

@@ -43,10 +43,10 @@ class op_def {
   /// appended to `side`, which the payload stores before the children.
   virtual void encode(node const& n, stream const& in, std::vector<stream>& out,
                       bytes& side) const = 0;
-  /// encode() of an input of type `type` held outside a stream (the chunk
-  /// itself, at a program's root). The default copies it into a stream;
-  /// operators that only slice their input (view) write the slices straight
-  /// from it, saving a copy of the chunk.
+  /// encode() of an input of type `type` held outside a stream (a slice of
+  /// the chunk, under a view at a program's root). The default copies it
+  /// into a stream; operators that read their input once (fields, planes)
+  /// read it in place, saving a copy of the chunk.
   virtual void encode_view(node const& n, byte_view in, value_type type,
                            std::vector<stream>& out, bytes& side) const;
 
@@ -65,7 +65,10 @@ class op_def {
 
   /// True when decode only writes the children's bytes one after the other
   /// (view, split): the interpreter then decodes the children straight into
-  /// the output, saving a copy and a buffer, and does not call decode.
+  /// the output, saving a copy and a buffer, and does not call decode. Such
+  /// an operator writes no side data, and child_sizes gives the sizes from
+  /// the output size alone: encoding then hands the children slices of the
+  /// input, and does not call encode.
   virtual bool concatenates() const { return false; }
 };
 

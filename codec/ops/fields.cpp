@@ -108,14 +108,19 @@ class fields_op final : public op_def {
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    std::vector<value_type> const types = child_types(n, in.type);
-    size_t const count = op_util::element_count(in.data.size(), in.type);
+              bytes& side) const override {
+    encode_view(n, in.data, in.type, out, side);
+  }
+
+  void encode_view(node const& n, byte_view in, value_type type,
+                   std::vector<stream>& out, bytes&) const override {
+    std::vector<value_type> const types = child_types(n, type);
+    size_t const count = op_util::element_count(in.size(), type);
     stream sign = op_util::make_stream(count, types[0]);
     stream exp = op_util::make_stream(count * types[1].width, types[1]);
     stream man = op_util::make_stream(count * types[2].width, types[2]);
-    with_layout(in.type.kind, [&]<typename L>() {
-      split<L>(in.data.data(), count, sign.data.data(), exp.data.data(),
+    with_layout(type.kind, [&]<typename L>() {
+      split<L>(in.data(), count, sign.data.data(), exp.data.data(),
                man.data.data());
     });
     out.push_back(std::move(sign));

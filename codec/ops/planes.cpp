@@ -63,16 +63,21 @@ class planes_op final : public op_def {
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    std::vector<value_type> const types = child_types(n, in.type);
-    size_t const count = op_util::element_count(in.data.size(), in.type);
+              bytes& side) const override {
+    encode_view(n, in.data, in.type, out, side);
+  }
+
+  void encode_view(node const& n, byte_view in, value_type type,
+                   std::vector<stream>& out, bytes&) const override {
+    std::vector<value_type> const types = child_types(n, type);
+    size_t const count = op_util::element_count(in.size(), type);
     size_t const first = out.size();
     for (value_type t : types) out.push_back(op_util::make_stream(count, t));
-    op_util::with_lane(in.type.width, [&]<typename T>() {
+    op_util::with_lane(type.width, [&]<typename T>() {
       constexpr size_t N = sizeof(T);
       std::array<uint8_t*, N> planes;
       for (size_t k = 0; k < N; ++k) planes[k] = out[first + k].data.data();
-      if constexpr (N > 1) split<N>(in.data.data(), count, planes);
+      if constexpr (N > 1) split<N>(in.data(), count, planes);
     });
   }
 

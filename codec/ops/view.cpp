@@ -32,18 +32,13 @@ class view_op final : public op_def {
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes& side) const override {
-    encode_view(n, in.data, in.type, out, side);
-  }
-
-  void encode_view(node const& n, byte_view in, value_type type,
-                   std::vector<stream>& out, bytes&) const override {
-    std::vector<value_type> const types = child_types(n, type);
-    size_t const whole = in.size() / types[0].width * types[0].width;
+              bytes&) const override {
+    std::vector<value_type> const types = child_types(n, in.type);
+    size_t const whole = in.data.size() / types[0].width * types[0].width;
     stream lanes = op_util::make_stream(whole, types[0]);
-    stream tail = op_util::make_stream(in.size() - whole, types[1]);
-    std::copy(in.begin(), in.begin() + whole, lanes.data.begin());
-    std::copy(in.begin() + whole, in.end(), tail.data.begin());
+    stream tail = op_util::make_stream(in.data.size() - whole, types[1]);
+    std::copy(in.data.begin(), in.data.begin() + whole, lanes.data.begin());
+    std::copy(in.data.begin() + whole, in.data.end(), tail.data.begin());
     out.push_back(std::move(lanes));
     out.push_back(std::move(tail));
   }
