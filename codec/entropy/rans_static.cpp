@@ -257,13 +257,16 @@ void coder::build_encoder() const {
     e.cmpl = static_cast<uint16_t>(total - f);
     start += f;
   }
-  enc_x_max_.resize(enc_.size());
-  enc_bias_cmpl_.resize(enc_.size());
-  enc_inverse_.resize(enc_.size());
+  bool const direct = width_ == 1;
+  size_t const entries = direct ? 256 : enc_.size();
+  enc_x_max_.assign(entries, 0);
+  enc_bias_cmpl_.assign(entries, 0);
+  enc_inverse_.assign(entries, 0.0f);
   for (size_t i = 0; i < enc_.size(); ++i) {
-    enc_x_max_[i] = enc_[i].x_max;
-    enc_bias_cmpl_[i] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
-    enc_inverse_[i] = 1.0f / static_cast<float>(table_.freqs[i]);
+    size_t const at = direct ? table_.symbols[i] : i;
+    enc_x_max_[at] = enc_[i].x_max;
+    enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+    enc_inverse_[at] = 1.0f / static_cast<float>(table_.freqs[i]);
   }
 }
 

@@ -210,11 +210,17 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
         symbols = _mm512_cvtepu8_epi32(
             _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
       }
-      __m512i idx = _mm512_i32gather_epi32(symbols, index, 4);
-      __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
-      absent |= bad;
-      idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
+      __m512i idx = symbols;
+      if constexpr (sizeof(sym) == 2) {
+        idx = _mm512_i32gather_epi32(symbols, index, 4);
+        __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
+        absent |= bad;
+        idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
+      }
       __m512i const limit = _mm512_i32gather_epi32(idx, x_max, 4);
+      if constexpr (sizeof(sym) == 1) {
+        absent |= _mm512_cmpeq_epi32_mask(limit, _mm512_setzero_si512());
+      }
       __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
       __m512 const inv = _mm512_i32gather_ps(idx, inverse, 4);
       __m512i s = state[g];

@@ -38,8 +38,10 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
 
 /// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
 /// after the scalar tail) backwards from the states `x`, writing words below
-/// `p` (moved down). The tables are the coder's, by symbol index. Returns
-/// true if some symbol is absent from the table (the payload is then junk).
+/// `p` (moved down). The tables are the coder's, by symbol index; for 8-bit
+/// symbols by the symbol itself (`index` unused, x_max 0 when absent), which
+/// saves a gather. Returns true if some symbol is absent from the table (the
+/// payload is then junk).
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* x_max,

@@ -145,6 +145,44 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
   rs::limit_simd(2);
 }
 
+// A symbol the table lacks is refused wherever it falls (a vector round or
+// the scalar tail), for both widths and on every path; the vector encoder
+// finds 8-bit symbols by value, absent ones by their zero limit.
+TEST(rans_static_test, absent_symbols_are_refused_on_every_path) {
+  for (unsigned width : {1u, 2u}) {
+    bytes d;
+    std::mt19937 rng(width);
+    for (size_t i = 0; i < rs::wide_from + 45; ++i) {
+      uint32_t const v = 2 * (rng() % 100) + 1;  // odd symbols only
+      width == 1 ? d.push_back(static_cast<uint8_t>(v))
+                 : testing::append<uint16_t>(d, static_cast<uint16_t>(v));
+    }
+    std::vector<uint64_t> hist;
+    rs::histogram(d, width, hist);
+    rs::coder const c(rs::normalize(hist, 12), width);
+    for (unsigned simd : {0u, 1u, 2u}) {
+      rs::limit_simd(simd);
+      bytes payload;
+      c.encode(d, payload);  // all present: codes
+      bytes back(d.size());
+      c.decode(payload, d.size() / width, back.data());
+      EXPECT_EQ(back, d);
+      for (size_t at : {size_t{0}, size_t{1000}, rs::wide_from + 44}) {
+        bytes bad = d;
+        bad[at * width] = 2;  // even: absent
+        payload.clear();
+        try {
+          c.encode(bad, payload);
+          ADD_FAILURE() << width << " " << simd << " " << at;
+        } catch (error const& e) {
+          EXPECT_EQ(e.code(), errc::domain);
+        }
+      }
+    }
+    rs::limit_simd(2);
+  }
+}
+
 // Every encoding path writes the same payload (the vector encoder divides
 // in float and corrects the quotient, which must always land exactly).
 TEST(rans_static_test, vector_and_scalar_encoders_agree) {
