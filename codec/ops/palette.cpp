@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
+#include "codec/dsl/scratch.h"
 #include "codec/ops/op_util.h"
 
 namespace brevis::codec {
@@ -44,7 +45,7 @@ void encode_by_table(uint8_t const* in, size_t count, size_t max_k, bytes& dict,
     index[v] = static_cast<I>(k++);
     put_le<T>(dict, static_cast<T>(v));
   }
-  indices.resize(count * sizeof(I));
+  indices = scratch::take(count * sizeof(I));  // fully written below
   uint8_t* out = indices.data();
   for (size_t j = 0; j < count; ++j) {
     store_le<I>(out + j * sizeof(I), index[load_le<T>(in + j * sizeof(T))]);
@@ -100,8 +101,8 @@ template <typename T, typename I>
 void encode_by_hash(uint8_t const* in, size_t count, size_t max_k, bytes& dict,
                     bytes& indices) {
   first_seen_table<T> table(std::min(count, max_k + 1));
-  std::vector<T> values;  // by id
-  indices.resize(count * sizeof(I));
+  std::vector<T> values;                       // by id
+  indices = scratch::take(count * sizeof(I));  // fully written below
   uint8_t* out = indices.data();
   uint32_t next = 0;
   uint32_t id = 0;

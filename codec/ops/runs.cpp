@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
+#include "codec/dsl/scratch.h"
 #include "codec/ops/op_util.h"
 
 namespace brevis::codec {
@@ -36,8 +37,9 @@ void encode_lanes(uint8_t const* in, size_t count, bytes& values,
                   bytes& lengths) {
   size_t r = 0;
   for_each_run<T>(in, count, [&](T, uint32_t) { ++r; });
-  values.resize(r * sizeof(T));
-  lengths.resize(r * 4);
+  // Reused buffers, fully written below: no zero-fill, no fresh pages.
+  values = scratch::take(r * sizeof(T));
+  lengths = scratch::take(r * 4);
   size_t i = 0;
   for_each_run<T>(in, count, [&](T v, uint32_t len) {
     store_le<T>(values.data() + i * sizeof(T), v);

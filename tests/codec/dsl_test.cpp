@@ -78,6 +78,25 @@ TEST(dsl_test, reused_buffers_do_not_leak_between_chunks) {
     EXPECT_TRUE(roundtrips(view, in)) << size;
     EXPECT_TRUE(roundtrips(split, in)) << size;
   }
+  // runs and palette write their children into reused buffers too: values
+  // of few levels in runs, so both apply, at sizes that shrink and grow.
+  auto over_u16 = [](node op) {
+    return make_op(opcode::view, {2, static_cast<uint64_t>(meaning::uint)},
+                   {std::move(op), make_leaf(opcode::raw)});
+  };
+  node const runs = over_u16(make_op(
+      opcode::runs, {}, {make_leaf(opcode::raw), make_leaf(opcode::rans0)}));
+  node const palette = over_u16(make_op(
+      opcode::palette, {1}, {make_leaf(opcode::raw), make_leaf(opcode::raw)}));
+  for (size_t size : {70001u, 5u, 4096u, 0u, 65536u, 1u, 99999u, 101u}) {
+    bytes in(size);
+    for (size_t i = 0; i < size; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      in[i] = i % 2 == 1 ? 0 : static_cast<uint8_t>((i / 64 + seed % 2) % 9);
+    }
+    EXPECT_TRUE(roundtrips(runs, in)) << size;
+    EXPECT_TRUE(roundtrips(palette, in)) << size;
+  }
 }
 
 // A leaf writes straight into the payload after room for its length guessed
