@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "codec/search/value_stats.h"
 
 namespace brevis::codec::search {
 namespace {
@@ -13,37 +17,67 @@ constexpr size_t block = 16u << 10;
 // 16 KiB blocks).
 constexpr double cut_threshold = 0.25;
 
-using histogram = std::array<double, 256>;
+using histogram = std::array<uint32_t, 256>;
 
 histogram histogram_of(byte_view d) {
   histogram h{};
-  for (uint8_t b : d) ++h[b];
+  // Runs of one value (zeros in a sparse dump) are common and the slowest
+  // case for counting: recognise them at memory speed.
+  if (!d.empty() && std::memcmp(d.data(), d.data() + 1, d.size() - 1) == 0) {
+    h[d.front()] = static_cast<uint32_t>(d.size());
+    return h;
+  }
+  byte_histogram(d, h);
   return h;
 }
 
 // Code lengths (bits) of each byte value under the histogram, smoothed.
 std::array<double, 256> code_lengths(histogram const& h) {
   double n = 0;
-  for (double c : h) n += c;
+  for (uint32_t c : h) n += c;
   std::array<double, 256> out{};
   for (size_t i = 0; i < 256; ++i)
     out[i] = -std::log2((h[i] + 0.5) / (n + 128));
   return out;
 }
 
+// c * log2(c + 0.5) for every count two blocks can reach: the smoothed
+// code length sums below without a logarithm per symbol (a region of
+// 1 GiB has 65536 block pairs).
+std::vector<double> const& count_log_table() {
+  static std::vector<double> const table = [] {
+    std::vector<double> t(2 * block + 1);
+    for (size_t c = 0; c < t.size(); ++c) {
+      t[c] = static_cast<double>(c) * std::log2(static_cast<double>(c) + 0.5);
+    }
+    return t;
+  }();
+  return table;
+}
+
+// Bits to code the counted bytes with their own smoothed distribution:
+// sum over values of -c * log2((c + 0.5) / (n + 128)).
+double smoothed_bits(double n, double sum_count_log) {
+  return n * std::log2(n + 128) - sum_count_log;
+}
+
 // Bits per byte the two parts lose when coded with their merged
 // distribution instead of each their own.
 double split_gain(histogram const& a, histogram const& b) {
-  histogram m{};
-  for (size_t i = 0; i < 256; ++i) m[i] = a[i] + b[i];
-  auto const la = code_lengths(a), lb = code_lengths(b), lm = code_lengths(m);
-  double own = 0, merged = 0, n = 0;
+  if (a == b) return 0;  // e.g. neighbouring blocks of zeros
+  auto const& t = count_log_table();
+  double na = 0, nb = 0, la = 0, lb = 0, lm = 0;
   for (size_t i = 0; i < 256; ++i) {
-    own += a[i] * la[i] + b[i] * lb[i];
-    merged += m[i] * lm[i];
-    n += m[i];
+    na += a[i];
+    nb += b[i];
+    la += t[a[i]];
+    lb += t[b[i]];
+    lm += t[a[i] + b[i]];
   }
-  return n > 0 ? (merged - own) / n : 0;
+  double const n = na + nb;
+  if (n == 0) return 0;
+  double const own = smoothed_bits(na, la) + smoothed_bits(nb, lb);
+  return (smoothed_bits(n, lm) - own) / n;
 }
 
 }  // namespace
