@@ -6,6 +6,7 @@
 // heuristic.
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "codec/dsl/program.h"
@@ -36,6 +37,10 @@ struct search_options {
   // A program decoding below fast_decode_mb_per_s is chosen only when it
   // costs this fraction less than the best fast program.
   double slow_margin = 0.03;
+  // A sibling's program (the seed) is only checked on the region when its
+  // statistics match the sibling's (find_program), with no search against
+  // it.
+  bool trust_seed = true;
   size_t sample_bytes = 256u << 10;  // the region's sample, at most
   uint32_t chunk_size = 1u << 20;    // the archive's chunks
 };
@@ -53,10 +58,14 @@ struct search_result {
 /// null) is measured first and kept unless the search beats it by more
 /// than `seed_margin` (a fraction). The result always encodes every chunk
 /// or falls back per chunk: a plain leaf on the region is always there.
+/// With opt.trust_seed, the seed is kept without a search when it replays
+/// with the same decision contexts as `seed_decisions` (the seed's own, on
+/// its region: the statistics match) and beats the region's plain leaf.
 search_result find_program(region_input const& in, prior const& p,
                            search_options const& opt,
                            node const* seed = nullptr,
-                           double seed_margin = 0.01);
+                           double seed_margin = 0.01,
+                           std::span<decision const> seed_decisions = {});
 
 /// Fits the empty-table rans_static leaves of `program` to the values they
 /// see over every chunk of `data` (so that every chunk encodes); a leaf
