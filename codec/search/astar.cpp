@@ -332,6 +332,7 @@ class engine {
     }
     // zstd on the region's bytes: what finds repeats the operators miss.
     if (op == opcode::zstd && v.depth == 0) return false;
+    if (v.depth < opt_.prune_from_depth) return false;
     return probability(v, p) < opt_.prune_below;
   }
 
