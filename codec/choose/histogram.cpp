@@ -71,10 +71,16 @@ double estimate_table_blob_bytes(sparse_hist const& h) {
   uint64_t const slots = uint64_t{1} << rans_static_scale_for(h.size(), n);
   std::vector<uint32_t> symbols, freqs;
   symbols.reserve(h.size()), freqs.reserve(h.size());
+  // 64-bit products where they fit (slots <= 2^16): a 128-bit division
+  // per symbol was most of this estimate's time.
+  bool const narrow = n < (uint64_t{1} << 43);
   for (auto const& [s, c] : h) {
     symbols.push_back(s);
-    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(
-        1, (static_cast<unsigned __int128>(c) * slots + n / 2) / n)));
+    uint64_t const f =
+        narrow ? (c * slots + n / 2) / n
+               : static_cast<uint64_t>(
+                     (static_cast<unsigned __int128>(c) * slots + n / 2) / n);
+    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(1, f)));
   }
   return estimate_rans_static_blob_bytes(symbols, freqs);
 }
