@@ -267,8 +267,10 @@ class search_file_chooser final : public program_chooser {
     if (!opt_.search.trust_seed) return;
     std::unordered_map<std::string, std::pair<region const*, size_t>> seen;
     for (region const& r : regions) {
-      if (r.kind != region_kind::tensor || r.length < min_role_bytes ||
-          r.shape.empty() || r.offset + r.length > file.size()) {
+      // Small ones too: a replay of the sibling's program costs less than
+      // their search and coded as well on the corpus.
+      if (r.kind != region_kind::tensor || r.shape.empty() ||
+          r.offset + r.length > file.size()) {
         continue;
       }
       auto [it, fresh] = seen.try_emplace(search::role_of(r), &r, 0);
@@ -282,10 +284,6 @@ class search_file_chooser final : public program_chooser {
       roles_.emplace(role, std::move(e));
     }
   }
-
-  // Regions smaller than this are searched on their own: a sibling's
-  // program saves little there.
-  static constexpr uint64_t min_role_bytes = 4u << 10;
 
   struct role_entry {
     region first_region;  // a copy: the writer keeps no `regions`
