@@ -183,10 +183,18 @@ class engine {
     sample_ = sample_slices(
         in.data, w, std::min(o.sample_bytes, base + in.data.size() / 32));
     budget_ = o.budget;
+    // Float fields and byte planes are what wins there, and their costs
+    // come from the histogram; integers need deeper programs (rows, deltas).
+    if (in.root_hist != nullptr && !in.root_hist->empty() &&
+        (in.info.type == dtype::bf16 || in.info.type == dtype::f16)) {
+      budget_ =
+          std::max<size_t>(1, static_cast<size_t>(static_cast<double>(budget_) *
+                                                  o.histogram_budget));
+    }
     if (in.data.size() < (64u << 10)) {
       budget_ =
           std::min(budget_, std::max(o.small_region_budget,
-                                     o.budget * in.data.size() / (64u << 10)));
+                                     budget_ * in.data.size() / (64u << 10)));
     }
     scale_ = sample_.empty() ? 1
                              : static_cast<double>(in.data.size()) /
