@@ -41,8 +41,8 @@ struct search_options {
   double prune_below = 0.03;
   // Values shallower than this are never pruned (the prior only orders
   // their expansions). 2 (the region's bytes and elements) reaches the
-  // uniform prior's ratio on the corpus with 12% fewer expansions, but
-  // costs 27% more choosing CPU than 0: speed wins by default.
+  // uniform prior's ratio on the corpus with a few fewer expansions, but
+  // costs a third more choosing CPU than 0: speed wins by default.
   unsigned prune_from_depth = 0;
   // A program decoding below fast_decode_mb_per_s is chosen only when it
   // costs this fraction less than the best fast program.
