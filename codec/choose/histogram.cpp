@@ -1,9 +1,11 @@
 #include "codec/choose/histogram.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/entropy/histogram.h"
 #include "codec/leaves/rans_static.h"
 
@@ -13,24 +15,24 @@ sparse_hist sparse_histogram(byte_view data) { return histogram16(data); }
 
 double entropy_bits(sparse_hist const& h) {
   uint64_t n = 0;
-  for (auto const& [s, c] : h) n += c;
-  double bits = 0;
-  for (auto const& [s, c] : h) {
-    bits -= static_cast<double>(c) *
-            std::log2(static_cast<double>(c) / static_cast<double>(n));
-  }
-  return bits;
+  double terms = 0;
+  for (auto const& [s, c] : h) n += c, terms += c_log2_c(c);
+  return entropy_from_terms(n, terms);
 }
 
 // Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
 // plus about 0.7 bytes of table per distinct byte (measured).
 double estimate_planes_bytes(sparse_hist const& h) {
-  std::vector<uint64_t> lo(256, 0), hi(256, 0);
-  for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c;
-  double bytes =
-      (rans_static::entropy_bits(lo) + rans_static::entropy_bits(hi)) / 8;
-  for (size_t b = 0; b < 256; ++b) bytes += 0.7 * ((lo[b] > 0) + (hi[b] > 0));
-  return bytes;
+  std::array<uint64_t, 256> lo{}, hi{};
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c, n += c;
+  double terms = 0, present = 0;
+  for (size_t b = 0; b < 256; ++b) {
+    terms += c_log2_c(lo[b]) + c_log2_c(hi[b]);
+    present += (lo[b] > 0) + (hi[b] > 0);
+  }
+  // Both planes hold n bytes: entropy = 2 n log2(n) - sum c log2(c).
+  return (2 * c_log2_c(n) - terms) / 8 + 0.7 * present;
 }
 
 // Estimated bytes of rans_static with the value's own table: the entropy
@@ -46,13 +48,18 @@ double estimate_table_payload_bytes(sparse_hist const& h) {
   double const slots =
       std::ldexp(1.0, static_cast<int>(rans_static_scale_for(h.size(), n)));
   double const per_count = slots / static_cast<double>(n);
-  double sum_f = 0, bits = 0;
+  // A symbol gets c * per_count slots, at least one; above one,
+  // log2(c * per_count) = log2(c) + log2(per_count), from the table.
+  double sum_f = 0, terms = 0, scaled = 0;
   for (auto const& [s, c] : h) {
-    double const cnt = static_cast<double>(c);
-    double const f = std::max(1.0, cnt * per_count);
-    sum_f += f;
-    bits -= cnt * std::log2(f);
+    double const f = static_cast<double>(c) * per_count;
+    if (f > 1) {
+      sum_f += f, terms += c_log2_c(c), scaled += static_cast<double>(c);
+    } else {
+      sum_f += 1;
+    }
   }
+  double bits = -terms - scaled * std::log2(per_count);
   bits += static_cast<double>(n) * std::log2(sum_f);
   return (bits + 32.0 * rans_static::lanes) / 8;
 }
@@ -64,10 +71,16 @@ double estimate_table_blob_bytes(sparse_hist const& h) {
   uint64_t const slots = uint64_t{1} << rans_static_scale_for(h.size(), n);
   std::vector<uint32_t> symbols, freqs;
   symbols.reserve(h.size()), freqs.reserve(h.size());
+  // 64-bit products where they fit (slots <= 2^16): a 128-bit division
+  // per symbol was most of this estimate's time.
+  bool const narrow = n < (uint64_t{1} << 43);
   for (auto const& [s, c] : h) {
     symbols.push_back(s);
-    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(
-        1, (static_cast<unsigned __int128>(c) * slots + n / 2) / n)));
+    uint64_t const f =
+        narrow ? (c * slots + n / 2) / n
+               : static_cast<uint64_t>(
+                     (static_cast<unsigned __int128>(c) * slots + n / 2) / n);
+    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(1, f)));
   }
   return estimate_rans_static_blob_bytes(symbols, freqs);
 }

@@ -1,6 +1,7 @@
 #include "codec/choose/shared_tables.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -24,23 +25,23 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
     groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
   }
-  // Kept zero between groups; only the touched entries are cleared.
+  // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
   std::vector<double> sym_bits(65536);  // read only at the table's symbols
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    std::vector<uint32_t> symbols;
     for (member const& m : members) {
-      for (auto const& [s, c] : m.hist) {
-        if (total[s] == 0) symbols.push_back(s);
-        total[s] += c;
-      }
+      for (auto const& [s, c] : m.hist) total[s] += c;
     }
-    std::sort(symbols.begin(), symbols.end());
-    std::vector<uint64_t> counts(symbols.size());
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      counts[i] = total[symbols[i]];
-      total[symbols[i]] = 0;
+    // In symbol order by a scan, cheaper than sorting the tens of
+    // thousands of symbols of large groups.
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    for (uint32_t s = 0; s < total.size(); ++s) {
+      if (total[s] == 0) continue;
+      symbols.push_back(s);
+      counts.push_back(total[s]);
+      total[s] = 0;
     }
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
@@ -90,7 +91,7 @@ int file_tables::shared_kind(region const& r) {
 unsigned file_tables::median_exponent(sparse_hist const& h, int kind) {
   unsigned const shift = kind == 0 ? 7 : 10;
   unsigned const mask = kind == 0 ? 0xff : 0x1f;
-  std::vector<uint64_t> e(mask + 1, 0);
+  std::array<uint64_t, 256> e{};
   uint64_t n = 0;
   for (auto const& [s, c] : h) {
     e[(s >> shift) & mask] += c;

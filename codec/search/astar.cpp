@@ -39,10 +39,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <queue>
+#include <tuple>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/choose/sample.h"
 #include "codec/dsl/operator.h"
 #include "codec/entropy/rans_static.h"
@@ -65,6 +69,9 @@ struct value {
   uint64_t hash = 0;
   context ctx;
   std::vector<uint16_t> applicable;
+  // P and -log2 P of every production under the prior (0 and infinity where
+  // it does not apply), computed once per value.
+  std::vector<double> prob, prob_bits;
   std::shared_ptr<sparse_hist const> whole_hist;  // see value_info
   node leaf;  // the best leaf and its cost (description + payload bits)
   double leaf_bits = infinite;
@@ -176,17 +183,26 @@ class engine {
     sample_ = sample_slices(
         in.data, w, std::min(o.sample_bytes, base + in.data.size() / 32));
     budget_ = o.budget;
+    // Float fields and byte planes are what wins there, and their costs
+    // come from the histogram; integers need deeper programs (rows, deltas).
+    if (in.root_hist != nullptr && !in.root_hist->empty() &&
+        (in.info.type == dtype::bf16 || in.info.type == dtype::f16)) {
+      budget_ =
+          std::max<size_t>(1, static_cast<size_t>(static_cast<double>(budget_) *
+                                                  o.histogram_budget));
+    }
     if (in.data.size() < (64u << 10)) {
       budget_ =
           std::min(budget_, std::max(o.small_region_budget,
-                                     o.budget * in.data.size() / (64u << 10)));
+                                     budget_ * in.data.size() / (64u << 10)));
     }
     scale_ = sample_.empty() ? 1
                              : static_cast<double>(in.data.size()) /
                                    static_cast<double>(sample_.size());
   }
 
-  search_result run(node const* seed, double seed_margin) {
+  search_result run(node const* seed, double seed_margin,
+                    std::span<decision const> seed_decisions) {
     double const start = thread_cpu_ms();
     // A sibling's program is the likely answer: a short search checks it.
     if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
@@ -195,11 +211,26 @@ class engine {
                    in_.data.size(),
                    seed ? (" seed " + program_text(*seed)).c_str() : "");
     }
+    root_ = make_value(stream{sample_, bytes_type}, 0, in_.data, scale_);
     state s0;
     s0.tree = open_value();
-    s0.open.push_back(
-        {{}, make_value(stream{sample_, bytes_type}, 0, in_.data, scale_)});
+    s0.open.push_back({{}, root_});
     consider(s0);
+    if (seed != nullptr && opt_.trust_seed && !seed_decisions.empty()) {
+      complete s = replay(*seed);
+      bool const same = std::equal(
+          s.decisions.begin(), s.decisions.end(), seed_decisions.begin(),
+          seed_decisions.end(), [](decision const& a, decision const& b) {
+            return a.where == b.where && a.production == b.production;
+          });
+      if (trace_) {
+        std::fprintf(stderr, "  seed %.0f plain %.0f, %s statistics\n", s.bits,
+                     best_.bits, same ? "same" : "other");
+      }
+      if (same && s.bits < best_.bits) {
+        return result(std::move(s), replayed_, start);
+      }
+    }
 
     auto worse = [](std::pair<double, size_t> const& a,
                     std::pair<double, size_t> const& b) { return a > b; };
@@ -266,14 +297,7 @@ class engine {
       }
       if (s.bits <= chosen.bits * (1 + seed_margin)) chosen = s;
     }
-    search_result r;
-    r.program = std::move(chosen.program);
-    r.estimated_bytes = chosen.bits / 8;
-    r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
-    r.decisions = std::move(chosen.decisions);
-    r.expansions = expansions;
-    r.ms = thread_cpu_ms() - start;
-    return r;
+    return result(std::move(chosen), expansions + replayed_, start);
   }
 
  private:
@@ -287,8 +311,21 @@ class engine {
            1e-6 * static_cast<double>(t.tv_nsec);
   }
 
-  double probability(value const& v, uint16_t p) const {
-    return prior_.probability(v.ctx, p, v.applicable);
+  static search_result result(complete chosen, size_t expansions,
+                              double start) {
+    search_result r;
+    r.program = std::move(chosen.program);
+    r.estimated_bytes = chosen.bits / 8;
+    r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
+    r.decisions = std::move(chosen.decisions);
+    r.expansions = expansions;
+    r.ms = thread_cpu_ms() - start;
+    return r;
+  }
+
+  static double probability(value const& v, uint16_t p) { return v.prob[p]; }
+  static double description_bits(value const& v, uint16_t p) {
+    return v.prob_bits[p];
   }
 
   // Unlikely operators are not tried, nor zstd and rans1 (a trial encode,
@@ -303,6 +340,7 @@ class engine {
     }
     // zstd on the region's bytes: what finds repeats the operators miss.
     if (op == opcode::zstd && v.depth == 0) return false;
+    if (v.depth < opt_.prune_from_depth) return false;
     return probability(v, p) < opt_.prune_below;
   }
 
@@ -319,7 +357,11 @@ class engine {
     v->stats = measure(v->sample);
     if (whole_hist) use_whole_histogram(*whole_hist, v->stats);
     v->whole_hist = std::move(whole_hist);
-    if (!whole.empty()) measure_whole(whole, v->sample.type.width, v->stats);
+    // The period is only looked for at the region's elements (repeat_fits):
+    // the region's bytes match their first byte every few bytes.
+    if (!whole.empty()) {
+      measure_whole(whole, v->sample.type.width, v->stats, depth == 1);
+    }
     v->hash = value_hash(v->sample);
     v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
     auto const prods = productions();
@@ -328,6 +370,14 @@ class engine {
       if (prods[i].applies(vi, in_)) {
         v->applicable.push_back(static_cast<uint16_t>(i));
       }
+    }
+    std::vector<double> probs;
+    prior_.probabilities(v->ctx, v->applicable, probs);
+    v->prob.assign(prods.size(), 0);
+    v->prob_bits.assign(prods.size(), infinite);
+    for (size_t i = 0; i < probs.size(); ++i) {
+      v->prob[v->applicable[i]] = probs[i];
+      v->prob_bits[v->applicable[i]] = -std::log2(probs[i]);
     }
     // Its best leaf.
     double const frac = region_fraction(*v);
@@ -340,8 +390,8 @@ class engine {
       for (node& n : gen) {
         double const bits =
             costs_.payload_bits(vi, v->hash, scale, n, pr.name) +
-            costs_.blob_bits(n, pr.name) + param_bits(n) -
-            std::log2(probability(*v, p));
+            costs_.blob_bits(n, pr.name) + param_bits(n) +
+            description_bits(*v, p);
         if (bits < v->leaf_bits) {
           v->leaf_bits = bits;
           v->leaf = std::move(n);
@@ -359,39 +409,48 @@ class engine {
   // known, so are those of its byte planes and float fields, and their byte
   // statistics replace the sample's (scaled to the sample's size).
   static void use_whole_histogram(sparse_hist const& h, value_stats& st) {
-    std::array<double, 256> bytes{};
-    double total = 0;
+    std::array<uint64_t, 256> bytes{};
+    uint64_t total = 0;
     double sample_bytes = 0;
     for (uint32_t c : st.byte_counts) sample_bytes += c;
     bool const wide = sample_bytes > static_cast<double>(st.count);  // u16
     for (auto const& [sym, c] : h) {
-      bytes[sym & 255] += static_cast<double>(c);
-      if (wide) bytes[sym >> 8] += static_cast<double>(c);
-      total += static_cast<double>(c) * (wide ? 2 : 1);
+      bytes[sym & 255] += c;
+      if (wide) bytes[sym >> 8] += c;
+      total += c * (wide ? 2 : 1);
     }
-    if (total <= 0) return;
-    double bits = 0;
+    if (total == 0) return;
+    double terms = 0;
     for (size_t b = 0; b < 256; ++b) {
-      double const share = bytes[b] / total;
+      double const share =
+          static_cast<double>(bytes[b]) / static_cast<double>(total);
       st.byte_counts[b] =
           share > 0 ? std::max<uint32_t>(
                           1, static_cast<uint32_t>(share * sample_bytes + 0.5))
                     : 0;
-      if (share > 0) bits -= share * std::log2(share);
+      terms += c_log2_c(bytes[b]);
     }
-    st.byte_entropy = bits;
+    st.byte_entropy =
+        entropy_from_terms(total, terms) / static_cast<double>(total);
     st.distinct = std::min<size_t>(257, h.size());
   }
 
   // The whole-value histograms of the children of `n` applied to the
   // region's 16-bit elements (byte planes, float fields), or none.
-  std::vector<std::shared_ptr<sparse_hist const>> child_histograms(
-      node const& n, value const& v) const {
+  // Split once per operator and region: every state applying it shares them.
+  std::vector<std::shared_ptr<sparse_hist const>> const& child_histograms(
+      node const& n, value const& v) {
+    static std::vector<std::shared_ptr<sparse_hist const>> const none;
     if (v.depth != 1 || v.whole.empty() || v.sample.type.width != 2 ||
         in_.root_hist == nullptr || in_.root_hist->empty()) {
-      return {};
+      return none;
     }
-    std::vector<std::shared_ptr<sparse_hist const>> out;
+    auto const key = std::make_pair(n.op, v.sample.type.kind);
+    for (auto const& [k, hists] : split_cache_) {
+      if (k == key) return hists;
+    }
+    split_cache_.push_back({key, {}});
+    auto& out = split_cache_.back().second;
     for (auto const& k :
          split_histogram(*in_.root_hist, n.op, v.sample.type.kind)) {
       auto h = std::make_shared<sparse_hist>();
@@ -432,14 +491,28 @@ class engine {
     if (better) best_ = std::move(c);
   }
 
-  // Applies node `n` (production p) to the open value in slot k of s.
-  bool apply(state const& s, size_t k, uint16_t p, node const& n, state& out) {
-    value const& v = *s.open[k].v;
+  // What applying node `n` (production p) to a value gives, the same in
+  // every state holding the value: computed once (the encode and the
+  // children's statistics are most of a search's work).
+  struct application {
+    bool ok = false;
+    double bits = 0;       // description, parameters, side data, closed kids
+    double decode_ns = 0;  // per region byte
+    std::vector<value_ptr> kids;  // null where n closes the child itself
+  };
+
+  application const& applied(value_ptr const& vp, uint16_t p, node const& n) {
+    auto key = std::make_tuple(vp.get(), p, n.params);
+    auto it = applied_.find(key);
+    if (it != applied_.end()) return it->second.second;
+    auto& [keep, a] = applied_[key];
+    keep = vp;  // the key's address stays this value's
+    value const& v = *vp;
     op_def const& op = op_for(n.op);
     try {
       op.child_types(n, v.sample.type);
     } catch (error const&) {
-      return false;
+      return a;
     }
     // repeat keeps one period per chunk: it is measured on the region's
     // first chunk (the sample's slices are not periodic).
@@ -478,39 +551,53 @@ class engine {
       op.encode(n, *input, kids, side);
     } catch (error const& e) {
       if (e.code() != errc::domain) throw;
-      return false;
+      return a;
     }
-    if (kids.size() != n.children.size()) return false;
-    out = s;
-    slot const taken = out.open[k];
-    out.open.erase(out.open.begin() + static_cast<ptrdiff_t>(k));
-    out.g += -std::log2(probability(v, p)) + param_bits(n) +
+    if (kids.size() != n.children.size()) return a;
+    a.ok = true;
+    a.bits = description_bits(v, p) + param_bits(n) +
              8.0 * static_cast<double>(side.size()) * child_scale;
-    out.decode_ns += region_fraction(v) * ns_per_byte(n.op);
-    out.decisions.push_back({v.ctx, p});
-    node& placed = at(out.tree, taken.path);
-    placed = n;
-    auto const hists = child_histograms(n, v);
+    a.decode_ns = region_fraction(v) * ns_per_byte(n.op);
+    auto const& hists = child_histograms(n, v);
     for (size_t i = 0; i < kids.size(); ++i) {
       byte_view whole;
       if (n.op == opcode::view && i == 0 && v.depth == 0) {
         unsigned const w = kids[i].type.width;
         whole = v.whole.first(v.whole.size() / w * w);
       }
-      if (placed.children[i].op == hole) {
-        std::vector<uint8_t> path = taken.path;
-        path.push_back(static_cast<uint8_t>(i));
-        out.open.push_back(
-            {std::move(path),
-             make_value(std::move(kids[i]), v.depth + 1, whole, child_scale,
-                        n.op, i < hists.size() ? hists[i] : nullptr)});
+      if (n.children[i].op == hole) {
+        a.kids.push_back(make_value(std::move(kids[i]), v.depth + 1, whole,
+                                    child_scale, n.op,
+                                    i < hists.size() ? hists[i] : nullptr));
       } else {
-        node const& leaf = placed.children[i];
+        node const& leaf = n.children[i];
         value_stats const st = measure(kids[i]);
         value_info const vi{kids[i], st, v.depth + 1, n.op, {}};
-        out.g += costs_.payload_bits(vi, value_hash(kids[i]), child_scale, leaf,
-                                     opcode_name(leaf.op));
+        a.bits += costs_.payload_bits(vi, value_hash(kids[i]), child_scale,
+                                      leaf, opcode_name(leaf.op));
+        a.kids.push_back(nullptr);
       }
+    }
+    return a;
+  }
+
+  // Applies node `n` (production p) to the open value in slot k of s.
+  bool apply(state const& s, size_t k, uint16_t p, node const& n, state& out) {
+    value_ptr const vp = s.open[k].v;
+    application const& a = applied(vp, p, n);
+    if (!a.ok) return false;
+    out = s;
+    slot const taken = out.open[k];
+    out.open.erase(out.open.begin() + static_cast<ptrdiff_t>(k));
+    out.g += a.bits;
+    out.decode_ns += a.decode_ns;
+    out.decisions.push_back({vp->ctx, p});
+    at(out.tree, taken.path) = n;
+    for (size_t i = 0; i < a.kids.size(); ++i) {
+      if (a.kids[i] == nullptr) continue;
+      std::vector<uint8_t> path = taken.path;
+      path.push_back(static_cast<uint8_t>(i));
+      out.open.push_back({std::move(path), a.kids[i]});
     }
     return true;
   }
@@ -556,8 +643,7 @@ class engine {
   complete replay(node const& seed) {
     state s;
     s.tree = open_value();
-    s.open.push_back(
-        {{}, make_value(stream{sample_, bytes_type}, 0, in_.data, scale_)});
+    s.open.push_back({{}, root_});
     auto const prods = productions();
     while (!s.open.empty()) {
       slot const o = s.open.front();
@@ -587,6 +673,7 @@ class engine {
           if (apply(s, 0, p, n, t)) {
             s = std::move(t);
             done = true;
+            ++replayed_;
           }
           break;
         }
@@ -612,6 +699,17 @@ class engine {
   bool trace_ = std::getenv("BREVIS_SEARCH_TRACE") != nullptr;
   complete best_;
   complete best_fast_;
+  size_t replayed_ = 0;  // a seed's operators applied (as expansions)
+  value_ptr root_;       // the region's bytes, shared by the search and replay
+  // (value, production, parameters) -> what applying it gives; the value
+  // is held so that its address keys nothing else
+  std::map<std::tuple<value const*, uint16_t, std::vector<uint64_t>>,
+           std::pair<value_ptr, application>>
+      applied_;
+  // (operator, meaning) -> the region's histogram split by it
+  std::deque<std::pair<std::pair<opcode, meaning>,
+                       std::vector<std::shared_ptr<sparse_hist const>>>>
+      split_cache_;
 };
 
 // Adds the histograms of the empty-table rans_static leaves under `n` (in
@@ -699,9 +797,10 @@ void fit_from_histogram(node& program, sparse_hist const& h, meaning m) {
 
 search_result find_program(region_input const& in, prior const& p,
                            search_options const& opt, node const* seed,
-                           double seed_margin) {
+                           double seed_margin,
+                           std::span<decision const> seed_decisions) {
   engine e(in, p, opt);
-  search_result r = e.run(seed, seed_margin);
+  search_result r = e.run(seed, seed_margin, seed_decisions);
   if (in.root_hist != nullptr && !in.root_hist->empty()) {
     fit_from_histogram(r.program, *in.root_hist, meaning_of(in.info.type));
   }

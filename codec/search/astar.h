@@ -6,6 +6,7 @@
 // heuristic.
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "codec/dsl/program.h"
@@ -27,15 +28,29 @@ struct search_options {
   // size, at least this many expansions: a few hundred bytes cannot repay
   // a long search.
   size_t small_region_budget = 2;
+  // 16-bit tensors whose elements' costs come from their histogram (bf16,
+  // fp16) settle within this share of the budget: 1/3 of 24 cost them
+  // under 0.025% on the corpus and 15% of the choosing CPU (fp32 regions,
+  // costed from samples, lose 0.2% there).
+  double histogram_budget = 1.0 / 3;
   double time_ms = 0;  // per region; 0: no limit
   // Weight of the heuristic, the open values' best leaf costs: 0 makes it
   // admissible (uniform-cost search), 1 best-first on the upper bound.
   double heuristic_weight = 0.2;
   // With a learned prior, operators below this probability are not tried.
   double prune_below = 0.03;
+  // Values shallower than this are never pruned (the prior only orders
+  // their expansions). 2 (the region's bytes and elements) reaches the
+  // uniform prior's ratio on the corpus with a few fewer expansions, but
+  // costs a third more choosing CPU than 0: speed wins by default.
+  unsigned prune_from_depth = 0;
   // A program decoding below fast_decode_mb_per_s is chosen only when it
   // costs this fraction less than the best fast program.
   double slow_margin = 0.03;
+  // A sibling's program (the seed) is only checked on the region when its
+  // statistics match the sibling's (find_program), with no search against
+  // it.
+  bool trust_seed = true;
   size_t sample_bytes = 256u << 10;  // the region's sample, at most
   uint32_t chunk_size = 1u << 20;    // the archive's chunks
 };
@@ -53,10 +68,14 @@ struct search_result {
 /// null) is measured first and kept unless the search beats it by more
 /// than `seed_margin` (a fraction). The result always encodes every chunk
 /// or falls back per chunk: a plain leaf on the region is always there.
+/// With opt.trust_seed, the seed is kept without a search when it replays
+/// with the same decision contexts as `seed_decisions` (the seed's own, on
+/// its region: the statistics match) and beats the region's plain leaf.
 search_result find_program(region_input const& in, prior const& p,
                            search_options const& opt,
                            node const* seed = nullptr,
-                           double seed_margin = 0.01);
+                           double seed_margin = 0.01,
+                           std::span<decision const> seed_decisions = {});
 
 /// Fits the empty-table rans_static leaves of `program` to the values they
 /// see over every chunk of `data` (so that every chunk encodes); a leaf

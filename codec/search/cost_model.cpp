@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/operator.h"
@@ -22,30 +23,13 @@ uint64_t mix(uint64_t a, uint64_t b) {
          0xbf58476d1ce4e5b9;
 }
 
-// c * log2(c), from a table for the common small counts.
-double c_log2_c(uint32_t c) {
-  static std::vector<double> const table = [] {
-    std::vector<double> t(4096);
-    for (size_t i = 1; i < t.size(); ++i) {
-      t[i] = static_cast<double>(i) * std::log2(static_cast<double>(i));
-    }
-    return t;
-  }();
-  return c < table.size() ? table[c] : c * std::log2(static_cast<double>(c));
-}
-
 // Estimated payload bytes of htscodecs rANS order 0 on `d`: the entropy
 // plus its frequency table (about 1.25 bytes per present symbol, measured).
 double rans0_estimate(std::array<uint32_t, 256> const& h) {
-  double bits = 0, present = 0;
-  double n = 0;
-  for (uint32_t c : h) n += c;
-  for (uint32_t c : h) {
-    if (c == 0) continue;
-    ++present;
-    bits -= c * std::log2(c / n);
-  }
-  return bits / 8 + 1.25 * present + 12;
+  double terms = 0, present = 0;
+  uint64_t n = 0;
+  for (uint32_t c : h) n += c, terms += c_log2_c(c), present += c > 0;
+  return entropy_from_terms(n, terms) / 8 + 1.25 * present + 12;
 }
 
 // The same for order 1: conditional entropy given the previous byte, and
@@ -125,13 +109,10 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
         counts[sym & 255] += c;
         if (v.sample.type.width == 2) counts[sym >> 8] += c;
       }
-      double n = 0, present = 0, ent = 0;
-      for (uint64_t c : counts) n += static_cast<double>(c);
-      for (uint64_t c : counts) {
-        if (c == 0) continue;
-        ++present;
-        ent -= static_cast<double>(c) * std::log2(static_cast<double>(c) / n);
-      }
+      uint64_t n = 0;
+      double present = 0, terms = 0;
+      for (uint64_t c : counts) n += c, terms += c_log2_c(c), present += c > 0;
+      double const ent = entropy_from_terms(n, terms);
       double const chunks = std::ceil(static_cast<double>(in_.data.size()) /
                                       static_cast<double>(1u << 20));
       bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);

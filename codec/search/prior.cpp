@@ -68,6 +68,31 @@ double prior::probability(context const& c, uint16_t p,
   return prob;
 }
 
+void prior::probabilities(context const& c,
+                          std::span<uint16_t const> applicable,
+                          std::vector<double>& out) const {
+  out.assign(applicable.size(),
+             1.0 / static_cast<double>(std::max<size_t>(1, applicable.size())));
+  if (total_ == 0) return;
+  std::vector<double> counts(applicable.size());
+  for (size_t l = 0; l < levels; ++l) {
+    auto it = counts_.find(key(c, l));
+    double n = 0;
+    for (size_t i = 0; i < applicable.size(); ++i) {
+      double k = 0;
+      if (it != counts_.end()) {
+        auto jt = it->second.find(applicable[i]);
+        if (jt != it->second.end()) k = jt->second;
+      }
+      counts[i] = k;
+      n += k;
+    }
+    for (size_t i = 0; i < applicable.size(); ++i) {
+      out[i] = (counts[i] + backoff_weight * out[i]) / (n + backoff_weight);
+    }
+  }
+}
+
 std::string prior::summary(size_t per_context) const {
   // Level-1 contexts in a stable order.
   std::map<uint64_t, std::vector<std::pair<double, uint16_t>>> by_ctx;

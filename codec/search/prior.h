@@ -55,6 +55,11 @@ class prior {
   double probability(context const& c, uint16_t p,
                      std::span<uint16_t const> applicable) const;
 
+  /// P(q | c) for every q of `applicable`, in its order (the same values
+  /// as probability(), for the cost of one call).
+  void probabilities(context const& c, std::span<uint16_t const> applicable,
+                     std::vector<double>& out) const;
+
   /// The most likely productions per coarse context (type and depth), for
   /// `brevis compress -v`.
   std::string summary(size_t per_context = 3) const;

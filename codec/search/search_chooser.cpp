@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -71,16 +73,15 @@ class search_file_chooser final : public program_chooser {
       : opt_(opt) {
     if (opt_.sharing == table_sharing::per_file && !regions.empty()) {
       literals_ = literal_regions(regions);
-      auto const t0 = std::chrono::steady_clock::now();
+      double const t0 = thread_cpu_ms();
       tables_.emplace(file, regions);
-      auto const t1 = std::chrono::steady_clock::now();
+      double const t1 = thread_cpu_ms();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
-      auto const t2 = std::chrono::steady_clock::now();
+      find_roles(file, regions);
+      double const t2 = thread_cpu_ms();
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
-        std::fprintf(
-            stderr, "tables %.1f ms, learning %.1f ms\n",
-            std::chrono::duration<double, std::milli>(t1 - t0).count(),
-            std::chrono::duration<double, std::milli>(t2 - t1).count());
+        std::fprintf(stderr, "tables %.1f ms, learning %.1f ms (CPU)\n",
+                     t1 - t0, t2 - t1);
       }
     }
   }
@@ -124,10 +125,28 @@ class search_file_chooser final : public program_chooser {
         return true;
       }
     }
-    node const* seed = nullptr;
+    search_result const* seed = nullptr;
     if (whole) {
       auto it = seeds_.find(search::role_of(r));
-      if (it != seeds_.end()) seed = &it->second;
+      if (it != seeds_.end()) seed = it->second;
+    }
+    if (whole && seed == nullptr) {
+      if (auto it = roles_.find(search::role_of(r)); it != roles_.end()) {
+        role_entry& e = *it->second;
+        // The role's first region is searched once, by whichever region
+        // needs it first; the others check its program on their own.
+        std::call_once(e.once, [&] {
+          e.first = run(e.first_region, e.data, prior_, opt_.search, nullptr);
+        });
+        if (e.first_region.offset == r.offset) {
+          program = e.first.program;
+          how.estimated_bytes = e.first.estimated_bytes;
+          how.expansions = static_cast<uint32_t>(e.first.expansions);
+          how.ms = thread_cpu_ms() - start;
+          return true;
+        }
+        seed = &e.first;
+      }
     }
     search_result res = run(r, data, prior_, opt_.search, seed);
     program = std::move(res.program);
@@ -161,8 +180,12 @@ class search_file_chooser final : public program_chooser {
   }
 
  private:
+  // A seed (a sibling's search) is trusted without a search only where
+  // roles are reliable: tensors with a shape (a .pt storage's role is its
+  // length, which unrelated tensors share).
   search_result run(region const& r, byte_view data, prior const& p,
-                    search::search_options const& o, node const* seed) const {
+                    search::search_options const& o,
+                    search_result const* seed) const {
     sparse_hist own;
     sparse_hist const* hist = nullptr;
     bool const whole = data.size() == r.length;
@@ -174,7 +197,10 @@ class search_file_chooser final : public program_chooser {
     region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist};
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
-    return find_program(in, p, so, seed, opt_.sibling_margin);
+    std::span<search::decision const> seed_decisions;
+    if (seed != nullptr && !r.shape.empty()) seed_decisions = seed->decisions;
+    return find_program(in, p, so, seed ? &seed->program : nullptr,
+                        opt_.sibling_margin, seed_decisions);
   }
 
   // Searches a deterministic sample of the file's tensors with a uniform
@@ -229,16 +255,52 @@ class search_file_chooser final : public program_chooser {
                      res.estimated_bytes);
       }
       prior_.learn(res.decisions);
-      seeds_[search::role_of(r)] = res.program;
-      learned_.emplace(r.offset, std::move(res));
+      auto const [it, fresh] = learned_.emplace(r.offset, std::move(res));
+      seeds_[search::role_of(r)] = &it->second;
     }
   }
 
+  // The first region (in file order) of every role of two regions or more
+  // that the learning sample did not seed: its siblings start from its
+  // program.
+  void find_roles(byte_view file, std::span<region const> regions) {
+    if (!opt_.search.trust_seed) return;
+    std::unordered_map<std::string, std::pair<region const*, size_t>> seen;
+    for (region const& r : regions) {
+      // Small ones too: a replay of the sibling's program costs less than
+      // their search and coded as well on the corpus.
+      if (r.kind != region_kind::tensor || r.shape.empty() ||
+          r.offset + r.length > file.size()) {
+        continue;
+      }
+      auto [it, fresh] = seen.try_emplace(search::role_of(r), &r, 0);
+      ++it->second.second;
+    }
+    for (auto const& [role, first] : seen) {
+      if (first.second < 2 || seeds_.contains(role)) continue;
+      auto e = std::make_unique<role_entry>();
+      e->first_region = *first.first;
+      e->data = file.subspan(first.first->offset, first.first->length);
+      roles_.emplace(role, std::move(e));
+    }
+  }
+
+  struct role_entry {
+    region first_region;  // a copy: the writer keeps no `regions`
+    byte_view data;
+    std::once_flag once;
+    search_result first;  // the first region's search
+  };
+
   search_chooser_options opt_;
+  // role -> its first region; filled by for_file, then only read (each
+  // entry's search runs once, under its flag)
+  std::unordered_map<std::string, std::unique_ptr<role_entry>> roles_;
   std::optional<file_tables> tables_;
   std::unordered_set<uint64_t> literals_;  // region offsets (per file only)
   prior prior_;
-  std::unordered_map<std::string, node> seeds_;          // role -> program
+  // role -> a learned region's search (in learned_)
+  std::unordered_map<std::string, search_result const*> seeds_;
   std::unordered_map<uint64_t, search_result> learned_;  // region offset
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/ops/op_util.h"
 
 namespace brevis::codec::search {
@@ -20,9 +21,20 @@ uint64_t find_period(uint8_t const* d, size_t n) {
   T const first = load_le<T>(d);
   // Periods past a chunk's elements gain nothing (repeat works per chunk):
   // the scan stops at 2^16.
-  for (size_t p = 1; p <= std::min<size_t>(n / 2, 65536); ++p) {
-    if (load_le<T>(d + p * sizeof(T)) != first) continue;
-    if (std::memcmp(d, d + p * sizeof(T), (n - p) * sizeof(T)) == 0) return p;
+  // Candidates are found 64 at a time by a loop that vectorizes.
+  size_t const last = std::min<size_t>(n / 2, 65536);
+  for (size_t at = 1; at <= last; at += 64) {
+    size_t const count = std::min<size_t>(64, last + 1 - at);
+    uint64_t hits = 0;
+    for (size_t i = 0; i < count; ++i) {
+      hits |= uint64_t{load_le<T>(d + (at + i) * sizeof(T)) == first} << i;
+    }
+    for (; hits != 0; hits &= hits - 1) {
+      size_t const p = at + static_cast<size_t>(std::countr_zero(hits));
+      if (std::memcmp(d, d + p * sizeof(T), (n - p) * sizeof(T)) == 0) {
+        return p;
+      }
+    }
   }
   return 0;
 }
@@ -86,13 +98,10 @@ value_stats measure(stream const& v) {
   s.count = n;
   uint8_t const* d = v.data.data();
   byte_histogram(byte_view(d, n * w), s.byte_counts);
-  double bits = 0;
-  for (uint64_t c : s.byte_counts) {
-    if (c)
-      bits -= static_cast<double>(c) *
-              std::log2(static_cast<double>(c) / static_cast<double>(n * w));
-  }
-  s.byte_entropy = n ? bits / static_cast<double>(n * w) : 0;
+  double terms = 0;
+  for (uint32_t c : s.byte_counts) terms += c_log2_c(c);
+  s.byte_entropy =
+      n ? entropy_from_terms(n * w, terms) / static_cast<double>(n * w) : 0;
   if (n == 0) return s;
   op_util::with_lane(w, [&]<typename T>() {
     // Separate loops without carried state, so that they vectorize.
@@ -130,20 +139,23 @@ value_stats measure(stream const& v) {
 
 double repeated_words(byte_view d) {
   // The first 4096 8-byte words at a stride of 8, in an open-addressing
-  // table of twice as many slots (so small regions clear a small table).
+  // table of about twice as many slots.
   size_t const n = std::min<size_t>(d.size() / 8, 4096);
   if (n < 16) return 0;
   unsigned const bits = static_cast<unsigned>(std::bit_width(2 * n - 1));
   size_t const mask = (size_t{1} << bits) - 1;
-  std::vector<uint64_t> slots(mask + 1, 0);
-  std::vector<bool> used(mask + 1, false);
+  // Reused between calls: a slot is used when stamped with this call's mark.
+  thread_local std::vector<uint64_t> slots(8192);
+  thread_local std::vector<uint32_t> stamps(8192, 0);
+  thread_local uint32_t mark = 0;
+  if (++mark == 0) std::fill(stamps.begin(), stamps.end(), 0), mark = 1;
   size_t repeats = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t const w = load_le<uint64_t>(d.data() + 8 * i);
     for (size_t j = (w * 0x9e3779b97f4a7c15) >> (64 - bits);;
          j = (j + 1) & mask) {
-      if (!used[j]) {
-        used[j] = true;
+      if (stamps[j] != mark) {
+        stamps[j] = mark;
         slots[j] = w;
         break;
       }
@@ -156,7 +168,8 @@ double repeated_words(byte_view d) {
   return static_cast<double>(repeats) / static_cast<double>(n);
 }
 
-void measure_whole(byte_view whole, unsigned width, value_stats& s) {
+void measure_whole(byte_view whole, unsigned width, value_stats& s,
+                   bool period) {
   size_t const n = whole.size() / width;
   if (n == 0) return;
   uint8_t const* d = whole.data();
@@ -184,7 +197,7 @@ void measure_whole(byte_view whole, unsigned width, value_stats& s) {
     s.high_zero =
         ored ? static_cast<unsigned>(std::countl_zero(ored)) : bits_w - 1;
     if (s.constant) s.distinct = 1;
-    if (!s.constant) s.period = find_period<T>(d, n);
+    if (!s.constant && period) s.period = find_period<T>(d, n);
   });
 }
 

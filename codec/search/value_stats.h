@@ -28,8 +28,10 @@ value_stats measure(stream const& v);
 void byte_histogram(byte_view d, std::array<uint32_t, 256>& out);
 
 /// Refines `s` with what must hold for the whole value, not only its sample:
-/// the zero low and high bits, constancy and the period. One cheap pass.
-void measure_whole(byte_view whole, unsigned width, value_stats& s);
+/// the zero low and high bits, constancy and, when `period` (only the
+/// region's elements may repeat), the period. One cheap pass.
+void measure_whole(byte_view whole, unsigned width, value_stats& s,
+                   bool period = true);
 
 /// Fraction of the 8-byte words of `d` (at a stride of 8) that repeat an
 /// earlier one: what an LZ coder could find.

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "codec/container/archive.h"
+#include "codec/dsl/operator.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/parse_fixtures.h"
 
@@ -445,6 +446,95 @@ TEST(search, per_region_choice_depends_only_on_the_region) {
   node const pa = program_of_s(wa), pb = program_of_s(wb);
   EXPECT_EQ(pa, pb) << program_text(pa) << " vs " << program_text(pb);
   EXPECT_NE(pa.op, opcode::raw);
+}
+
+// Operators (non-leaf nodes) of a program.
+size_t operator_count(node const& n) {
+  if (n.children.empty()) return 0;
+  size_t c = 1;
+  for (node const& k : n.children) c += operator_count(k);
+  return c;
+}
+
+// Programs with their tables' contents left out (each region fits its own).
+std::string shape_of(node const& n) {
+  std::string s(opcode_name(n.op));
+  for (node const& k : n.children) s += "(" + shape_of(k) + ")";
+  return s;
+}
+
+// Seventeen bf16 tensors of one role (name without digits, shape): sixteen
+// gaussian, and a last one three quarters zero.
+bytes one_role_file() {
+  size_t const n = 128 * 256;
+  std::vector<st_tensor> ts;
+  for (uint32_t i = 0; i < 16; ++i) {
+    ts.push_back({"blocks." + std::to_string(i) + ".w",
+                  "BF16",
+                  {128, 256},
+                  pack(gaussian_bf16(n, 100 + i))});
+  }
+  std::vector<uint16_t> sparse = gaussian_bf16(n, 200);
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 4 != 0) sparse[i] = 0;
+  }
+  ts.push_back({"blocks.16.w", "BF16", {128, 256}, pack(sparse)});
+  return make_safetensors(ts);
+}
+
+TEST(search, siblings_check_their_roles_program_instead_of_searching) {
+  bytes const file = one_role_file();
+  compressed const c = compress(file);
+  std::string const first =
+      shape_of(program_of(*c.reader, region_index(*c.reader, "blocks.0.w")));
+  size_t reused = 0;
+  for (uint32_t i = 1; i < 16; ++i) {
+    size_t const r =
+        region_index(*c.reader, "blocks." + std::to_string(i) + ".w");
+    node const& p = program_of(*c.reader, r);
+    std::optional<choice_record> const& how = c.reader->regions()[r].how;
+    ASSERT_TRUE(how.has_value());
+    // A sibling checked, not searched: its expansions are the replay's
+    // steps, one per operator of the role's program.
+    if (shape_of(p) == first && how->expansions <= operator_count(p)) {
+      ++reused;
+    }
+  }
+  // The learning sample (8 regions) is searched; the rest reuse.
+  EXPECT_GE(reused, 7u);
+  // The mostly-zero sibling has other statistics: it is searched, and
+  // codes as well as it does alone.
+  size_t const rs = region_index(*c.reader, "blocks.16.w");
+  size_t const n = 128 * 256;
+  std::vector<uint16_t> sparse = gaussian_bf16(n, 200);
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 4 != 0) sparse[i] = 0;
+  }
+  compressed const alone = compress(
+      make_safetensors({{"blocks.16.w", "BF16", {128, 256}, pack(sparse)}}));
+  double const own = static_cast<double>(region_payload(*alone.reader, 1));
+  EXPECT_LT(static_cast<double>(region_payload(*c.reader, rs)),
+            1.05 * own + 64);
+  EXPECT_NE(shape_of(program_of(*c.reader, rs)), first);
+}
+
+TEST(search, choices_do_not_depend_on_the_order_regions_are_chosen_in) {
+  // Regions are chosen in parallel: a role's first search runs once, for
+  // whichever sibling asks first, and gives the same programs either way.
+  bytes const file = one_role_file();
+  auto chooser = make_search_chooser();
+  archive_writer fwd(file, "m", *chooser), back(file, "m", *chooser);
+  for (size_t r = 0; r < fwd.region_count(); ++r) fwd.choose_program(r);
+  for (size_t r = back.region_count(); r-- > 0;) back.choose_program(r);
+  fwd.plan_chunks();
+  back.plan_chunks();
+  ASSERT_EQ(fwd.region_count(), back.region_count());
+  for (size_t r = 0; r < fwd.region_count(); ++r) {
+    node const& a = fwd.programs()[fwd.regions()[r].program];
+    node const& b = back.programs()[back.regions()[r].program];
+    EXPECT_EQ(a, b) << fwd.regions()[r].info.name << ": " << program_text(a)
+                    << " vs " << program_text(b);
+  }
 }
 
 TEST(search, every_strategy_and_prior_roundtrips) {

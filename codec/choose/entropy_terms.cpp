@@ -1,0 +1,19 @@
+#include "codec/choose/entropy_terms.h"
+
+#include <array>
+
+namespace brevis::codec::detail {
+
+double const* c_log2_c_table() {
+  static auto const table = [] {
+    std::array<double, c_log2_c_table_size> t{};
+    for (uint64_t c = 1; c < t.size(); ++c) {
+      double const x = static_cast<double>(c);
+      t[c] = x * std::log2(x);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+}  // namespace brevis::codec::detail
