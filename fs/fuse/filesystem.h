@@ -46,6 +46,7 @@
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -60,6 +61,7 @@
 #include <vector>
 
 #include "codec/choose/chooser.h"
+#include "fs/cache/chunk_buffers.h"
 #include "fs/cache/chunk_cache.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
@@ -131,6 +133,15 @@ class mount_fs {
   /// Returns whether the handle counts as a writer (pass it to release).
   bool open(uint64_t ino, int flags);
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
+  /// A read's bytes for a reply without a copy: `pieces` point into the
+  /// decoded chunks `hold` keeps alive, or into `staged`.
+  struct read_data {
+    std::vector<chunk_cache::chunk> hold;
+    std::unique_ptr<uint8_t[]> staged;
+    std::vector<iovec> pieces;
+    size_t size = 0;
+  };
+  read_data read_view(uint64_t ino, uint64_t offset, size_t size);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
   void fsync(uint64_t ino, bool datasync);
   /// `writer`: what open() returned; create() handles are writers.
@@ -198,12 +209,9 @@ class mount_fs {
   /// The decoded chunk of n (generation `gen`) starting at `sp`; io held.
   chunk_cache::chunk chunk_at(node& n, uint64_t gen,
                               store::chunk_span const& sp);
-  /// The compressed read; io held shared.
-  size_t read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
-                         size_t size, uint8_t* out);
-  void prefetch_after(std::shared_ptr<node> const& n, uint64_t gen,
-                      std::shared_ptr<std::vector<store::chunk_span> const> map,
-                      size_t index);
+  /// The compressed read into `d`; io held shared.
+  void read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
+                       size_t size, read_data& d);
   /// The file's bytes may have changed: new generation, cache dropped. io
   /// held exclusively (or the node is being forgotten).
   void new_generation(node& n);
@@ -217,6 +225,7 @@ class mount_fs {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};
+  std::shared_ptr<chunk_buffers> buffers_;
   chunk_cache cache_;
   background_jobs prefetch_;
 };

@@ -260,10 +260,14 @@ void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
              fuse_file_info*) {
   reply_errno(req, "read", [&] {
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[size]);
-    size_t const n =
-        fs_of(req).read(ino, static_cast<uint64_t>(off), size, buf.get());
-    return fuse_reply_buf(req, reinterpret_cast<char const*>(buf.get()), n), 0;
+    // Straight from the decoded chunks (kept alive until the reply is
+    // written): no buffer to fill and copy again.
+    mount_fs::read_data const d =
+        fs_of(req).read_view(ino, static_cast<uint64_t>(off), size);
+    if (d.pieces.empty()) return fuse_reply_buf(req, nullptr, 0), 0;
+    return fuse_reply_iov(req, d.pieces.data(),
+                          static_cast<int>(d.pieces.size())),
+           0;
   });
 }
 
