@@ -26,9 +26,6 @@ constexpr char const* virtual_xattrs[] = {
     "user.brevis.ratio", "user.brevis.programs"};
 // Linux refuses xattr values past 64 KiB; the programs list stops short.
 constexpr size_t max_xattr_text = 60000;
-// A read this close to where the last one ended still counts as sequential
-// (the kernel's readahead requests may arrive out of order).
-constexpr uint64_t sequential_slack = 1u << 20;
 
 [[noreturn]] void sys_fail(int err, std::string const& what) {
   throw std::system_error(err, std::generic_category(), what);
@@ -701,17 +698,17 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
   size_t drop_from = 0, drop_to = 0, ahead_from = 0, ahead_to = 0;
   {
     std::lock_guard lk(n->map_mu);
-    sequential = offset + sequential_slack >= n->seq_end &&
-                 offset <= n->seq_end + sequential_slack;
+    sequential = offset + opt_.sequential_slack >= n->seq_end &&
+                 offset <= n->seq_end + opt_.sequential_slack;
     n->seq_end = std::max(n->seq_end, offset + d.size);
     if (!sequential) {
       n->seq_end = offset + d.size;
       n->drop_next = first;
     }
     drop_from = drop_to = n->drop_next;
-    while (drop_to < first &&
-           (*map)[drop_to].offset + (*map)[drop_to].length + sequential_slack <=
-               offset) {
+    while (drop_to < first && (*map)[drop_to].offset + (*map)[drop_to].length +
+                                      opt_.sequential_slack <=
+                                  offset) {
       ++drop_to;
     }
     n->drop_next = drop_to;
@@ -733,6 +730,11 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
     bool const taken = prefetch_.offer([this, n, gen, map, j] {
       std::shared_lock io(n->io);
       if (n->gen != gen || n->staged || stopping_) return;
+      {
+        // Run late: the reader has passed it already.
+        std::lock_guard lk(n->map_mu);
+        if (j < n->drop_next) return;
+      }
       chunk_at(*n, gen, (*map)[j]);
     });
     if (!taken) break;  // the reads will decode them

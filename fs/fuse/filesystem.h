@@ -92,6 +92,10 @@ class mount_fs {
     size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
     unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
     unsigned prefetch_threads = 2;
+    /// A read this close to where the last one ended still counts as
+    /// sequential (the kernel's readahead requests may arrive out of
+    /// order); chunks ending this far behind a sequential read are dropped.
+    uint64_t sequential_slack = 1u << 20;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);

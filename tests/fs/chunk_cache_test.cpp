@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fs/cache/chunk_buffers.h"
+
 namespace brevis::fs {
 namespace {
 
@@ -140,6 +142,39 @@ TEST(background_jobs, runs_drops_when_full_and_stops) {
   EXPECT_LE(taken, 2);
   release = true;
   one.drain();
+}
+
+TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
+  auto pool = chunk_buffers::make(3000);
+  uint8_t const* first = nullptr;
+  {
+    std::shared_ptr<codec::bytes> a = pool->take(1000);
+    ASSERT_EQ(a->size(), 1000u);
+    first = a->data();
+    chunk_cache c(1 << 20);
+    c.insert({1, 1, 0}, a);  // the cache shares it
+    a.reset();
+    EXPECT_EQ(pool->idle_bytes(), 0u);
+    c.erase({1, 1, 0});  // the last reference: back to the pool
+    EXPECT_GE(pool->idle_bytes(), 1000u);
+  }
+  std::shared_ptr<codec::bytes> b = pool->take(800);
+  EXPECT_EQ(b->data(), first);
+  EXPECT_EQ(b->size(), 800u);
+  EXPECT_EQ(pool->reused(), 1u);
+  EXPECT_EQ(pool->idle_bytes(), 0u);
+  // Nothing idle fits: a new one, too large to keep once it comes back.
+  std::shared_ptr<codec::bytes> c = pool->take(5000);
+  EXPECT_EQ(c->size(), 5000u);
+  EXPECT_EQ(pool->reused(), 1u);
+  c.reset();
+  EXPECT_EQ(pool->idle_bytes(), 0u);
+  b.reset();
+  EXPECT_LE(pool->idle_bytes(), 3000u);
+  // A buffer outliving its pool is freed (ASan would see a leak or worse).
+  std::shared_ptr<codec::bytes> d = pool->take(100);
+  pool.reset();
+  d.reset();
 }
 
 }  // namespace
