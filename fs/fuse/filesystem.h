@@ -95,7 +95,7 @@ class mount_fs {
     /// A read this close to where the last one ended still counts as
     /// sequential (the kernel's readahead requests may arrive out of
     /// order); chunks ending this far behind a sequential read are dropped.
-    uint64_t sequential_slack = 1u << 20;
+    uint64_t sequential_slack = 4u << 20;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);
