@@ -737,7 +737,12 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
       }
       chunk_at(*n, gen, (*map)[j]);
     });
-    if (!taken) break;  // the reads will decode them
+    if (!taken) {
+      // The queue is full: offered again by the next read.
+      std::lock_guard lk(n->map_mu);
+      n->prefetch_next = std::min(n->prefetch_next, j);
+      break;
+    }
   }
 }
 
