@@ -16,7 +16,10 @@
 // node::io held exclusively whenever the file's stored bytes may (staged
 // again, compressed anew, forgotten), and reads hold io shared, so a
 // decode never lands under a generation it does not belong to. Sequential
-// readers get the next chunks decoded in the background.
+// readers get the next chunks decoded in the background, and the chunks
+// they have left behind leave the cache at once (the kernel keeps those
+// pages). read_view() hands out the cached chunks themselves, so a FUSE
+// reply is written straight from them, without a copy.
 //
 // Lock order (a thread holding one of these takes only later ones):
 //   1. node::mu      a node's fields (writers, opens, compressing, ...);
