@@ -11,8 +11,11 @@ std::shared_ptr<codec::bytes> chunk_buffers::take(size_t size) {
   {
     std::lock_guard lk(mu_);
     // The most recently returned one that fits: its pages are the warmest.
+    // Not a much larger one: the cache counts a chunk's size, so a small
+    // chunk in a large buffer would hold memory its budget does not see.
     for (size_t i = idle_.size(); i-- > 0;) {
-      if (idle_[i]->capacity() < size) continue;
+      size_t const cap = idle_[i]->capacity();
+      if (cap < size || cap - size > size / 8) continue;
       b = std::move(idle_[i]);
       idle_.erase(idle_.begin() + static_cast<ptrdiff_t>(i));
       idle_bytes_ -= b->capacity();
