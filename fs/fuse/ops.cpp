@@ -40,6 +40,9 @@ namespace brevis::fs {
 namespace {
 
 constexpr double attr_timeout = 1.0;
+// A read reply goes out as one writev of the chunks' pieces up to this many
+// (well under IOV_MAX), else gathered into one buffer first.
+constexpr size_t max_reply_pieces = 64;
 
 struct context {
   mount_fs* fs = nullptr;
@@ -268,9 +271,20 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     mount_fs::read_data const d =
         fs_of(req).read_view(ino, static_cast<uint64_t>(off), size);
     if (d.pieces.empty()) return fuse_reply_buf(req, nullptr, 0), 0;
-    return fuse_reply_iov(req, d.pieces.data(),
-                          static_cast<int>(d.pieces.size())),
-           0;
+    if (d.pieces.size() <= max_reply_pieces) {
+      return fuse_reply_iov(req, d.pieces.data(),
+                            static_cast<int>(d.pieces.size())),
+             0;
+    }
+    // Many tiny chunks (small tensors): writev takes at most IOV_MAX
+    // pieces, and a reply that fails to go out leaves the reader hanging.
+    std::unique_ptr<char[]> buf(new char[d.size]);
+    size_t at = 0;
+    for (iovec const& p : d.pieces) {
+      std::memcpy(buf.get() + at, p.iov_base, p.iov_len);
+      at += p.iov_len;
+    }
+    return fuse_reply_buf(req, buf.get(), at), 0;
   });
 }
 

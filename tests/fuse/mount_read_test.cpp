@@ -3,13 +3,15 @@
 // that opens the file afterwards and one that held it open all along --
 // rewritten in place, truncated and rewritten, recompressed, replaced by a
 // rename -- and a sequential read of a multi-chunk file, cold and warm,
-// comes back byte for byte whatever the request sizes.
+// comes back byte for byte whatever the request sizes, even when one read
+// spans thousands of tiny chunks.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "tests/cli/helpers.h"
@@ -143,6 +145,31 @@ TEST_F(mount_read_test, sequential_reads_of_a_compressed_file) {
   }
   EXPECT_EQ(::pread(rd, buf.data(), 100, static_cast<off_t>(data.size())), 0);
   ::close(rd);
+}
+
+TEST_F(mount_read_test, one_read_across_thousands_of_tiny_chunks) {
+  // Each small tensor is a chunk of its own: one FUSE read covers ~3000 of
+  // them, more pieces than one writev takes.
+  std::vector<st_tensor> tensors;
+  for (int i = 0; i < 3000; ++i) {
+    tensors.push_back(
+        {"t" + std::to_string(i), "BF16", {3}, bf16_weights(3, i)});
+  }
+  std::string const data = make_safetensors(tensors);
+  fs::path const f = mnt() / "tiny.safetensors";
+  write_file(f, data);
+  ASSERT_TRUE(wait_compressed(f)) << daemon_.log();
+  // A fresh mount, so the read reaches the daemon, not the kernel's pages.
+  ASSERT_EQ(daemon_.stop(SIGTERM), 0) << daemon_.log();
+  ASSERT_EQ(daemon_.start({"--quiet-ms", "50"}), "");
+  auto got =
+      std::async(std::launch::async, [&] { return read_fresh(f, 1 << 20); });
+  if (got.wait_for(60s) != std::future_status::ready) {
+    // A reply that never went out: the read hangs until the daemon dies.
+    ADD_FAILURE() << "the read hung";
+    daemon_.kill9();
+  }
+  EXPECT_TRUE(got.get() == data);
 }
 
 }  // namespace
