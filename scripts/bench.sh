@@ -83,8 +83,9 @@ bench_before_peers() {
 # built with the tests) on the same disk, one run, as ratios (>= 1 is brevis
 # at least as fast):
 #   cp of a ~300 MB bf16 checkpoint in; close -> compressed vs `brevis
-#   compress -T2`; sequential read cold (page cache dropped, fresh mount) and
-#   warm; 4 KiB and 128 KiB random reads/s (cold); the daemon's peak RSS
+#   compress -T2`; sequential read cold (page cache dropped, fresh mount,
+#   with both daemons' CPU seconds) and warm; 4 KiB and 128 KiB random
+#   reads/s (cold); the daemon's peak RSS
 #   (VmHWM) while a 2 GB checkpoint is copied in, compressed and read back,
 #   against --cache-size + --pipeline-memory + 128 MiB.
 # The checkpoints are built from corpus tensors into $BENCH_DATA (default
