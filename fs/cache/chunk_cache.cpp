@@ -122,6 +122,18 @@ void chunk_cache::invalidate(uint64_t ino) {
   }
 }
 
+void chunk_cache::erase(chunk_id const& id) {
+  shard& s = shard_of(id);
+  chunk dropped;  // its buffer goes back after the lock is released
+  std::lock_guard lk(s.mu);
+  auto it = s.map.find(id);
+  if (it == s.map.end()) return;
+  dropped = std::move(it->second->data);
+  s.bytes -= dropped->size();
+  s.lru.erase(it->second);
+  s.map.erase(it);
+}
+
 size_t chunk_cache::bytes() const {
   size_t n = 0;
   for (auto const& s : shards_) {

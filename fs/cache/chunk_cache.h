@@ -56,6 +56,8 @@ class chunk_cache {
   bool present(chunk_id const& id);
   /// Drops every entry of `ino`, whatever its generation.
   void invalidate(uint64_t ino);
+  /// Drops `id` if cached (a sequential reader has left it behind).
+  void erase(chunk_id const& id);
 
   size_t budget() const { return budget_; }
   size_t bytes() const;

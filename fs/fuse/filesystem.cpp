@@ -26,9 +26,6 @@ constexpr char const* virtual_xattrs[] = {
     "user.brevis.ratio", "user.brevis.programs"};
 // Linux refuses xattr values past 64 KiB; the programs list stops short.
 constexpr size_t max_xattr_text = 60000;
-// A read this close to where the last one ended still counts as sequential
-// (the kernel's readahead requests may arrive out of order).
-constexpr uint64_t sequential_slack = 1u << 20;
 
 [[noreturn]] void sys_fail(int err, std::string const& what) {
   throw std::system_error(err, std::generic_category(), what);
@@ -90,13 +87,18 @@ struct mount_fs::node {
   std::mutex map_mu;  // guards the chunk map and the read pattern
   std::shared_ptr<std::vector<store::chunk_span> const> map;
   uint64_t map_gen = 0;
-  uint64_t seq_end = 0;  // where the last read ended
+  uint64_t seq_end = 0;      // where the last read ended
+  size_t drop_next = 0;      // the first chunk a sequential reader kept
+  size_t prefetch_next = 0;  // the first chunk not yet offered to prefetch
 };
 
 mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
     : store_(s),
       chooser_(chooser),
       opt_(opt),
+      // Idle buffers: a few chunks' worth, beside the cache's budget.
+      buffers_(
+          chunk_buffers::make(std::min<size_t>(opt.cache_bytes, 8u << 20))),
       cache_(opt.cache_bytes),
       prefetch_(opt.cache_bytes && opt.prefetch ? opt.prefetch_threads : 0, 8) {
   queue_ = std::make_unique<compress_queue>(
@@ -198,6 +200,8 @@ void mount_fs::new_generation(node& n) {
     std::lock_guard lk(n.map_mu);
     n.map.reset();
     n.seq_end = 0;
+    n.drop_next = 0;
+    n.prefetch_next = 0;
   }
   cache_.invalidate(n.ino);
 }
@@ -594,23 +598,41 @@ bool mount_fs::open(uint64_t ino, int flags) {
 
 size_t mount_fs::read(uint64_t ino, uint64_t offset, size_t size,
                       uint8_t* out) {
-  std::shared_ptr<node> n = get(ino);
-  std::shared_lock io(n->io);
-  if (!n->staged) {
-    if (cache_.budget() == 0) return store_.read(ino, offset, size, out);
-    return read_compressed(n, offset, size, out);
-  }
-  if (n->fd < 0) sys_fail(EBADF, "read of a file that is not open");
+  read_data const d = read_view(ino, offset, size);
   size_t done = 0;
-  while (done < size) {
-    ssize_t const r = ::pread(n->fd, out + done, size - done,
-                              static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) sys_fail(errno, "read the staged copy");
-    if (r == 0) break;
-    done += static_cast<size_t>(r);
+  for (iovec const& p : d.pieces) {
+    std::memcpy(out + done, p.iov_base, p.iov_len);
+    done += p.iov_len;
   }
   return done;
+}
+
+mount_fs::read_data mount_fs::read_view(uint64_t ino, uint64_t offset,
+                                        size_t size) {
+  read_data d;
+  std::shared_ptr<node> n = get(ino);
+  std::shared_lock io(n->io);
+  if (!n->staged && cache_.budget() != 0) {
+    read_compressed(n, offset, size, d);
+    return d;
+  }
+  d.staged.reset(new uint8_t[size]);
+  uint8_t* const out = d.staged.get();
+  if (!n->staged) {
+    d.size = store_.read(ino, offset, size, out);
+  } else {
+    if (n->fd < 0) sys_fail(EBADF, "read of a file that is not open");
+    while (d.size < size) {
+      ssize_t const r = ::pread(n->fd, out + d.size, size - d.size,
+                                static_cast<off_t>(offset + d.size));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) sys_fail(errno, "read the staged copy");
+      if (r == 0) break;
+      d.size += static_cast<size_t>(r);
+    }
+  }
+  if (d.size > 0) d.pieces.push_back({out, d.size});
+  return d;
 }
 
 std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
@@ -627,7 +649,7 @@ std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
 chunk_cache::chunk mount_fs::chunk_at(node& n, uint64_t gen,
                                       store::chunk_span const& sp) {
   return cache_.get_or_load({n.ino, gen, sp.offset}, [&] {
-    auto b = std::make_shared<codec::bytes>(sp.length);
+    std::shared_ptr<codec::bytes> b = buffers_->take(sp.length);
     if (store_.read(n.ino, sp.offset, sp.length, b->data()) != sp.length) {
       store_fail(store_errc::corrupt, "inode " + std::to_string(n.ino) +
                                           ": short chunk at " +
@@ -637,59 +659,90 @@ chunk_cache::chunk mount_fs::chunk_at(node& n, uint64_t gen,
   });
 }
 
-size_t mount_fs::read_compressed(std::shared_ptr<node> const& n,
-                                 uint64_t offset, size_t size, uint8_t* out) {
+void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
+                               size_t size, read_data& d) {
   uint64_t const gen = n->gen;
   auto const map = chunks_of(*n, gen);
   // The chunk holding `offset` is the last one starting at or before it.
   auto it = std::upper_bound(
       map->begin(), map->end(), offset,
       [](uint64_t o, store::chunk_span const& c) { return o < c.offset; });
-  if (it == map->begin()) return 0;
-  size_t i = static_cast<size_t>(it - map->begin()) - 1;
-  size_t done = 0;
-  size_t last = i;
-  for (; i < map->size() && done < size; ++i) {
+  if (it == map->begin()) return;
+  size_t const first = static_cast<size_t>(it - map->begin()) - 1;
+  size_t last = first;
+  for (size_t i = first; i < map->size() && d.size < size; ++i) {
     store::chunk_span const& sp = (*map)[i];
-    uint64_t const pos = offset + done;
+    uint64_t const pos = offset + d.size;
     if (pos >= sp.offset + sp.length) continue;  // past the end
     if (pos < sp.offset) {
       store_fail(store_errc::corrupt, "inode " + std::to_string(n->ino) +
                                           ": chunks do not cover byte " +
                                           std::to_string(pos));
     }
-    chunk_cache::chunk const c = chunk_at(*n, gen, sp);
+    chunk_cache::chunk c = chunk_at(*n, gen, sp);
     size_t const take = static_cast<size_t>(
-        std::min<uint64_t>(size - done, sp.offset + sp.length - pos));
-    std::memcpy(out + done, c->data() + (pos - sp.offset), take);
-    done += take;
+        std::min<uint64_t>(size - d.size, sp.offset + sp.length - pos));
+    d.pieces.push_back(
+        {const_cast<uint8_t*>(c->data() + (pos - sp.offset)), take});
+    d.hold.push_back(std::move(c));
+    d.size += take;
     last = i;
   }
+  // The kernel keeps what a sequential reader has read (keep_cache), so the
+  // chunks it has left behind are dropped rather than left to the LRU:
+  // their buffers go to the next decodes, and a stream through a large
+  // file does not push out chunks that random readers come back to. Only
+  // those ending a slack before this read: readahead requests arrive
+  // slightly out of order.
   bool sequential = false;
+  size_t drop_from = 0, drop_to = 0, ahead_from = 0, ahead_to = 0;
   {
     std::lock_guard lk(n->map_mu);
-    sequential = offset + sequential_slack >= n->seq_end &&
-                 offset <= n->seq_end + sequential_slack;
-    n->seq_end = std::max(n->seq_end, offset + done);
-    if (!sequential) n->seq_end = offset + done;
+    sequential = offset + opt_.sequential_slack >= n->seq_end &&
+                 offset <= n->seq_end + opt_.sequential_slack;
+    n->seq_end = std::max(n->seq_end, offset + d.size);
+    if (!sequential) {
+      n->seq_end = offset + d.size;
+      n->drop_next = first;
+    }
+    drop_from = drop_to = n->drop_next;
+    while (drop_to < first && (*map)[drop_to].offset + (*map)[drop_to].length +
+                                      opt_.sequential_slack <=
+                                  offset) {
+      ++drop_to;
+    }
+    n->drop_next = drop_to;
+    // Each chunk ahead is offered once (a read lands in a chunk several
+    // times, and a full queue of duplicates would turn new ones away).
+    if (sequential && d.size > 0) {
+      ahead_from = std::max(last + 1, n->prefetch_next);
+      ahead_to = std::min(map->size(), last + 1 + opt_.prefetch);
+      n->prefetch_next = std::max(ahead_from, ahead_to);
+    } else {
+      n->prefetch_next = 0;
+    }
   }
-  if (sequential && done > 0) prefetch_after(n, gen, map, last);
-  return done;
-}
-
-void mount_fs::prefetch_after(
-    std::shared_ptr<node> const& n, uint64_t gen,
-    std::shared_ptr<std::vector<store::chunk_span> const> map, size_t index) {
-  for (unsigned k = 1; k <= opt_.prefetch; ++k) {
-    size_t const j = index + k;
-    if (j >= map->size()) break;
+  for (size_t j = drop_from; j < drop_to; ++j) {
+    cache_.erase({n->ino, gen, (*map)[j].offset});
+  }
+  for (size_t j = ahead_from; j < ahead_to; ++j) {
     if (cache_.present({n->ino, gen, (*map)[j].offset})) continue;
     bool const taken = prefetch_.offer([this, n, gen, map, j] {
       std::shared_lock io(n->io);
       if (n->gen != gen || n->staged || stopping_) return;
+      {
+        // Run late: the reader has passed it already.
+        std::lock_guard lk(n->map_mu);
+        if (j < n->drop_next) return;
+      }
       chunk_at(*n, gen, (*map)[j]);
     });
-    if (!taken) break;
+    if (!taken) {
+      // The queue is full: offered again by the next read.
+      std::lock_guard lk(n->map_mu);
+      n->prefetch_next = std::min(n->prefetch_next, j);
+      break;
+    }
   }
 }
 

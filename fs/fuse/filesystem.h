@@ -16,7 +16,10 @@
 // node::io held exclusively whenever the file's stored bytes may (staged
 // again, compressed anew, forgotten), and reads hold io shared, so a
 // decode never lands under a generation it does not belong to. Sequential
-// readers get the next chunks decoded in the background.
+// readers get the next chunks decoded in the background, and the chunks
+// they have left behind leave the cache at once (the kernel keeps those
+// pages). read_view() hands out the cached chunks themselves, so a FUSE
+// reply is written straight from them, without a copy.
 //
 // Lock order (a thread holding one of these takes only later ones):
 //   1. node::mu      a node's fields (writers, opens, compressing, ...);
@@ -46,6 +49,7 @@
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -60,6 +64,7 @@
 #include <vector>
 
 #include "codec/choose/chooser.h"
+#include "fs/cache/chunk_buffers.h"
 #include "fs/cache/chunk_cache.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
@@ -90,6 +95,10 @@ class mount_fs {
     size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
     unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
     unsigned prefetch_threads = 2;
+    /// A read this close to where the last one ended still counts as
+    /// sequential (the kernel's readahead requests may arrive out of
+    /// order); chunks ending this far behind a sequential read are dropped.
+    uint64_t sequential_slack = 4u << 20;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);
@@ -131,6 +140,15 @@ class mount_fs {
   /// Returns whether the handle counts as a writer (pass it to release).
   bool open(uint64_t ino, int flags);
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
+  /// A read's bytes for a reply without a copy: `pieces` point into the
+  /// decoded chunks `hold` keeps alive, or into `staged`.
+  struct read_data {
+    std::vector<chunk_cache::chunk> hold;
+    std::unique_ptr<uint8_t[]> staged;
+    std::vector<iovec> pieces;
+    size_t size = 0;
+  };
+  read_data read_view(uint64_t ino, uint64_t offset, size_t size);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
   void fsync(uint64_t ino, bool datasync);
   /// `writer`: what open() returned; create() handles are writers.
@@ -198,12 +216,9 @@ class mount_fs {
   /// The decoded chunk of n (generation `gen`) starting at `sp`; io held.
   chunk_cache::chunk chunk_at(node& n, uint64_t gen,
                               store::chunk_span const& sp);
-  /// The compressed read; io held shared.
-  size_t read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
-                         size_t size, uint8_t* out);
-  void prefetch_after(std::shared_ptr<node> const& n, uint64_t gen,
-                      std::shared_ptr<std::vector<store::chunk_span> const> map,
-                      size_t index);
+  /// The compressed read into `d`; io held shared.
+  void read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
+                       size_t size, read_data& d);
   /// The file's bytes may have changed: new generation, cache dropped. io
   /// held exclusively (or the node is being forgotten).
   void new_generation(node& n);
@@ -217,6 +232,7 @@ class mount_fs {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};
+  std::shared_ptr<chunk_buffers> buffers_;
   chunk_cache cache_;
   background_jobs prefetch_;
 };

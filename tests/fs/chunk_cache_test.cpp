@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fs/cache/chunk_buffers.h"
+
 namespace brevis::fs {
 namespace {
 
@@ -140,6 +142,44 @@ TEST(background_jobs, runs_drops_when_full_and_stops) {
   EXPECT_LE(taken, 2);
   release = true;
   one.drain();
+}
+
+TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
+  auto pool = chunk_buffers::make(3000);
+  uint8_t const* first = nullptr;
+  {
+    std::shared_ptr<codec::bytes> a = pool->take(1000);
+    ASSERT_EQ(a->size(), 1000u);
+    first = a->data();
+    chunk_cache c(1 << 20);
+    c.insert({1, 1, 0}, a);  // the cache shares it
+    a.reset();
+    EXPECT_EQ(pool->idle_bytes(), 0u);
+    c.erase({1, 1, 0});  // the last reference: back to the pool
+    EXPECT_EQ(pool->idle_bytes(), 1000u);
+  }
+  // Not for a much smaller chunk: the cache would not see the rest.
+  std::shared_ptr<codec::bytes> small = pool->take(100);
+  EXPECT_NE(small->data(), first);
+  EXPECT_EQ(pool->reused(), 0u);
+  std::shared_ptr<codec::bytes> b = pool->take(900);
+  EXPECT_EQ(b->data(), first);
+  EXPECT_EQ(b->size(), 900u);
+  EXPECT_EQ(pool->reused(), 1u);
+  small.reset();  // kept: 100 + 1000 (in use) within 3000
+  EXPECT_EQ(pool->idle_bytes(), 100u);
+  // Nothing idle fits: a new one, too large to keep once it comes back.
+  std::shared_ptr<codec::bytes> c = pool->take(5000);
+  EXPECT_EQ(c->size(), 5000u);
+  EXPECT_EQ(pool->reused(), 1u);
+  c.reset();
+  EXPECT_EQ(pool->idle_bytes(), 100u);
+  b.reset();
+  EXPECT_EQ(pool->idle_bytes(), 1100u);
+  // A buffer outliving its pool is freed (ASan would see a leak or worse).
+  std::shared_ptr<codec::bytes> d = pool->take(100);
+  pool.reset();
+  d.reset();
 }
 
 }  // namespace

@@ -21,3 +21,6 @@ add_dependencies(mount_edge_test brevis)
 # Stop signals end the daemon whichever thread takes them.
 brevis_add_test(mount_signal_test fuse/mount_signal_test.cpp)
 add_dependencies(mount_signal_test brevis)
+# The read path on a real mount: kept pages never serve an old version.
+brevis_add_test(mount_read_test fuse/mount_read_test.cpp)
+add_dependencies(mount_read_test brevis)

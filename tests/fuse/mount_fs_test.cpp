@@ -1,9 +1,17 @@
 // mount_fs without libfuse: reads of a compressed file go through the chunk
 // cache, each chunk decoded once; sequential readers get the next chunks
-// decoded ahead; restaging drops the cached chunks.
+// decoded ahead and drop those they left behind; restaging drops the cached
+// chunks; reads across chunk boundaries and past the end, concurrent
+// readers, and readers racing a rewrite, a recompression and an unlink.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
 
 #include "codec/choose/chooser.h"
 #include "fs/fuse/filesystem.h"
@@ -31,12 +39,24 @@ struct fixture {
               .ino;
   }
   size_t chunks() const { return s->chunk_map(ino).size(); }
-  std::unique_ptr<mount_fs> mount(size_t cache, unsigned prefetch) {
+  static mount_fs::options opts(size_t cache, unsigned prefetch) {
     mount_fs::options o;
     o.compress = false;
     o.cache_bytes = cache;
     o.prefetch = prefetch;
+    return o;
+  }
+  std::unique_ptr<mount_fs> mount(size_t cache, unsigned prefetch) {
+    return mount(opts(cache, prefetch));
+  }
+  std::unique_ptr<mount_fs> mount(mount_fs::options const& o) {
     return std::make_unique<mount_fs>(*s, *chooser, o);
+  }
+  /// Whether `got` is `want` at `offset` (up to its end).
+  static bool same(std::string const& want, uint64_t offset, uint8_t const* got,
+                   size_t n) {
+    return offset + n <= want.size() &&
+           std::memcmp(got, want.data() + offset, n) == 0;
   }
 };
 
@@ -103,6 +123,184 @@ TEST(mount_fs_cache, restaging_drops_cached_chunks) {
   ASSERT_TRUE(m->open(f.ino, O_RDONLY) == false);
   EXPECT_TRUE(read_in_pieces(*m, f.ino, 64 << 10) == want);
   m->release(f.ino, false);
+}
+
+TEST(mount_fs_cache, sequential_reader_drops_chunks_behind) {
+  fixture f;
+  ASSERT_GE(f.chunks(), 5u);
+  // Without prefetch, so that the counts are exact.
+  mount_fs::options o = fixture::opts(16 << 20, 0);
+  o.sequential_slack = 64 << 10;
+  auto m = f.mount(o);
+  EXPECT_TRUE(read_in_pieces(*m, f.ino, 16 << 10) == f.data);
+  // Each chunk decoded once: none was dropped before the reader was done.
+  EXPECT_EQ(m->cache().stats().misses, f.chunks());
+  // Only those ending within the slack of the end are left.
+  EXPECT_LE(m->cache().entries(), 3u);
+  // With prefetch, the same bytes.
+  o.prefetch = 2;
+  auto p = f.mount(o);
+  EXPECT_TRUE(read_in_pieces(*p, f.ino, 16 << 10) == f.data);
+  p->drain_prefetch();
+
+  // A random reader's chunks stay.
+  auto r = f.mount(o);
+  auto const map = f.s->chunk_map(f.ino);
+  uint8_t b[16];
+  for (size_t i : {size_t{4}, size_t{1}, size_t{3}}) {
+    ASSERT_EQ(r->read(f.ino, map[i].offset, sizeof b, b), sizeof b);
+  }
+  r->drain_prefetch();
+  // Far apart: neither dropped nor read ahead.
+  EXPECT_EQ(r->cache().entries(), 3u);
+  EXPECT_EQ(r->cache().stats().misses, 3u);
+}
+
+TEST(mount_fs_cache, reads_across_chunk_boundaries_and_past_the_end) {
+  fixture f;
+  auto m = f.mount(16 << 20, 2);
+  auto const map = f.s->chunk_map(f.ino);
+  uint64_t const size = f.data.size();
+  std::vector<uint8_t> buf(70000);
+  for (size_t i = 1; i < map.size(); ++i) {
+    uint64_t const at = map[i].offset;
+    for (uint64_t back : {1u, 7u, 4096u}) {
+      for (size_t len : {size_t{2}, size_t{4096}, size_t{70000}}) {
+        if (back > at) continue;
+        uint64_t const off = at - back;
+        size_t const want =
+            static_cast<size_t>(std::min<uint64_t>(len, size - off));
+        ASSERT_EQ(m->read(f.ino, off, len, buf.data()), want) << off;
+        EXPECT_TRUE(fixture::same(f.data, off, buf.data(), want)) << off;
+      }
+    }
+    // One piece per chunk, straight from the cached chunks.
+    mount_fs::read_data const d = m->read_view(f.ino, at - 1, 2);
+    EXPECT_EQ(d.size, 2u);
+    ASSERT_EQ(d.pieces.size(), 2u);
+    EXPECT_EQ(d.hold.size(), 2u);
+    EXPECT_EQ(d.pieces[0].iov_len, 1u);
+    EXPECT_EQ(*static_cast<uint8_t const*>(d.pieces[1].iov_base),
+              static_cast<uint8_t>(f.data[at]));
+  }
+  ASSERT_EQ(m->read(f.ino, size - 3, 100, buf.data()), 3u);
+  EXPECT_TRUE(fixture::same(f.data, size - 3, buf.data(), 3));
+  EXPECT_EQ(m->read(f.ino, size, 100, buf.data()), 0u);
+  EXPECT_EQ(m->read(f.ino, size + 12345, 100, buf.data()), 0u);
+  EXPECT_EQ(m->read(f.ino, uint64_t{1} << 62, 100, buf.data()), 0u);
+  EXPECT_TRUE(m->read_view(f.ino, size + 1, 10).pieces.empty());
+}
+
+TEST(mount_fs_cache, concurrent_readers_of_one_file) {
+  fixture f;
+  // A cache of three chunks: readers evict and drop each other's chunks.
+  mount_fs::options o = fixture::opts(3 * (64 << 10), 2);
+  o.sequential_slack = 64 << 10;
+  auto m = f.mount(o);
+  std::atomic<int> wrong{0};
+  auto sequential = [&](uint64_t start, size_t piece) {
+    std::vector<uint8_t> buf(piece);
+    for (uint64_t off = start;;) {
+      size_t const n = m->read(f.ino, off, piece, buf.data());
+      if (n == 0) break;
+      if (!fixture::same(f.data, off, buf.data(), n)) ++wrong;
+      off += n;
+    }
+  };
+  auto random = [&](unsigned seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint8_t> buf(100000);
+    for (int i = 0; i < 300; ++i) {
+      uint64_t const off = rng() % (f.data.size() + 100);
+      size_t const len = 1 + rng() % buf.size();
+      size_t const n = m->read(f.ino, off, len, buf.data());
+      size_t const want = off >= f.data.size()
+                              ? 0
+                              : static_cast<size_t>(std::min<uint64_t>(
+                                    len, f.data.size() - off));
+      if (n != want || !fixture::same(f.data, off, buf.data(), n)) ++wrong;
+    }
+  };
+  std::vector<std::thread> ts;
+  ts.emplace_back(sequential, 0, 16 << 10);
+  ts.emplace_back(sequential, 0, 10000);
+  ts.emplace_back(sequential, f.data.size() / 2, 4096);
+  ts.emplace_back(random, 1);
+  ts.emplace_back(random, 2);
+  for (auto& t : ts) t.join();
+  m->drain_prefetch();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LE(m->cache().bytes(), m->cache().budget());
+}
+
+TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
+  fixture f;
+  mount_fs::options o = fixture::opts(1 << 20, 2);
+  o.compress = true;
+  o.quiet_ms = 0;
+  o.sequential_slack = 64 << 10;
+  auto m = f.mount(o);
+  m->start();
+  // Every rewrite flips one byte (one pwrite, so a read sees it whole):
+  // each read must match one of the two versions, never a mix of chunks.
+  uint64_t const at = 70001;
+  std::string other = f.data;
+  other[at] = static_cast<char>(other[at] ^ 0x5a);
+  ASSERT_FALSE(m->open(f.ino, O_RDONLY));  // the readers' handle
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, reads{0};
+  auto reader = [&](size_t piece) {
+    std::vector<uint8_t> buf(piece);
+    while (!stop) {
+      for (uint64_t off = 0; !stop;) {
+        size_t const n = m->read(f.ino, off, piece, buf.data());
+        if (n == 0) break;
+        if (!fixture::same(f.data, off, buf.data(), n) &&
+            !fixture::same(other, off, buf.data(), n)) {
+          ++wrong;
+        }
+        ++reads;
+        off += n;
+      }
+    }
+  };
+  std::thread r1(reader, 16 << 10), r2(reader, 50000);
+  auto wait_compressed = [&] {
+    for (int i = 0;
+         i < 3000 && m->getxattr(f.ino, "user.brevis.state") != "compressed";
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return m->getxattr(f.ino, "user.brevis.state") == "compressed";
+  };
+  std::string const* now = &f.data;
+  for (int round = 0; round < 3; ++round) {
+    now = now == &f.data ? &other : &f.data;
+    ASSERT_TRUE(m->open(f.ino, O_WRONLY));  // back to staging
+    ASSERT_EQ(
+        m->write(f.ino, at, reinterpret_cast<uint8_t const*>(&(*now)[at]), 1),
+        1u);
+    m->release(f.ino, true);  // queued, compressed behind the readers
+    ASSERT_TRUE(wait_compressed());
+    std::vector<uint8_t> buf(now->size());
+    ASSERT_EQ(m->read(f.ino, 0, buf.size(), buf.data()), buf.size());
+    EXPECT_TRUE(fixture::same(*now, 0, buf.data(), buf.size()));
+  }
+  // Unlinked while open: the readers go on reading the orphan.
+  m->unlink(root_inode, "f");
+  int const before = reads;
+  for (int i = 0; i < 500 && reads < before + 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop = true;
+  r1.join();
+  r2.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GE(reads, before + 20);
+  m->release(f.ino, false);  // the last handle: the inode goes
+  uint8_t b[4];
+  EXPECT_THROW(m->read(f.ino, 0, sizeof b, b), store_error);
+  m->shutdown();
 }
 
 }  // namespace
