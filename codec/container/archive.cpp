@@ -260,7 +260,7 @@ bytes archive_writer::finish() {
   x.chunks = chunks_;
   x.choice_records = std::any_of(regions_.begin(), regions_.end(),
                                  [](region_entry const& e) { return e.how; });
-  bytes out = brv::pack_index(brv::encode_index(x));
+  bytes out = brv::pack_index(brv::encode_index(x), written_);
   uint64_t const index_length = out.size();
   bytes checked = header();
   put_bytes(checked, out);

@@ -240,16 +240,17 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
   return x;
 }
 
-bytes pack_index(byte_view index) {
-  // Names, shapes and checksums of small-tensor files weigh like their data,
-  // but past a few KiB a slow level does not pay: over the corpus indexes
-  // (median 57 KB raw) level 19 runs at ~2.5 MB/s and 15 at ~8 MB/s, 9 at
-  // ~80 MB/s, and 9 gives up 2-3% of the index, ~0.02% of the archive, for a
-  // tenth of the time (on the 6 /tmp/qc files: 82 ms -> 7 ms, 164 -> 172 KB
-  // of index, out of 74 MB). Below 4 KiB level 19 costs at most ~1 ms.
-  int const level = index.size() < (4u << 10)   ? 19
-                    : index.size() < (4u << 20) ? 9
-                                                : 3;
+bytes pack_index(byte_view index, uint64_t payload_bytes) {
+  // Names, shapes and checksums of small-tensor files weigh like their data:
+  // where the index is a good part of the archive, the slowest level pays
+  // (a 130 KB .pt of 300 small tensors: 400 bytes, 0.6% of its archive,
+  // which decides whether it beats xz). Elsewhere it does not: over the
+  // corpus indexes (median 57 KB raw) level 19 runs at ~2.5 MB/s and 9 at
+  // ~80 MB/s, and 9 gives up 2-3% of the index, ~0.02% of the archive, for
+  // a tenth of the time (the 6 /tmp/qc files: 82 ms -> 7 ms).
+  bool const weighs =
+      index.size() < (4u << 10) || index.size() * 8 >= payload_bytes;
+  int const level = weighs ? 19 : index.size() < (4u << 20) ? 9 : 3;
   bytes out(ZSTD_compressBound(index.size()));
   size_t const n =
       ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);

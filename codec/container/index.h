@@ -32,8 +32,10 @@ bytes encode_index(archive_index const& index);
 archive_index decode_index(byte_view data, uint32_t chunk_size,
                            uint64_t payload_area, bool choice_records = false);
 
-/// The index as stored with header flag Index_Zstd: one zstd frame.
-bytes pack_index(byte_view index);
+/// The index as stored with header flag Index_Zstd: one zstd frame, at a
+/// level that depends on how much the index weighs against the archive's
+/// `payload_bytes`.
+bytes pack_index(byte_view index, uint64_t payload_bytes);
 /// The index from its stored form (a zstd frame); throws errc::limit when
 /// it would exceed max_index_length or max_index_expansion times the stored
 /// size plus 64 KiB, errc::corrupt when it is not exactly one whole frame.

@@ -97,7 +97,7 @@ bytes forge(bytes const& archive,
       brv::decode_index(stored, chunk_size, at - brv::header_size);
   edit(x);
   bytes index = brv::encode_index(x);
-  if (packed) index = brv::pack_index(index);
+  if (packed) index = brv::pack_index(index, 0);
   bytes out(archive.begin(), archive.begin() + at);
   put_bytes(out, index);
   bytes checked(archive.begin(), archive.begin() + brv::header_size);
@@ -506,25 +506,45 @@ TEST(container_test, compressed_index_is_bounded_and_checked) {
   uint16_t const z = brv::header_flag_index_zstd;
   // The same absurd index, compressed, fails the same way.
   EXPECT_EQ(
-      open_and_read(with_index(brv::pack_index(petabyte_index()), 4096, z)),
+      open_and_read(with_index(brv::pack_index(petabyte_index(), 0), 4096, z)),
       errc::corrupt);
   // Not a zstd frame; a frame with trailing bytes; a cut frame.
   EXPECT_EQ(open_and_read(with_index(petabyte_index(), 4096, z)),
             errc::corrupt);
-  bytes two = brv::pack_index(petabyte_index());
+  bytes two = brv::pack_index(petabyte_index(), 0);
   two.push_back(0);
   EXPECT_EQ(open_and_read(with_index(two, 4096, z)), errc::corrupt);
-  bytes cut = brv::pack_index(petabyte_index());
+  bytes cut = brv::pack_index(petabyte_index(), 0);
   cut.resize(cut.size() - 1);
   EXPECT_NE(open_and_read(with_index(cut, 4096, z)), errc{});
   // A small frame that expands past the bound is refused before allocating.
   bytes const zeros(4u << 20, 0);
-  EXPECT_EQ(open_and_read(with_index(brv::pack_index(zeros), 4096, z)),
+  EXPECT_EQ(open_and_read(with_index(brv::pack_index(zeros, 0), 4096, z)),
             errc::limit);
   // The encoder's archives use it and read back.
   bytes const file = random_bytes(10000, 8);
   bytes const a = archive_of(file);
   EXPECT_EQ(load_le<uint16_t>(a.data() + 6), z);
+}
+
+// An index that weighs in its archive (small tensors: names, shapes and
+// checksums) gets the slowest zstd level; next to a large payload a
+// faster one. Both unpack to the same bytes.
+TEST(container_test, index_level_follows_its_weight) {
+  bytes index;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 3000; ++i) {
+    std::string const name =
+        "model.layers." + std::to_string(i % 97) + ".mlp.weight";
+    index.insert(index.end(), name.begin(), name.end());
+    for (int k = 0; k < 6; ++k)
+      index.push_back(static_cast<uint8_t>(rng() % 7));
+  }
+  bytes const heavy = brv::pack_index(index, index.size());
+  bytes const light = brv::pack_index(index, 1ull << 30);
+  EXPECT_LT(heavy.size(), light.size());
+  EXPECT_EQ(brv::unpack_index(heavy), index);
+  EXPECT_EQ(brv::unpack_index(light), index);
 }
 
 TEST(container_test, absurd_counts_fail_fast) {
