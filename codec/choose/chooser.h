@@ -1,7 +1,6 @@
 #pragma once
-// Chooses the program for each region. Until the synthesis search lands, the
-// candidate chooser tries a few programs per region type on a sample and
-// keeps the smallest; the search will implement this same interface.
+// Chooses the program for each region: the interface the archive writer
+// and the store call; the synthesis search (codec/search) implements it.
 
 #include <cstdint>
 #include <memory>
@@ -69,9 +68,5 @@ node fallback_program();
 /// same tensor to code to the same payload in every file it appears in, so
 /// that it is stored once, and codes each region on its own.
 enum class table_sharing { per_file, per_region };
-
-/// The candidate chooser: a few programs per dtype, measured on a sample.
-std::unique_ptr<program_chooser> make_candidate_chooser(
-    table_sharing sharing = table_sharing::per_file);
 
 }  // namespace brevis::codec

@@ -1,6 +1,6 @@
 #pragma once
-// Histograms of 16-bit lanes and the size estimates built on them, shared by
-// the candidate chooser and the search's cost model: a static table's cost
+// Histograms of 16-bit lanes and the size estimates built on them, for the
+// search's cost model and the file's shared tables: a static table's cost
 // follows exactly from the histogram, with no trial encode.
 
 #include <cstdint>

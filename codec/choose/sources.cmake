@@ -4,5 +4,4 @@ list(APPEND BREVIS_CODEC_SOURCES
   choose/entropy_terms.cpp
   choose/histogram.cpp
   choose/sample.cpp
-  choose/shared_tables.cpp
-  choose/candidates.cpp)
+  choose/shared_tables.cpp)

@@ -22,7 +22,7 @@ void decode_chunk(node const& program, byte_view payload, size_t out_size,
                   uint8_t* out);
 
 /// Encodes then decodes and compares; true when the program roundtrips this
-/// input. Used by the chooser to verify candidates and by tests.
+/// input. Used by tests.
 bool roundtrips(node const& program, byte_view input);
 
 }  // namespace brevis::codec

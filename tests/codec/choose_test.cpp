@@ -6,6 +6,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/search/search_chooser.h"
 #include "generators.h"
 
 namespace brevis::codec {
@@ -45,7 +46,7 @@ bytes gaussian_bf16(size_t n) {
 
 // Whatever the chooser picks must roundtrip the whole region.
 node choose_and_check(region const& r, bytes const& data) {
-  auto chooser = make_candidate_chooser();
+  auto chooser = make_search_chooser();
   node p = chooser->choose(r, data);
   check_program(p);
   EXPECT_TRUE(roundtrips(p, data)) << program_text(p);
@@ -147,7 +148,7 @@ TEST(choose_test, every_dtype_and_adversarial_input_roundtrips) {
 }
 
 TEST(choose_test, tiny_regions_never_cost_more_than_raw_plus_a_byte) {
-  auto chooser = make_candidate_chooser();
+  auto chooser = make_search_chooser();
   for (dtype t : {dtype::none, dtype::bf16, dtype::i32, dtype::f32}) {
     for (size_t n : {1, 2, 3, 6, 8, 12, 16, 40}) {
       bytes d(n);
@@ -181,7 +182,7 @@ TEST(choose_test, small_tensors_of_a_file_share_a_table) {
     regions.push_back(r);
     file.insert(file.end(), t.begin(), t.end());
   }
-  auto base = make_candidate_chooser();
+  auto base = make_search_chooser();
   auto chooser = base->for_file(file, regions);
   ASSERT_NE(chooser, nullptr);
   std::vector<node> programs;

@@ -9,6 +9,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "codec/search/search_chooser.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec {
@@ -189,7 +190,7 @@ TEST(literal_test, the_file_chooser_keeps_small_opaque_regions_as_literals) {
     for (int k = 0; k < 600; ++k) file.push_back(static_cast<uint8_t>(rng()));
     regions.push_back(t);
   }
-  auto const chooser = make_candidate_chooser();
+  auto const chooser = make_search_chooser();
   archive_writer w(file, regions, *chooser, 4096);
   for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
   w.plan_chunks();
@@ -209,7 +210,7 @@ TEST(literal_test, the_file_chooser_keeps_small_opaque_regions_as_literals) {
   rd.read(0, back.size(), back.data());
   EXPECT_EQ(back, file);
   // A store-style chooser (regions coded on their own) uses none.
-  auto const alone = make_candidate_chooser(table_sharing::per_region);
+  auto const alone = make_store_chooser();
   archive_writer w2(file, regions, *alone, 4096);
   for (size_t r = 0; r < w2.region_count(); ++r) {
     w2.choose_program(r);
@@ -261,7 +262,7 @@ bytes write(small_file const& f, program_chooser const& c, uint32_t chunk) {
 TEST(literal_test, literal_regions_are_stored_in_the_index_alone) {
   // Headers of 5000 bytes over 4096-byte chunks: two in-program chunks each.
   small_file const f = headers_and_tensors(6, 5000, 3000);
-  auto const chooser = make_candidate_chooser();
+  auto const chooser = make_search_chooser();
   bytes const a = write(f, *chooser, 4096);
   archive_reader r(a);
   size_t in_program = 0;
@@ -287,7 +288,7 @@ TEST(literal_test, literal_regions_are_stored_in_the_index_alone) {
 
 TEST(literal_test, forged_in_program_chunks_are_rejected) {
   small_file const f = headers_and_tensors(3, 300, 2000);
-  auto const chooser = make_candidate_chooser();
+  auto const chooser = make_search_chooser();
   bytes const a = write(f, *chooser, 4096);
   archive_reader r(a);
   brv::archive_index x;

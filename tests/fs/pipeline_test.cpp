@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/event_log.h"
@@ -27,8 +28,7 @@ using cli_test::temp_dir;
 
 struct fixture {
   temp_dir dir;
-  std::unique_ptr<codec::program_chooser> chooser =
-      codec::make_candidate_chooser();
+  std::unique_ptr<codec::program_chooser> chooser = codec::make_store_chooser();
   std::unique_ptr<store> s;
   std::string data;
 

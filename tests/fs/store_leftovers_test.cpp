@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/store/store.h"
 #include "tests/cli/helpers.h"
@@ -33,8 +34,7 @@ uint64_t bytes_of(std::filesystem::path const& p) {
 
 struct leftover_fixture {
   temp_dir dir;
-  std::unique_ptr<codec::program_chooser> chooser =
-      codec::make_candidate_chooser();
+  std::unique_ptr<codec::program_chooser> chooser = codec::make_store_chooser();
   std::string data = cli_test::make_safetensors(
       {{"w", "BF16", {50000}, cli_test::bf16_weights(50000, 5)}});
   store_options so;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "tests/cli/helpers.h"
 
 namespace brevis::fs {
@@ -50,8 +51,7 @@ std::string read_all(store const& s, uint64_t ino) {
 
 uint64_t add(store& s, std::string const& name, std::string const& data,
              add_result* res = nullptr) {
-  static auto chooser =
-      codec::make_candidate_chooser(codec::table_sharing::per_region);
+  static auto chooser = codec::make_store_chooser();
   add_result r = s.add_file(root_inode, name, view(data), *chooser, 0644, 0);
   if (res) *res = r;
   return r.ino;

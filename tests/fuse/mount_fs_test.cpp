@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "tests/cli/helpers.h"
 
@@ -22,8 +23,7 @@ namespace {
 
 struct fixture {
   cli_test::temp_dir dir;
-  std::unique_ptr<codec::program_chooser> chooser =
-      codec::make_candidate_chooser();
+  std::unique_ptr<codec::program_chooser> chooser = codec::make_store_chooser();
   std::unique_ptr<store> s;
   std::string data;
   uint64_t ino = 0;

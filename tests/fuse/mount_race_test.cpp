@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "codec/choose/chooser.h"
+#include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "tests/cli/helpers.h"
 
@@ -137,8 +138,7 @@ class watchdog {
 
 struct fixture {
   cli_test::temp_dir dir;
-  std::unique_ptr<codec::program_chooser> real =
-      codec::make_candidate_chooser(codec::table_sharing::per_region);
+  std::unique_ptr<codec::program_chooser> real = codec::make_store_chooser();
   gate_chooser gate{*real};
   point_gate points;
   std::unique_ptr<store> s;
