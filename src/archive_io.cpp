@@ -4,10 +4,10 @@
 #include <memory>
 #include <vector>
 
+#include "codec/core/checksum.h"
 #include "codec/core/error.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "src/buffer_ring.h"
-#include "src/file_hash.h"
 
 namespace brevis::cli {
 namespace {
@@ -45,7 +45,7 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
     codec::fail(codec::errc::corrupt, "chunk table does not tile the file");
   }
 
-  file_hash hash;
+  codec::xxh3_stream hash;
   uint64_t done = 0;
   buffer_ring buffers(longest);
   fs::ordered_pipeline(

@@ -18,12 +18,12 @@
 
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
+#include "codec/core/checksum.h"
 #include "codec/search/search_chooser.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "fs/store/store.h"
 #include "src/buffer_ring.h"
 #include "src/commands.h"
-#include "src/file_hash.h"
 #include "src/input.h"
 #include "src/output_file.h"
 #include "src/progress.h"
@@ -144,7 +144,7 @@ int store_get(store_cli_options const& opt) {
       size_t length = 0;
     };
     buffer_ring buffers(longest);
-    file_hash hash;
+    codec::xxh3_stream hash;
     fs::ordered_pipeline(
         spans.size(), 2 * size_t{std::max(opt.common.threads, 1u)},
         [&](size_t i) {

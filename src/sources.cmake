@@ -7,7 +7,6 @@ list(APPEND BREVIS_CLI_SOURCES
   cmd_mount.cpp
   cmd_store.cpp
   cmd_verify.cpp
-  file_hash.cpp
   input.cpp
   mapped_file.cpp
   output_file.cpp
