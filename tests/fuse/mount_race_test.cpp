@@ -31,65 +31,25 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Wraps a chooser; when armed, the first choose() waits for release().
-class gate_chooser final : public codec::program_chooser {
+/// A point where a thread can be held: after arm(name), the first thread
+/// that passes the point of that name waits there for release().
+class hold_point {
  public:
-  explicit gate_chooser(codec::program_chooser const& inner) : inner_(inner) {}
-
-  codec::node choose(codec::region const& r,
-                     codec::byte_view data) const override {
+  void pass(std::string_view name = {}) {
     std::unique_lock lk(mu_);
-    if (armed_) {
-      armed_ = false;
-      arrived_ = true;
-      cv_.notify_all();
-      cv_.wait(lk, [&] { return released_; });
-    }
-    lk.unlock();
-    return inner_.choose(r, data);
-  }
-
-  void arm() {
-    std::lock_guard lk(mu_);
-    armed_ = true;
-    arrived_ = released_ = false;
-  }
-  /// Waits until a compression is held at the gate.
-  bool wait_arrived() {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, 30s, [&] { return arrived_; });
-  }
-  void release() {
-    std::lock_guard lk(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  codec::program_chooser const& inner_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable bool armed_ = false, arrived_ = false;
-  bool released_ = false;
-};
-
-/// Holds the store at a named fault point (store_options::fault_hook): when
-/// armed, the first thread to reach it waits there for release().
-class point_gate {
- public:
-  void hit(std::string_view point) {
-    std::unique_lock lk(mu_);
-    if (point != armed_) return;
-    armed_.clear();
+    if (!armed_ || name != name_) return;
+    armed_ = false;
     arrived_ = true;
     cv_.notify_all();
     cv_.wait(lk, [&] { return released_; });
   }
-  void arm(std::string point) {
+  void arm(std::string name = {}) {
     std::lock_guard lk(mu_);
-    armed_ = std::move(point);
+    name_ = std::move(name);
+    armed_ = true;
     arrived_ = released_ = false;
   }
+  /// Waits until a thread is held.
   bool wait_arrived() {
     std::unique_lock lk(mu_);
     return cv_.wait_for(lk, 30s, [&] { return arrived_; });
@@ -103,8 +63,26 @@ class point_gate {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::string armed_;
-  bool arrived_ = false, released_ = false;
+  std::string name_;
+  bool armed_ = false, arrived_ = false, released_ = false;
+};
+
+/// Wraps a chooser: every choose() passes `gate` first, so that an armed
+/// gate holds a compression in the middle of its work.
+class gate_chooser final : public codec::program_chooser {
+ public:
+  gate_chooser(codec::program_chooser const& inner, hold_point& gate)
+      : inner_(inner), gate_(gate) {}
+
+  codec::node choose(codec::region const& r,
+                     codec::byte_view data) const override {
+    gate_.pass();
+    return inner_.choose(r, data);
+  }
+
+ private:
+  codec::program_chooser const& inner_;
+  hold_point& gate_;
 };
 
 /// Aborts the test binary when a test does not finish in time (a deadlock
@@ -139,19 +117,20 @@ class watchdog {
 struct fixture {
   cli_test::temp_dir dir;
   std::unique_ptr<codec::program_chooser> real = codec::make_store_chooser();
-  gate_chooser gate{*real};
-  point_gate points;
+  hold_point gate;    // in the chooser: holds a compression
+  hold_point points;  // at the store's named fault points
+  gate_chooser chooser{*real, gate};
   std::unique_ptr<store> s;
   std::unique_ptr<mount_fs> m;
 
   explicit fixture(unsigned quiet_ms = 0) {
     store_options so;
     so.chunk_size = 64 << 10;
-    so.fault_hook = [this](std::string_view p) { points.hit(p); };
+    so.fault_hook = [this](std::string_view p) { points.pass(p); };
     s = std::make_unique<store>((dir / "s").string(), so);
     mount_fs::options o;
     o.quiet_ms = quiet_ms;
-    m = std::make_unique<mount_fs>(*s, gate, o);
+    m = std::make_unique<mount_fs>(*s, chooser, o);
     m->start();
   }
   ~fixture() {
