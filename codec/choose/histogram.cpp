@@ -68,21 +68,46 @@ double estimate_table_blob_bytes(sparse_hist const& h) {
   if (h.empty()) return 0;
   uint64_t n = 0;
   for (auto const& [s, c] : h) n += c;
-  uint64_t const slots = uint64_t{1} << rans_static_scale_for(h.size(), n);
-  std::vector<uint32_t> symbols, freqs;
-  symbols.reserve(h.size()), freqs.reserve(h.size());
-  // 64-bit products where they fit (slots <= 2^16): a 128-bit division
-  // per symbol was most of this estimate's time.
-  bool const narrow = n < (uint64_t{1} << 43);
-  for (auto const& [s, c] : h) {
-    symbols.push_back(s);
-    uint64_t const f =
-        narrow ? (c * slots + n / 2) / n
-               : static_cast<uint64_t>(
-                     (static_cast<unsigned __int128>(c) * slots + n / 2) / n);
-    freqs.push_back(static_cast<uint32_t>(std::max<uint64_t>(1, f)));
+  return estimate_rans_static_blob_bytes(h, n,
+                                         rans_static_scale_for(h.size(), n));
+}
+
+table_estimate estimate_table_code_bits(sparse_hist const& h,
+                                        std::vector<double>& bits) {
+  table_estimate e;
+  if (h.empty()) return e;
+  e.blob_bytes = estimate_table_blob_bytes(h);
+  if (h.size() == 1) {
+    e.single_symbol = true;
+    bits[h.front().first] = 0;
+    return e;
   }
-  return estimate_rans_static_blob_bytes(symbols, freqs);
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  double const slots =
+      std::ldexp(1.0, static_cast<int>(rans_static_scale_for(h.size(), n)));
+  double const per_count = slots / static_cast<double>(n);
+  double const log2_per_count = std::log2(per_count);
+  double sum_f = 0;
+  // log2(f) first, then shifted by log2(sum_f) once the sum is known.
+  for (auto const& [s, c] : h) {
+    double const f = static_cast<double>(c) * per_count;
+    if (f > 1) {
+      sum_f += f;
+      bits[s] = -(c_log2_c(c) / static_cast<double>(c) + log2_per_count);
+    } else {
+      sum_f += 1;
+      bits[s] = 0;
+    }
+  }
+  double const log2_sum = std::log2(sum_f);
+  double payload = 32.0 * rans_static::lanes;
+  for (auto const& [s, c] : h) {
+    bits[s] += log2_sum;
+    payload += static_cast<double>(c) * bits[s];
+  }
+  e.payload_bytes = payload / 8;
+  return e;
 }
 
 // Payload bits of `h` under `t` (symbols of h all in t), framing included.

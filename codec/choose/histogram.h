@@ -38,6 +38,19 @@ double estimate_table_payload_bytes(sparse_hist const& h);
 /// Estimated bytes of the blob of `h`'s own table (from its symbol count).
 double estimate_table_blob_bytes(sparse_hist const& h);
 
+/// A table's estimated costs for `h` (own_table_leaf's table, not built):
+/// payload and blob bytes as estimate_table_payload_bytes and
+/// estimate_table_blob_bytes give them, and `bits[s]`, for every symbol s of
+/// h, its code length in bits (frequencies proportional to the counts, at
+/// least one slot each). `bits` holds 2^16 entries; only h's are written.
+struct table_estimate {
+  double payload_bytes = 0;
+  double blob_bytes = 0;
+  bool single_symbol = false;  // codes in zero bytes
+};
+table_estimate estimate_table_code_bits(sparse_hist const& h,
+                                        std::vector<double>& bits);
+
 /// Payload bits of `h` under `t` (symbols of h all in t), framing included.
 double table_bits(sparse_hist const& h, rans_static::table const& t);
 

@@ -409,6 +409,71 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
   return std::min(plain, coded);
 }
 
+namespace {
+
+// Adds the bytes of varint v to `h`; returns their number.
+size_t add_varint(std::array<uint64_t, 256>& h, uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7, ++n) ++h[(v & 0x7f) | 0x80];
+  ++h[v];
+  return n;
+}
+
+}  // namespace
+
+double estimate_rans_static_blob_bytes(
+    std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
+    unsigned scale) {
+  size_t const k = hist.size();
+  if (k <= 1) return 2 + 4;
+  // Rounded in floating point: a division per symbol would be most of this
+  // estimate's time (ties may round the other way; the estimate follows).
+  double const per_count =
+      std::ldexp(1.0, static_cast<int>(scale)) / static_cast<double>(total);
+  // The frequency codes, the remainder (first largest) and the set's runs,
+  // in one pass: the set is histogrammed as it is written.
+  thread_local std::vector<uint8_t> codes;
+  codes.resize(k);
+  std::array<uint64_t, 256> set_hist{};
+  size_t set_size = 0, runs = 0, rem = 0;
+  uint64_t rem_f = 0, next = 0;
+  uint32_t run_first = 0, prev = 0;
+  for (size_t i = 0; i < k; ++i) {
+    auto const [s, c] = hist[i];
+    uint64_t const f = std::max<uint64_t>(
+        1, static_cast<uint64_t>(static_cast<double>(c) * per_count + 0.5));
+    if (f > rem_f) rem_f = f, rem = i;
+    codes[i] = quantize(static_cast<uint32_t>(std::min<uint64_t>(f, 1u << 19)));
+    if (i == 0 || s != prev + 1) {
+      if (i > 0) {
+        set_size += add_varint(set_hist, run_first - next);
+        set_size += add_varint(set_hist, prev - run_first);
+        next = uint64_t{prev} + 1;
+      }
+      run_first = s;
+      ++runs;
+    }
+    prev = s;
+  }
+  set_size += add_varint(set_hist, run_first - next);
+  set_size += add_varint(set_hist, prev - run_first);
+  set_size += add_varint(set_hist, runs);
+  set_size += add_varint(set_hist, rem);
+  double const plain = 2 + static_cast<double>(set_size + k - 1);
+  if (k - 1 < 64) return plain;
+  std::array<uint64_t, 256> delta_hist{};
+  uint8_t last = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (i == rem) continue;
+    ++delta_hist[static_cast<uint8_t>(codes[i] - last)];
+    last = codes[i];
+  }
+  double const coded = 3 + static_cast<double>(varint_size(set_size)) +
+                       estimate_packed_bytes(set_hist, set_size) +
+                       estimate_packed_bytes(delta_hist, k - 1);
+  return std::min(plain, coded);
+}
+
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {
   rans_static::table const t = choose_rans_static_table(hist);
   return rans_static::coded_bits(hist, t) +

@@ -39,6 +39,14 @@ double estimate_rans_static_bits(std::span<uint64_t const> hist);
 double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
                                        std::span<uint32_t const> freqs);
 
+/// The same for the table of a histogram (present symbols, increasing, and
+/// their counts, summing to `total`) at precision 2^scale, its frequencies
+/// proportional to the counts (at least 1), in one pass without building
+/// them.
+double estimate_rans_static_blob_bytes(
+    std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
+    unsigned scale);
+
 /// The nearest table the blob can hold: frequencies kept to 4-5 significant
 /// bits, one (the largest) taking the remainder. Idempotent.
 rans_static::table quantize_rans_static_table(rans_static::table const& t);

@@ -175,13 +175,17 @@ class engine {
       : in_(in), prior_(p), opt_(o), costs_(in) {
     unsigned const w = std::max(1u, dtype_width(in.info.type));
     // 64 KiB and 1/32 of the region, as much as the sample may hold. bf16
-    // regions need less: their elements' and byte planes' costs come from
-    // the region's histogram, and the sample only decides among the rest.
-    size_t const base = in.info.type == dtype::bf16 && in.root_hist != nullptr
-                            ? (16u << 10)
-                            : (64u << 10);
-    sample_ = sample_slices(
-        in.data, w, std::min(o.sample_bytes, base + in.data.size() / 32));
+    // and fp16 regions need less: their elements' and byte planes' costs come
+    // from the region's histogram, and the sample only decides among the rest.
+    bool const float16 =
+        in.info.type == dtype::bf16 || in.info.type == dtype::f16;
+    size_t const base =
+        float16 && in.root_hist != nullptr ? (16u << 10) : (64u << 10);
+    size_t const want = std::min(o.sample_bytes, base + in.data.size() / 32);
+    sample_ = sample_slices(in.data, w, want);
+    size_t const full =
+        std::min(o.sample_bytes, (64u << 10) + in.data.size() / 32);
+    window_factor_ = static_cast<double>(full) / static_cast<double>(want);
     budget_ = o.budget;
     // Float fields and byte planes are what wins there, and their costs
     // come from the histogram; integers need deeper programs (rows, deltas).
@@ -435,29 +439,30 @@ class engine {
     st.distinct = std::min<size_t>(257, h.size());
   }
 
-  // The whole-value histograms of the children of `n` applied to the
-  // region's 16-bit elements (byte planes, float fields), or none.
-  // Split once per operator and region: every state applying it shares them.
+  // The whole-value histograms of the children of `n` applied to a 16-bit
+  // value whose whole histogram is known (the region's elements; a float
+  // field of them, such as fp16's 10-bit mantissas): byte planes, float
+  // fields, or none. Split once per operator and value: every state
+  // applying it shares them.
   std::vector<std::shared_ptr<sparse_hist const>> const& child_histograms(
       node const& n, value const& v) {
     static std::vector<std::shared_ptr<sparse_hist const>> const none;
-    if (v.depth != 1 || v.whole.empty() || v.sample.type.width != 2 ||
-        in_.root_hist == nullptr || in_.root_hist->empty()) {
-      return none;
-    }
-    auto const key = std::make_pair(n.op, v.sample.type.kind);
+    if (v.sample.type.width != 2) return none;
+    sparse_hist const* h = v.whole_hist.get();
+    if (v.depth == 1 && !v.whole.empty()) h = in_.root_hist;
+    if (h == nullptr || h->empty()) return none;
+    auto const key = std::make_tuple(h, n.op, v.sample.type.kind);
     for (auto const& [k, hists] : split_cache_) {
       if (k == key) return hists;
     }
     split_cache_.push_back({key, {}});
     auto& out = split_cache_.back().second;
-    for (auto const& k :
-         split_histogram(*in_.root_hist, n.op, v.sample.type.kind)) {
-      auto h = std::make_shared<sparse_hist>();
+    for (auto const& k : split_histogram(*h, n.op, v.sample.type.kind)) {
+      auto kid = std::make_shared<sparse_hist>();
       for (uint32_t s = 0; s < k.size(); ++s) {
-        if (k[s]) h->emplace_back(s, k[s]);
+        if (k[s]) kid->emplace_back(s, k[s]);
       }
-      out.push_back(std::move(h));
+      out.push_back(std::move(kid));
     }
     return out;
   }
@@ -532,10 +537,14 @@ class engine {
                !v.whole.empty()) {
       // Row operators relate elements a row apart, which the sample's
       // slices separate: they are measured on a contiguous window of whole
-      // rows from the middle of the region, as large as the sample.
+      // rows from the middle of the region, as large as the full sample
+      // (the histogram-costed regions' smaller samples mislead them).
       unsigned const w = v.sample.type.width;
       size_t const row = static_cast<size_t>(n.params.at(0)) * w;
-      size_t const rows = std::max<size_t>(1, v.sample.data.size() / row);
+      size_t const rows = std::max<size_t>(
+          1, static_cast<size_t>(static_cast<double>(v.sample.data.size()) *
+                                 window_factor_) /
+                 row);
       size_t const len = std::min(rows * row, v.whole.size() / row * row);
       size_t const start = (v.whole.size() / row - len / row) / 2 * row;
       prefix.data.assign(v.whole.begin() + start,
@@ -695,6 +704,7 @@ class engine {
   cost_model costs_;
   bytes sample_;
   double scale_ = 1;
+  double window_factor_ = 1;  // row windows: the full sample over ours
   size_t budget_ = 0;
   bool trace_ = std::getenv("BREVIS_SEARCH_TRACE") != nullptr;
   complete best_;
@@ -706,8 +716,8 @@ class engine {
   std::map<std::tuple<value const*, uint16_t, std::vector<uint64_t>>,
            std::pair<value_ptr, application>>
       applied_;
-  // (operator, meaning) -> the region's histogram split by it
-  std::deque<std::pair<std::pair<opcode, meaning>,
+  // (histogram, operator, meaning) -> the histogram split by it
+  std::deque<std::pair<std::tuple<sparse_hist const*, opcode, meaning>,
                        std::vector<std::shared_ptr<sparse_hist const>>>>
       split_cache_;
 };

@@ -6,6 +6,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
 #include "generators.h"
 
@@ -90,6 +91,69 @@ TEST(choose_test, own_table_estimates_follow_the_built_table) {
         EXPECT_NEAR(estimate_table_blob_bytes(h), blob, 0.15 * blob + 16)
             << n << " " << sd << " " << mantissa << " symbols " << h.size();
       }
+    }
+  }
+}
+
+// The one-pass blob estimate from counts equals the estimate from the
+// frequencies it stands for, on alphabets with runs, gaps, one dominant
+// symbol and many rare ones.
+TEST(choose_test, blob_estimate_from_counts_equals_the_one_from_frequencies) {
+  std::mt19937 rng(17);
+  for (size_t k :
+       {size_t{2}, size_t{40}, size_t{300}, size_t{5000}, size_t{40000}}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      sparse_hist h;
+      uint32_t s = rng() % 50;
+      for (size_t i = 0; i < k && s < 65536; ++i) {
+        uint64_t c = shape == 0   ? 1 + rng() % 3
+                     : shape == 1 ? 1 + (rng() % 1000) * (rng() % 1000)
+                                  : (i == k / 2 ? 1000000 : 1 + rng() % 5);
+        h.emplace_back(s, c);
+        s += rng() % 4 == 0 ? 1 + rng() % 9 : 1;  // runs and gaps
+      }
+      uint64_t n = 0;
+      for (auto const& [sym, c] : h) n += c;
+      unsigned const scale = rans_static_scale_for(h.size(), n);
+      std::vector<uint32_t> symbols, freqs;
+      for (auto const& [sym, c] : h) {
+        symbols.push_back(sym);
+        freqs.push_back(static_cast<uint32_t>(
+            std::max<uint64_t>(1, (c * (uint64_t{1} << scale) + n / 2) / n)));
+      }
+      EXPECT_DOUBLE_EQ(estimate_rans_static_blob_bytes(h, n, scale),
+                       estimate_rans_static_blob_bytes(symbols, freqs))
+          << k << " " << shape;
+    }
+  }
+}
+
+// The code lengths estimated for a histogram's own table follow the built
+// table's: the bits of the histogram under them within 0.5% (and a few
+// bytes) of its payload under the table.
+TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
+  std::mt19937 rng(23);
+  std::vector<double> bits(65536, -1);
+  for (size_t n : {size_t{3000}, size_t{400000}}) {
+    for (float sd : {0.002f, 1.0f}) {
+      std::normal_distribution<float> g(0.0f, sd);
+      bytes d;
+      for (size_t i = 0; i < n; ++i)
+        testing::append(d, testing::to_bf16(g(rng)));
+      sparse_hist const h = sparse_histogram(d);
+      table_estimate const e = estimate_table_code_bits(h, bits);
+      own_table const t = own_table_leaf(h);
+      EXPECT_NEAR(e.payload_bytes, t.payload_bytes,
+                  0.005 * t.payload_bytes + 8);
+      EXPECT_NEAR(e.payload_bytes, estimate_table_payload_bytes(h),
+                  1e-9 * e.payload_bytes);
+      EXPECT_DOUBLE_EQ(e.blob_bytes, estimate_table_blob_bytes(h));
+      double sum = 32.0 * rans_static::lanes;
+      for (auto const& [s, c] : h) {
+        EXPECT_GE(bits[s], 0);
+        sum += static_cast<double>(c) * bits[s];
+      }
+      EXPECT_NEAR(sum / 8, e.payload_bytes, 1e-6 * e.payload_bytes);
     }
   }
 }
