@@ -358,8 +358,12 @@ class engine {
     v->parent = parent;
     v->whole = whole;
     v->scale = scale;
-    v->stats = measure(v->sample);
-    if (whole_hist) use_whole_histogram(*whole_hist, v->stats);
+    // A known whole histogram gives the byte statistics: the sample's bytes
+    // are not counted.
+    v->stats = measure(v->sample, whole_hist == nullptr || whole_hist->empty());
+    if (whole_hist && !whole_hist->empty()) {
+      use_whole_histogram(*whole_hist, v->sample.type.width, v->stats);
+    }
     v->whole_hist = std::move(whole_hist);
     // The period is only looked for at the region's elements (repeat_fits):
     // the region's bytes match their first byte every few bytes.
@@ -412,12 +416,12 @@ class engine {
   // lose to such biased estimates: where the region's 16-bit histogram is
   // known, so are those of its byte planes and float fields, and their byte
   // statistics replace the sample's (scaled to the sample's size).
-  static void use_whole_histogram(sparse_hist const& h, value_stats& st) {
+  static void use_whole_histogram(sparse_hist const& h, unsigned width,
+                                  value_stats& st) {
     std::array<uint64_t, 256> bytes{};
     uint64_t total = 0;
-    double sample_bytes = 0;
-    for (uint32_t c : st.byte_counts) sample_bytes += c;
-    bool const wide = sample_bytes > static_cast<double>(st.count);  // u16
+    bool const wide = width == 2;
+    double const sample_bytes = static_cast<double>(st.count * width);
     for (auto const& [sym, c] : h) {
       bytes[sym & 255] += c;
       if (wide) bytes[sym >> 8] += c;
@@ -437,6 +441,7 @@ class engine {
     st.byte_entropy =
         entropy_from_terms(total, terms) / static_cast<double>(total);
     st.distinct = std::min<size_t>(257, h.size());
+    st.constant = h.size() == 1;
   }
 
   // The whole-value histograms of the children of `n` applied to a 16-bit

@@ -91,17 +91,19 @@ void byte_histogram(byte_view d, std::array<uint32_t, 256>& out) {
     out[k] = t[0][k] + t[1][k] + t[2][k] + t[3][k];
 }
 
-value_stats measure(stream const& v) {
+value_stats measure(stream const& v, bool bytes) {
   value_stats s;
   unsigned const w = v.type.width;
   size_t const n = v.count();
   s.count = n;
   uint8_t const* d = v.data.data();
-  byte_histogram(byte_view(d, n * w), s.byte_counts);
-  double terms = 0;
-  for (uint32_t c : s.byte_counts) terms += c_log2_c(c);
-  s.byte_entropy =
-      n ? entropy_from_terms(n * w, terms) / static_cast<double>(n * w) : 0;
+  if (bytes) {
+    byte_histogram(byte_view(d, n * w), s.byte_counts);
+    double terms = 0;
+    for (uint32_t c : s.byte_counts) terms += c_log2_c(c);
+    s.byte_entropy =
+        n ? entropy_from_terms(n * w, terms) / static_cast<double>(n * w) : 0;
+  }
   if (n == 0) return s;
   op_util::with_lane(w, [&]<typename T>() {
     // Separate loops without carried state, so that they vectorize.
@@ -120,7 +122,7 @@ value_stats measure(stream const& v) {
     s.repeat_rate =
         n > 1 ? static_cast<double>(repeats) / static_cast<double>(n - 1) : 0;
     if constexpr (sizeof(T) == 1) {
-      s.distinct = 0;
+      s.distinct = 0;  // unknown without the byte histogram (see above)
       for (uint32_t c : s.byte_counts) s.distinct += c > 0;
     } else {
       s.distinct = distinct_up_to_257<T>(d, n);

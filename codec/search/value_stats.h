@@ -22,7 +22,10 @@ struct value_stats {
   bool constant = false;    // every element equal (count > 0)
 };
 
-value_stats measure(stream const& v);
+/// With `bytes` false the byte histogram, its entropy and (for bytes) the
+/// distinct count are left unset: the caller knows them from the whole
+/// value's histogram.
+value_stats measure(stream const& v, bool bytes = true);
 
 /// Histogram of the bytes of `d` (fewer than 2^32 of them).
 void byte_histogram(byte_view d, std::array<uint32_t, 256>& out);
