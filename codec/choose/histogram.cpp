@@ -72,6 +72,16 @@ double estimate_table_blob_bytes(sparse_hist const& h) {
                                          rans_static_scale_for(h.size(), n));
 }
 
+double estimate_table_bytes(sparse_hist const& h) {
+  if (h.empty()) return 0;
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  double payload_bits = 0;
+  double const blob = estimate_rans_static_blob_bytes(
+      h, n, rans_static_scale_for(h.size(), n), &payload_bits);
+  return blob + payload_bits / 8;
+}
+
 table_estimate estimate_table_code_bits(sparse_hist const& h,
                                         std::vector<double>& bits) {
   table_estimate e;

@@ -38,6 +38,9 @@ double estimate_table_payload_bytes(sparse_hist const& h);
 /// Estimated bytes of the blob of `h`'s own table (from its symbol count).
 double estimate_table_blob_bytes(sparse_hist const& h);
 
+/// estimate_table_payload_bytes + estimate_table_blob_bytes, in one pass.
+double estimate_table_bytes(sparse_hist const& h);
+
 /// A table's estimated costs for `h` (own_table_leaf's table, not built):
 /// payload and blob bytes as estimate_table_payload_bytes and
 /// estimate_table_blob_bytes give them, and `bits[s]`, for every symbol s of

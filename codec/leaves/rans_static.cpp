@@ -33,6 +33,7 @@
 #include <numeric>
 #include <vector>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/dsl/operator.h"
 
 namespace brevis::codec {
@@ -423,8 +424,9 @@ size_t add_varint(std::array<uint64_t, 256>& h, uint64_t v) {
 
 double estimate_rans_static_blob_bytes(
     std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
-    unsigned scale) {
+    unsigned scale, double* payload_bits) {
   size_t const k = hist.size();
+  if (payload_bits != nullptr) *payload_bits = 0;
   if (k <= 1) return 2 + 4;
   // Rounded in floating point: a division per symbol would be most of this
   // estimate's time (ties may round the other way; the estimate follows).
@@ -438,10 +440,19 @@ double estimate_rans_static_blob_bytes(
   size_t set_size = 0, runs = 0, rem = 0;
   uint64_t rem_f = 0, next = 0;
   uint32_t run_first = 0, prev = 0;
+  // The payload: a symbol gets c * per_count slots, at least one; above one,
+  // log2(c * per_count) = log2(c) + log2(per_count), c log2 c from a table.
+  double sum_f = 0, terms = 0, scaled = 0;
   for (size_t i = 0; i < k; ++i) {
     auto const [s, c] = hist[i];
-    uint64_t const f = std::max<uint64_t>(
-        1, static_cast<uint64_t>(static_cast<double>(c) * per_count + 0.5));
+    double const exact = static_cast<double>(c) * per_count;
+    if (exact > 1) {
+      sum_f += exact, terms += c_log2_c(c), scaled += static_cast<double>(c);
+    } else {
+      sum_f += 1;
+    }
+    uint64_t const f =
+        std::max<uint64_t>(1, static_cast<uint64_t>(exact + 0.5));
     if (f > rem_f) rem_f = f, rem = i;
     codes[i] = quantize(static_cast<uint32_t>(std::min<uint64_t>(f, 1u << 19)));
     if (i == 0 || s != prev + 1) {
@@ -459,6 +470,11 @@ double estimate_rans_static_blob_bytes(
   set_size += add_varint(set_hist, prev - run_first);
   set_size += add_varint(set_hist, runs);
   set_size += add_varint(set_hist, rem);
+  if (payload_bits != nullptr) {
+    *payload_bits = -terms - scaled * std::log2(per_count) +
+                    static_cast<double>(total) * std::log2(sum_f) +
+                    32.0 * rans_static::lanes;
+  }
   double const plain = 2 + static_cast<double>(set_size + k - 1);
   if (k - 1 < 64) return plain;
   std::array<uint64_t, 256> delta_hist{};

@@ -42,10 +42,11 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
 /// The same for the table of a histogram (present symbols, increasing, and
 /// their counts, summing to `total`) at precision 2^scale, its frequencies
 /// proportional to the counts (at least 1), in one pass without building
-/// them.
+/// them. With `payload_bits`, also the payload under those frequencies
+/// (framing included): the histogram's whole cost in the same pass.
 double estimate_rans_static_blob_bytes(
     std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
-    unsigned scale);
+    unsigned scale, double* payload_bits = nullptr);
 
 /// The nearest table the blob can hold: frequencies kept to 4-5 significant
 /// bits, one (the largest) taking the remainder. Idempotent.

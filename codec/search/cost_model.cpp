@@ -101,8 +101,7 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
     exact = true;
     if (leaf.op == opcode::rans_static) {
       // Estimated, not built (the winner's tables are fitted afterwards).
-      bits = 8 * (estimate_table_payload_bytes(*v.whole_hist) +
-                  estimate_table_blob_bytes(*v.whole_hist));
+      bits = 8 * estimate_table_bytes(*v.whole_hist);
     } else {
       std::array<uint64_t, 256> counts{};
       for (auto const& [sym, c] : *v.whole_hist) {
@@ -123,8 +122,7 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
              v.whole.size() == in_.data.size() / 2 * 2) {
     // The region's own table, from its histogram: estimated, not built (the
     // winner's table is fitted once, afterwards).
-    bits = 8 * (estimate_table_payload_bytes(*in_.root_hist) +
-                estimate_table_blob_bytes(*in_.root_hist));
+    bits = 8 * estimate_table_bytes(*in_.root_hist);
     exact = true;
   } else if (leaf.op == opcode::rans_static && leaf.blob.empty()) {
     // A table fitted later to the whole value: the table of the sample, its

@@ -148,6 +148,8 @@ TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
       EXPECT_NEAR(e.payload_bytes, estimate_table_payload_bytes(h),
                   1e-9 * e.payload_bytes);
       EXPECT_DOUBLE_EQ(e.blob_bytes, estimate_table_blob_bytes(h));
+      EXPECT_NEAR(estimate_table_bytes(h), e.payload_bytes + e.blob_bytes,
+                  1e-9 * e.payload_bytes);
       double sum = 32.0 * rans_static::lanes;
       for (auto const& [s, c] : h) {
         EXPECT_GE(bits[s], 0);
