@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/leaves/rans_static.h"
 
 namespace brevis::codec {
@@ -18,14 +19,50 @@ constexpr double keep_factor = 1.1;
 struct member {
   uint64_t offset;
   sparse_hist hist;
+  double own = 0;  // its own best coding, by entropy estimates
 };
 
+// The median exponent of a member's values and its own best coding
+// (estimate_own_table_bytes, estimate_planes_bytes: the least), in one pass
+// over its histogram: fp16's have tens of thousands of symbols.
+std::pair<unsigned, double> median_and_own(sparse_hist const& h, int kind) {
+  unsigned const shift = kind == 0 ? 7 : 10;
+  unsigned const mask = kind == 0 ? 0xff : 0x1f;
+  std::array<uint64_t, 256> e{}, lo{}, hi{};
+  uint64_t n = 0;
+  double terms = 0;
+  for (auto const& [s, c] : h) {
+    e[(s >> shift) & mask] += c;
+    lo[s & 255] += c;
+    hi[s >> 8] += c;
+    n += c;
+    terms += c_log2_c(c);
+  }
+  unsigned median = mask;
+  uint64_t acc = 0;
+  for (unsigned i = 0; i <= mask; ++i) {
+    acc += e[i];
+    if (2 * acc >= n) {
+      median = i;
+      break;
+    }
+  }
+  double plane_terms = 0, present = 0;
+  for (size_t b = 0; b < 256; ++b) {
+    plane_terms += c_log2_c(lo[b]) + c_log2_c(hi[b]);
+    present += (lo[b] > 0) + (hi[b] > 0);
+  }
+  double const planes = (2 * c_log2_c(n) - plane_terms) / 8 + 0.7 * present;
+  double const own_table = entropy_from_terms(n, terms) / 8 +
+                           0.5 * static_cast<double>(h.size()) + 40;
+  return {median, std::min(planes, own_table)};
+}
+
 // Bytes the members save under a table whose code lengths (bits per
-// symbol) are `sym_bits` against their own best coding `own`: the sum over
+// symbol) are `sym_bits` against their own best coding: the sum over
 // the members it serves. `single` (a one-symbol table) codes in 0 bytes.
 // Optionally each member's bits under the table and the users.
 double shared_gain(std::vector<member> const& members,
-                   std::vector<double> const& own,
                    std::vector<double> const& sym_bits, bool single,
                    std::vector<double>* member_bits = nullptr,
                    size_t* users = nullptr) {
@@ -37,8 +74,9 @@ double shared_gain(std::vector<member> const& members,
     }
     if (single) bits = 0;
     if (member_bits != nullptr) member_bits->push_back(bits);
-    if (bits / 8 < own[i]) {
-      gain += own[i] - bits / 8;
+    double const own = members[i].own;
+    if (bits / 8 < own) {
+      gain += own - bits / 8;
       if (users != nullptr) ++*users;
     }
   }
@@ -57,7 +95,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
       continue;
     }
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
-    groups[{k, median_exponent(m.hist, k)}].push_back(std::move(m));
+    auto const [median, own] = median_and_own(m.hist, k);
+    m.own = own;
+    groups[{k, median}].push_back(std::move(m));
   }
   // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
@@ -75,13 +115,6 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
       group.emplace_back(s, total[s]);
       total[s] = 0;
     }
-    // The members' own best coding, by entropy estimates.
-    std::vector<double> own;
-    own.reserve(members.size());
-    for (member const& m : members) {
-      own.push_back(std::min(estimate_own_table_bytes(m.hist),
-                             estimate_planes_bytes(m.hist)));
-    }
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
@@ -90,7 +123,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     // (The estimated gain runs a few percent above the exact one, the
     // estimated blob within a few percent of the built one: 0.9 keeps
     // every group the exact check would keep.)
-    if (shared_gain(members, own, sym_bits, est.single_symbol) <
+    if (shared_gain(members, sym_bits, est.single_symbol) <
         0.9 * keep_factor * est.blob_bytes) {
       continue;
     }
@@ -109,8 +142,8 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     // it costs, by entropy estimates against their own best coding.
     std::vector<double> member_bits;
     size_t users = 0;
-    double const gain = shared_gain(
-        members, own, sym_bits, tab.symbols.size() == 1, &member_bits, &users);
+    double const gain = shared_gain(members, sym_bits, tab.symbols.size() == 1,
+                                    &member_bits, &users);
     if (users == 0 || gain < keep_factor * static_cast<double>(n.blob.size())) {
       continue;
     }
@@ -131,23 +164,6 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
 int file_tables::shared_kind(region const& r) {
   if (r.kind != region_kind::tensor) return -1;
   return r.type == dtype::bf16 ? 0 : r.type == dtype::f16 ? 1 : -1;
-}
-
-unsigned file_tables::median_exponent(sparse_hist const& h, int kind) {
-  unsigned const shift = kind == 0 ? 7 : 10;
-  unsigned const mask = kind == 0 ? 0xff : 0x1f;
-  std::array<uint64_t, 256> e{};
-  uint64_t n = 0;
-  for (auto const& [s, c] : h) {
-    e[(s >> shift) & mask] += c;
-    n += c;
-  }
-  uint64_t acc = 0;
-  for (unsigned i = 0; i <= mask; ++i) {
-    acc += e[i];
-    if (2 * acc >= n) return i;
-  }
-  return mask;
 }
 
 std::optional<file_tables::use> file_tables::table_for(

@@ -36,8 +36,6 @@ class file_tables {
   static int shared_kind(region const& r);
 
  private:
-  static unsigned median_exponent(sparse_hist const& h, int kind);
-
   // A table and the bytes each of its tensors is charged for it.
   struct shared_table {
     node leaf;
