@@ -368,7 +368,19 @@ class engine {
     // The period is only looked for at the region's elements (repeat_fits):
     // the region's bytes match their first byte every few bytes.
     if (!whole.empty()) {
-      measure_whole(whole, v->sample.type.width, v->stats, depth == 1);
+      measure_whole(whole, v->sample.type.width, v->stats,
+                    depth == 1 && !elements_unrepeated(v->sample.type.width));
+    }
+    // Repeated words decide whether zstd may code the region's bytes or
+    // elements: the same sample bytes, counted once.
+    if (depth <= 1 && v->sample.data.size() >= 64 &&
+        in_.info.kind == region_kind::tensor && in_.info.type != dtype::none) {
+      if (depth == 1 && root_ != nullptr &&
+          root_->sample.data.size() == v->sample.data.size()) {
+        v->stats.word_repeats = root_->stats.word_repeats;
+      } else {
+        v->stats.word_repeats = repeated_words(v->sample.data);
+      }
     }
     v->hash = value_hash(v->sample);
     v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
@@ -409,6 +421,15 @@ class engine {
       }
     }
     return v;
+  }
+
+  // Whether the region's 16-bit elements cannot repeat with a period (one
+  // of at most half their count): some value occurs once. Known from the
+  // histogram, it spares the period's scan of weights.
+  bool elements_unrepeated(unsigned width) const {
+    if (width != 2 || in_.root_hist == nullptr) return false;
+    return std::any_of(in_.root_hist->begin(), in_.root_hist->end(),
+                       [](auto const& sc) { return sc.second == 1; });
   }
 
   // A tensor whose statistics drift along it has richer histograms than a

@@ -92,7 +92,7 @@ bool zstd_fits(value_info const& v, region_input const& r) {
   if (v.sample.data.size() < 64 || v.depth > 1) return false;
   // Tensors: only where words repeat (an entropy coder finds the rest).
   return r.info.kind != region_kind::tensor || r.info.type == dtype::none ||
-         repeated_words(v.sample.data) > 0.02;
+         v.stats.word_repeats > 0.02;
 }
 bool static_fits(value_info const& v, region_input const& r) {
   size_t const total = v.whole.empty() ? r.data.size() : v.whole.size();

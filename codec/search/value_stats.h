@@ -19,7 +19,9 @@ struct value_stats {
   unsigned low_zero = 0;    // low bits zero in every element (max 8w - 1)
   unsigned high_zero = 0;   // high bits zero in every element
   uint64_t period = 0;      // smallest period (whole values only), or 0
-  bool constant = false;    // every element equal (count > 0)
+  // repeated_words of the sample (the region's bytes and elements only)
+  double word_repeats = 0;
+  bool constant = false;  // every element equal (count > 0)
 };
 
 /// With `bytes` false the byte histogram, its entropy and (for bytes) the
