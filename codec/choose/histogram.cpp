@@ -72,6 +72,36 @@ double estimate_table_blob_bytes(sparse_hist const& h) {
                                          rans_static_scale_for(h.size(), n));
 }
 
+std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
+                                                   opcode op, meaning m) {
+  unsigned mbits = 0;
+  if (op == opcode::fields) {
+    if (m == meaning::bf16) mbits = 7;
+    if (m == meaning::fp16) mbits = 10;
+    if (mbits == 0) return {};
+  } else if (op != opcode::planes) {
+    return {};
+  }
+  std::vector<std::vector<uint64_t>> counts;
+  if (op == opcode::planes) {
+    counts.assign(2, std::vector<uint64_t>(256, 0));
+  } else {
+    counts.emplace_back(2, 0);
+    counts.emplace_back(size_t{1} << (15 - mbits), 0);
+    counts.emplace_back(size_t{1} << mbits, 0);
+  }
+  for (auto const& [sym, c] : h) {
+    if (op == opcode::planes) {
+      counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
+    } else {
+      counts[0][sym >> 15] += c;
+      counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
+      counts[2][sym & ((1u << mbits) - 1)] += c;
+    }
+  }
+  return counts;
+}
+
 double estimate_table_bytes(sparse_hist const& h) {
   if (h.empty()) return 0;
   uint64_t n = 0;

@@ -38,6 +38,14 @@ double estimate_table_payload_bytes(sparse_hist const& h);
 /// Estimated bytes of the blob of `h`'s own table (from its symbol count).
 double estimate_table_blob_bytes(sparse_hist const& h);
 
+/// The histograms (dense, indexed by value) of the children of `op`
+/// applied to 16-bit elements of meaning `m` whose histogram is `h`: their
+/// byte planes (low, high) or float fields (sign, exponent, mantissa), the
+/// marginals of h, with no pass over the elements. None for other
+/// operators and meanings.
+std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
+                                                   opcode op, meaning m);
+
 /// estimate_table_payload_bytes + estimate_table_blob_bytes, in one pass.
 double estimate_table_bytes(sparse_hist const& h);
 

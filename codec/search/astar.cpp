@@ -136,39 +136,6 @@ double param_bits(node const& n) {
   return 8.0 * static_cast<double>(2 + b.size());
 }
 
-// The histograms (dense) of the children of `op` applied to 16-bit elements
-// of meaning `m` whose histogram is `h`: byte planes or float fields, else
-// none.
-std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
-                                                   opcode op, meaning m) {
-  unsigned mbits = 0;
-  if (op == opcode::fields) {
-    if (m == meaning::bf16) mbits = 7;
-    if (m == meaning::fp16) mbits = 10;
-    if (mbits == 0) return {};
-  } else if (op != opcode::planes) {
-    return {};
-  }
-  std::vector<std::vector<uint64_t>> counts;
-  if (op == opcode::planes) {
-    counts.assign(2, std::vector<uint64_t>(256, 0));
-  } else {
-    counts.emplace_back(2, 0);
-    counts.emplace_back(size_t{1} << (15 - mbits), 0);
-    counts.emplace_back(size_t{1} << mbits, 0);
-  }
-  for (auto const& [sym, c] : h) {
-    if (op == opcode::planes) {
-      counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
-    } else {
-      counts[0][sym >> 15] += c;
-      counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
-      counts[2][sym & ((1u << mbits) - 1)] += c;
-    }
-  }
-  return counts;
-}
-
 class engine {
  public:
   engine(region_input const& in, prior const& p, search_options const& o)

@@ -6,6 +6,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/dsl/operator.h"
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
 #include "generators.h"
@@ -125,6 +126,49 @@ TEST(choose_test, blob_estimate_from_counts_equals_the_one_from_frequencies) {
                        estimate_rans_static_blob_bytes(symbols, freqs))
           << k << " " << shape;
     }
+  }
+}
+
+// The search costs byte planes and float fields from the marginals of the
+// 16-bit histogram: they must equal the histograms of what the operators
+// produce, on values that reach every bit (both signs, zero, infinities and
+// NaNs, the extreme exponents and mantissas) and on weights.
+TEST(choose_test, split_histogram_equals_the_operators_outputs) {
+  std::mt19937 rng(29);
+  std::vector<bytes> inputs(3);
+  for (uint32_t v : {0u, 0x8000u, 0x7fffu, 0xffffu, 0x7f80u, 0x7c00u, 0x0001u,
+                     0x8001u, 0x03ffu, 0xfc00u}) {
+    testing::append(inputs[0], static_cast<uint16_t>(v));
+  }
+  for (int i = 0; i < 20000; ++i) {
+    testing::append(inputs[1], static_cast<uint16_t>(rng()));
+  }
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  for (int i = 0; i < 20000; ++i) {
+    testing::append(inputs[2], testing::to_bf16(g(rng)));
+  }
+  for (bytes const& data : inputs) {
+    sparse_hist const h = sparse_histogram(data);
+    for (meaning m : {meaning::bf16, meaning::fp16}) {
+      for (opcode op : {opcode::planes, opcode::fields}) {
+        auto const split = split_histogram(h, op, m);
+        node n = make_op(op, {}, {});
+        stream in{data, value_type{2, m}};
+        std::vector<stream> kids;
+        bytes side;
+        op_for(op).encode(n, in, kids, side);
+        ASSERT_EQ(split.size(), kids.size());
+        for (size_t i = 0; i < kids.size(); ++i) {
+          std::vector<uint64_t> direct;
+          rans_static::histogram(kids[i].data, kids[i].type.width, direct);
+          direct.resize(std::max(direct.size(), split[i].size()), 0);
+          std::vector<uint64_t> marginal = split[i];
+          marginal.resize(direct.size(), 0);
+          EXPECT_EQ(marginal, direct) << opcode_name(op) << " child " << i;
+        }
+      }
+    }
+    EXPECT_TRUE(split_histogram(h, opcode::fields, meaning::uint).empty());
   }
 }
 
