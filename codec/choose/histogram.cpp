@@ -90,14 +90,38 @@ std::vector<std::vector<uint64_t>> split_histogram(sparse_hist const& h,
     counts.emplace_back(size_t{1} << (15 - mbits), 0);
     counts.emplace_back(size_t{1} << mbits, 0);
   }
-  for (auto const& [sym, c] : h) {
-    if (op == opcode::planes) {
-      counts[0][sym & 255] += c, counts[1][sym >> 8] += c;
-    } else {
-      counts[0][sym >> 15] += c;
-      counts[1][(sym >> mbits) & ((1u << (15 - mbits)) - 1)] += c;
-      counts[2][sym & ((1u << mbits) - 1)] += c;
+  // The symbols are in increasing order, so the high byte (and the sign
+  // and exponent) only grow: they are summed over runs in a register
+  // rather than by an increment per symbol on the same counter.
+  if (op == opcode::planes) {
+    uint64_t* const lo = counts[0].data();
+    uint64_t* const hi = counts[1].data();
+    uint32_t key = h.empty() ? 0 : h.front().first >> 8;
+    uint64_t run = 0;
+    for (auto const& [sym, c] : h) {
+      lo[sym & 255] += c;
+      if ((sym >> 8) != key) hi[key] += run, run = 0, key = sym >> 8;
+      run += c;
     }
+    hi[key] += run;
+  } else {
+    uint64_t* const sign = counts[0].data();
+    uint64_t* const exponent = counts[1].data();
+    uint64_t* const mantissa = counts[2].data();
+    uint32_t const mmask = (1u << mbits) - 1;
+    uint32_t key = h.empty() ? 0 : h.front().first >> mbits;  // sign, exp
+    uint64_t run = 0;
+    for (auto const& [sym, c] : h) {
+      mantissa[sym & mmask] += c;
+      if ((sym >> mbits) != key) {
+        sign[key >> (15 - mbits)] += run;
+        exponent[key & ((1u << (15 - mbits)) - 1)] += run;
+        run = 0, key = sym >> mbits;
+      }
+      run += c;
+    }
+    sign[key >> (15 - mbits)] += run;
+    exponent[key & ((1u << (15 - mbits)) - 1)] += run;
   }
   return counts;
 }
