@@ -329,9 +329,16 @@ class engine {
     v->parent = parent;
     v->whole = whole;
     v->scale = scale;
-    // A known whole histogram gives the byte statistics: the sample's bytes
-    // are not counted.
-    v->stats = measure(v->sample, whole_hist == nullptr || whole_hist->empty());
+    // A known whole histogram gives the byte statistics, and the elements
+    // under the root view have the root's bytes: the sample's bytes are not
+    // counted again.
+    bool const root_bytes = same_bytes_as_root(*v) && v->sample.type.width > 1;
+    v->stats = measure(v->sample, !root_bytes && (whole_hist == nullptr ||
+                                                  whole_hist->empty()));
+    if (root_bytes) {
+      v->stats.byte_counts = root_->stats.byte_counts;
+      v->stats.byte_entropy = root_->stats.byte_entropy;
+    }
     if (whole_hist && !whole_hist->empty()) {
       use_whole_histogram(*whole_hist, v->sample.type.width, v->stats);
     }
@@ -346,8 +353,7 @@ class engine {
     // elements: the same sample bytes, counted once.
     if (depth <= 1 && v->sample.data.size() >= 64 &&
         in_.info.kind == region_kind::tensor && in_.info.type != dtype::none) {
-      if (depth == 1 && root_ != nullptr &&
-          root_->sample.data.size() == v->sample.data.size()) {
+      if (same_bytes_as_root(*v)) {
         v->stats.word_repeats = root_->stats.word_repeats;
       } else {
         v->stats.word_repeats = repeated_words(v->sample.data);
@@ -392,6 +398,13 @@ class engine {
       }
     }
     return v;
+  }
+
+  // Whether `v` holds the root's sample bytes: the elements under the root
+  // view (whole lanes of the same bytes), read as wider lanes.
+  bool same_bytes_as_root(value const& v) const {
+    return v.depth == 1 && v.parent == opcode::view && root_ != nullptr &&
+           root_->sample.data.size() == v.sample.data.size();
   }
 
   // Whether the region's 16-bit elements cannot repeat with a period (one
