@@ -324,7 +324,7 @@ coder::~coder() {
 
 void coder::build_decoder() const {
   uint32_t const total = 1u << scale_;
-  if (width_ == 1) {
+  if (compact_layout(width_, scale_)) {
     dec_symbol8_ = std::make_unique_for_overwrite<uint8_t[]>(total + 3);
     std::memset(dec_symbol8_.get() + total, 0, 3);
     uint32_t start = 0;
@@ -450,8 +450,10 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   uint8_t const* const symbol8_tab = dec_symbol8_.get();
   uint32_t const* const freq_start = dec_freq_start_.data();
   // The symbol of a slot, and its state step as freq | (slot - start) << 16.
+  // fixed_scale is the scale whenever compact_layout holds.
+  constexpr bool compact = compact_layout(sizeof(sym), fixed_scale);
   auto lookup = [&](uint32_t slot, uint32_t& e) -> sym {
-    if constexpr (sizeof(sym) == 1) {
+    if constexpr (compact) {
       uint8_t const v = symbol8_tab[slot];
       uint32_t const fs = freq_start[v];
       e = (fs & 0xffff) | (slot - (fs >> 16)) << 16;
@@ -463,7 +465,7 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   };
 
   size_t i = 0;
-  if constexpr (sizeof(sym) == 1) {
+  if constexpr (compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds8_avx512(x, p, end, count, scale, symbol8_tab,
                                       freq_start, dec_symbol_end_, out);

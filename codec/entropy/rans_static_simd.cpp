@@ -232,9 +232,8 @@ __attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
 
 // The rounds of 8-bit symbols, 16 lanes at a time: one gather (the slot's
 // symbol, from a byte table mostly in L1), then the symbol's freq | start
-// << 16 from registers: 32 symbols a pair of registers, `pairs` pairs (up
-// to 4; beyond, a second gather from the 1 KiB table measured cheaper than
-// more permutes: pairs 0).
+// << 16 from registers: 32 symbols a pair of registers, `pairs` pairs (a
+// second gather instead, even from L1, measured slower).
 template <unsigned pairs>
 __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
@@ -244,7 +243,7 @@ __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
   __m512i state[groups];
   for (unsigned g = 0; g < groups; ++g)
     state[g] = _mm512_loadu_si512(x + 16 * g);
-  __m512i table[2 * pairs + 1];  // pairs == 0: gathered instead
+  __m512i table[2 * pairs];
   for (unsigned t = 0; t < 2 * pairs; ++t)
     table[t] = _mm512_loadu_si512(freq_start + 16 * t);
   __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
@@ -262,20 +261,14 @@ __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
       // Reads 4 bytes at each slot (the table has 3 bytes of padding).
       __m512i const symbols =
           _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol8, 1), low8);
-      __m512i fs;
-      if constexpr (pairs == 0) {
-        fs = _mm512_i32gather_epi32(symbols, freq_start, 4);
-      } else {
-        fs = _mm512_permutex2var_epi32(table[0], symbols, table[1]);
-        for (unsigned k = 1; k < pairs; ++k) {
-          __mmask16 const here =
-              _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(symbols, 5),
-                                      _mm512_set1_epi32(static_cast<int>(k)));
-          fs = _mm512_mask_mov_epi32(
-              fs, here,
-              _mm512_permutex2var_epi32(table[2 * k], symbols,
-                                        table[2 * k + 1]));
-        }
+      __m512i fs = _mm512_permutex2var_epi32(table[0], symbols, table[1]);
+      for (unsigned k = 1; k < pairs; ++k) {
+        __mmask16 const here =
+            _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(symbols, 5),
+                                    _mm512_set1_epi32(static_cast<int>(k)));
+        fs = _mm512_mask_mov_epi32(
+            fs, here,
+            _mm512_permutex2var_epi32(table[2 * k], symbols, table[2 * k + 1]));
       }
       __m512i const next = _mm512_sub_epi32(
           _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(fs, low16),
@@ -460,8 +453,17 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
     case 4:
       return decode_rounds8_avx512_impl<4>(x, p, end, count, scale, symbol8,
                                            freq_start, out);
+    case 5:
+      return decode_rounds8_avx512_impl<5>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 6:
+      return decode_rounds8_avx512_impl<6>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 7:
+      return decode_rounds8_avx512_impl<7>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
     default:
-      return decode_rounds8_avx512_impl<0>(x, p, end, count, scale, symbol8,
+      return decode_rounds8_avx512_impl<8>(x, p, end, count, scale, symbol8,
                                            freq_start, out);
   }
 }

@@ -443,10 +443,10 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
 namespace brevis::codec {
 namespace {
 
-// 8-bit symbols decode from their own compact tables; the AVX-512 kernel
-// keeps the per-symbol table in 1 to 4 register pairs (by the largest
-// symbol) or gathers it beyond. Every alphabet end around those limits, at
-// small and large precisions, on every path, with a tail after the rounds.
+// 8-bit symbols at 2^15 and 2^16 slots decode from compact tables; the
+// AVX-512 kernel keeps the per-symbol table in 1 to 8 register pairs (by the
+// largest symbol). Every alphabet end around those limits, at small and
+// large precisions, on every path, with a tail after the rounds.
 TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
   std::mt19937 rng(23);
   for (unsigned top :
@@ -460,7 +460,8 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
     d[d.size() / 2] = static_cast<uint8_t>(top);
     std::vector<uint64_t> hist;
     rs::histogram(d, 1, hist);
-    for (unsigned scale : {10u, 12u, 16u}) {
+    // Slots below 2^15; compact tables at 2^15 and 2^16.
+    for (unsigned scale : {10u, 12u, 14u, 15u, 16u}) {
       rs::coder const c(rs::normalize(hist, scale), 1);
       bytes payload;
       c.encode(d, payload);
