@@ -419,7 +419,6 @@ std::pair<size_t, size_t> archive_reader::chunks_covering(
 
 void archive_reader::read(uint64_t offset, size_t length, uint8_t* out) const {
   auto [first, last] = chunks_covering(offset, length);
-  bytes scratch;
   for (size_t i = first; i < last; ++i) {
     chunk_entry const& c = chunks_[i];
     uint64_t const from = std::max(offset, c.offset);
@@ -428,9 +427,17 @@ void archive_reader::read(uint64_t offset, size_t length, uint8_t* out) const {
     if (from == c.offset && to == c.offset + c.length) {
       decode_chunk(i, dst);
     } else {
-      scratch.resize(c.length);
-      decode_chunk(i, scratch.data());
-      std::memcpy(dst, scratch.data() + (from - c.offset), to - from);
+      // A part of a chunk (a small random read): the whole chunk decodes
+      // into this thread's reused buffer, not a fresh zero-filled one.
+      bytes whole = scratch::take(c.length);
+      try {
+        decode_chunk(i, whole.data());
+      } catch (...) {
+        scratch::give(std::move(whole));
+        throw;
+      }
+      std::memcpy(dst, whole.data() + (from - c.offset), to - from);
+      scratch::give(std::move(whole));
     }
   }
   if (offset == 0 && length == original_size_ &&

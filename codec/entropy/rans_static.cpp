@@ -324,6 +324,20 @@ coder::~coder() {
 
 void coder::build_decoder() const {
   uint32_t const total = 1u << scale_;
+  if (compact_layout(width_, scale_)) {
+    dec_symbol8_ = std::make_unique_for_overwrite<uint8_t[]>(total + 3);
+    std::memset(dec_symbol8_.get() + total, 0, 3);
+    uint32_t start = 0;
+    for (size_t i = 0; i < table_.symbols.size(); ++i) {
+      uint32_t const f = table_.freqs[i];
+      auto const s = static_cast<uint8_t>(table_.symbols[i]);
+      std::memset(dec_symbol8_.get() + start, s, f);
+      dec_freq_start_[s] = f | start << 16;
+      start += f;
+    }
+    dec_symbol_end_ = table_.symbols.back() + 1;
+    return;
+  }
   std::vector<decode_arrays>& pool = pooled();
   for (auto it = pool.begin(); it != pool.end(); ++it) {
     if (it->slots >= total) {
@@ -433,23 +447,48 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   uint32_t const mask = (1u << scale) - 1;
   uint32_t const* const step_tab = dec_step_.get();
   uint16_t const* const symbol_tab = dec_symbol_.get();
+  uint8_t const* const symbol8_tab = dec_symbol8_.get();
+  uint32_t const* const freq_start = dec_freq_start_.data();
+  // The symbol of a slot, and its state step as freq | (slot - start) << 16.
+  // fixed_scale is the scale whenever compact_layout holds.
+  constexpr bool compact = compact_layout(sizeof(sym), fixed_scale);
+  auto lookup = [&](uint32_t slot, uint32_t& e) -> sym {
+    if constexpr (compact) {
+      uint8_t const v = symbol8_tab[slot];
+      uint32_t const fs = freq_start[v];
+      e = (fs & 0xffff) | (slot - (fs >> 16)) << 16;
+      return v;
+    } else {
+      e = step_tab[slot];
+      return static_cast<sym>(symbol_tab[slot]);
+    }
+  };
 
   size_t i = 0;
-  if (n_lanes == wide_lanes && simd::avx512()) {
-    i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, count, scale,
+  if constexpr (compact) {
+    if (n_lanes == wide_lanes && simd::avx512()) {
+      i = simd::decode_rounds8_avx512(x, p, end, count, scale, symbol8_tab,
+                                      freq_start, dec_symbol_end_, out);
+    } else if (n_lanes == wide_lanes && simd::avx2()) {
+      i = simd::decode_rounds8_avx2(x, p, end, count, scale, symbol8_tab,
+                                    freq_start, out);
+    }
+  } else {
+    if (n_lanes == wide_lanes && simd::avx512()) {
+      i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, count, scale,
+                                     step_tab, symbol_tab, out);
+    } else if (n_lanes == wide_lanes && simd::avx2()) {
+      i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, count, scale,
                                    step_tab, symbol_tab, out);
-  } else if (n_lanes == wide_lanes && simd::avx2()) {
-    i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, count, scale, step_tab,
-                                 symbol_tab, out);
+    }
   }
   // Fast rounds: enough words remain for every lane to renormalize once.
   while (count - i >= n_lanes && static_cast<size_t>(end - p) >= 2 * n_lanes) {
     for (unsigned j = 0; j < n_lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      uint32_t const e = step_tab[slot];
-      store_le<sym>(out + (i + j) * sizeof(sym),
-                    static_cast<sym>(symbol_tab[slot]));
+      uint32_t e;
+      store_le<sym>(out + (i + j) * sizeof(sym), lookup(slot, e));
       s = (e & 0xffff) * (s >> scale) + (e >> 16);
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
@@ -464,8 +503,8 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   for (; i < count; ++i) {
     uint32_t& s = x[i % n_lanes];
     uint32_t const slot = s & mask;
-    uint32_t const e = step_tab[slot];
-    store_le<sym>(out + i * sizeof(sym), static_cast<sym>(symbol_tab[slot]));
+    uint32_t e;
+    store_le<sym>(out + i * sizeof(sym), lookup(slot, e));
     s = (e & 0xffff) * (s >> scale) + (e >> 16);
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");

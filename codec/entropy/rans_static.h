@@ -18,6 +18,7 @@
 // The decoder checks that every word is consumed and that every state ends at
 // its initial value 2^16, so most corruption is detected.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -117,6 +118,13 @@ class coder {
   template <typename sym, unsigned n_lanes>
   void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
 
+  // 8-bit symbols at 2^15 and 2^16 slots decode from compact tables (below,
+  // measured faster there: the 6-byte slots no longer fit L2 comfortably and
+  // cost more to fill); smaller tables, and 16-bit symbols, from the slots.
+  static constexpr bool compact_layout(unsigned width, unsigned scale) {
+    return width == 1 && scale >= 15;
+  }
+
   void build_encoder() const;
   void build_decoder() const;
 
@@ -145,6 +153,13 @@ class coder {
   mutable std::unique_ptr<uint32_t[]> dec_step_;
   mutable std::unique_ptr<uint16_t[]> dec_symbol_;
   mutable uint32_t dec_slots_ = 0;  // the arrays' capacity
+  // compact_layout uses these instead: the symbol of each slot (1 byte a slot,
+  // so that the table at 2^16 is 64 KiB, mostly in L1, and cheap to fill;
+  // 3 bytes of padding for 4-byte gathers), and per symbol
+  // freq | start << 16, which the vector code keeps in registers.
+  mutable std::unique_ptr<uint8_t[]> dec_symbol8_;
+  mutable std::array<uint32_t, 256> dec_freq_start_{};
+  mutable unsigned dec_symbol_end_ = 0;  // 1 + the largest symbol
 };
 
 }  // namespace brevis::codec::rans_static

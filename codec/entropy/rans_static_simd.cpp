@@ -108,6 +108,66 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
   return i;
 }
 
+// The rounds of 8-bit symbols: the slot's symbol from the byte table, then
+// its freq | start << 16 from the per-symbol table.
+__attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 8;
+  __m256i state[groups];
+  for (unsigned g = 0; g < groups; ++g) {
+    state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
+  }
+  __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
+  __m256i const low8 = _mm256_set1_epi32(0xff);
+  __m256i const low16 = _mm256_set1_epi32(0xffff);
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m256i const s = state[g];
+      __m256i const slot = _mm256_and_si256(s, slot_mask);
+      // Reads 4 bytes at each slot (the table has 3 bytes of padding).
+      __m256i const symbols =
+          _mm256_and_si256(_mm256_i32gather_epi32(
+                               reinterpret_cast<int const*>(symbol8), slot, 1),
+                           low8);
+      __m256i const fs = _mm256_i32gather_epi32(
+          reinterpret_cast<int const*>(freq_start), symbols, 4);
+      __m256i const next = _mm256_sub_epi32(
+          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(fs, low16),
+                                              _mm256_srl_epi32(s, shift)),
+                           slot),
+          _mm256_srli_epi32(fs, 16));
+      __m128i const b = _mm256_castsi256_si128(_mm256_permute4x64_epi64(
+          _mm256_packus_epi32(symbols, symbols), 0x08));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i + 8 * g),
+                       _mm_packus_epi16(b, b));
+      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
+                                              _mm256_setzero_si256());
+      auto const m =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
+      __m256i words = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
+      words = _mm256_permutevar8x32_epi32(
+          words, _mm256_load_si256(
+                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
+      state[g] = _mm256_blendv_epi8(
+          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
+  }
+  p = q;
+  return i;
+}
+
 bool avx512_cpu() {
   static bool const yes = __builtin_cpu_supports("avx512f");
   return yes;
@@ -154,6 +214,69 @@ __attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
         _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
                          _mm512_cvtepi32_epi8(symbols));
       }
+      __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
+      __m512i const words = _mm512_maskz_expand_epi32(
+          need, _mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
+      state[g] =
+          _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
+      q += 2 * static_cast<unsigned>(__builtin_popcount(need));
+    }
+    i += wide_lanes;
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return i;
+}
+
+// The rounds of 8-bit symbols, 16 lanes at a time: one gather (the slot's
+// symbol, from a byte table mostly in L1), then the symbol's freq | start
+// << 16 from registers: 32 symbols a pair of registers, `pairs` pairs (a
+// second gather instead, even from L1, measured slower).
+template <unsigned pairs>
+__attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
+    uint8_t* out) {
+  constexpr unsigned groups = wide_lanes / 16;
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i table[2 * pairs];
+  for (unsigned t = 0; t < 2 * pairs; ++t)
+    table[t] = _mm512_loadu_si512(freq_start + 16 * t);
+  __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
+  __m512i const low8 = _mm512_set1_epi32(0xff);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
+  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  uint8_t const* q = p;
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < groups; ++g) {
+      __m512i const s = state[g];
+      __m512i const slot = _mm512_and_si512(s, slot_mask);
+      // Reads 4 bytes at each slot (the table has 3 bytes of padding).
+      __m512i const symbols =
+          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol8, 1), low8);
+      __m512i fs = _mm512_permutex2var_epi32(table[0], symbols, table[1]);
+      for (unsigned k = 1; k < pairs; ++k) {
+        __mmask16 const here =
+            _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(symbols, 5),
+                                    _mm512_set1_epi32(static_cast<int>(k)));
+        fs = _mm512_mask_mov_epi32(
+            fs, here,
+            _mm512_permutex2var_epi32(table[2 * k], symbols, table[2 * k + 1]));
+      }
+      __m512i const next = _mm512_sub_epi32(
+          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(fs, low16),
+                                              _mm512_srl_epi32(s, shift)),
+                           slot),
+          _mm512_srli_epi32(fs, 16));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16 * g),
+                       _mm512_cvtepi32_epi8(symbols));
       __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
       __m512i const words = _mm512_maskz_expand_epi32(
           need, _mm512_cvtepu16_epi32(
@@ -306,6 +429,45 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                           x, p, end, count, scale, step, symbol, out);
 }
 
+size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                           size_t count, unsigned scale, uint8_t const* symbol8,
+                           uint32_t const* freq_start, uint8_t* out) {
+  return decode_rounds8_avx2_impl(x, p, end, count, scale, symbol8, freq_start,
+                                  out);
+}
+
+size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                             size_t count, unsigned scale,
+                             uint8_t const* symbol8, uint32_t const* freq_start,
+                             unsigned symbol_end, uint8_t* out) {
+  switch ((symbol_end + 31) / 32) {
+    case 1:
+      return decode_rounds8_avx512_impl<1>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 2:
+      return decode_rounds8_avx512_impl<2>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 3:
+      return decode_rounds8_avx512_impl<3>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 4:
+      return decode_rounds8_avx512_impl<4>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 5:
+      return decode_rounds8_avx512_impl<5>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 6:
+      return decode_rounds8_avx512_impl<6>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    case 7:
+      return decode_rounds8_avx512_impl<7>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+    default:
+      return decode_rounds8_avx512_impl<8>(x, p, end, count, scale, symbol8,
+                                           freq_start, out);
+  }
+}
+
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* x_max,
@@ -335,6 +497,16 @@ size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
 size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
                             uint8_t const*, size_t, unsigned, uint32_t const*,
                             uint16_t const*, uint8_t*) {
+  return 0;
+}
+size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
+                           unsigned, uint8_t const*, uint32_t const*,
+                           uint8_t*) {
+  return 0;
+}
+size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
+                             unsigned, uint8_t const*, uint32_t const*,
+                             unsigned, uint8_t*) {
   return 0;
 }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,

@@ -36,6 +36,18 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out);
 
+/// The same for 8-bit symbols from the coder's compact tables: `symbol8`
+/// the symbol of each slot (3 bytes of padding), `freq_start` per symbol
+/// freq | start << 16; `symbol_end` is 1 + the largest symbol (the AVX-512
+/// kernel keeps freq_start up to it in registers).
+size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                           size_t count, unsigned scale, uint8_t const* symbol8,
+                           uint32_t const* freq_start, uint8_t* out);
+size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                             size_t count, unsigned scale,
+                             uint8_t const* symbol8, uint32_t const* freq_start,
+                             unsigned symbol_end, uint8_t* out);
+
 /// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
 /// after the scalar tail) backwards from the states `x`, writing words below
 /// `p` (moved down). The tables are the coder's, by symbol index; for 8-bit

@@ -5,6 +5,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -32,9 +36,57 @@ void split(uint8_t const* in, size_t count, std::array<uint8_t*, N> planes) {
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) inline __m256i load256(uint8_t const* p) {
+  return _mm256_loadu_si256(reinterpret_cast<__m256i const*>(p));
+}
+__attribute__((target("avx2"))) inline void store256(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
+// Decoding interleaves 2 or 4 planes (fp16/bf16, fp32) at every chunk;
+// unpacks of 32 elements at a time run several times faster than the tiles
+// (the portable build is SSE2 only). Returns the elements done.
+template <size_t N>
+__attribute__((target("avx2"))) size_t join_avx2(
+    std::array<uint8_t const*, N> planes, size_t count, uint8_t* out) {
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    // Unpacks work within 128-bit halves: elements 0-7 and 16-23 in the
+    // low unpack, 8-15 and 24-31 in the high one; the permutes reorder.
+    __m256i const a = load256(planes[0] + i), b = load256(planes[1] + i);
+    __m256i const ab_lo = _mm256_unpacklo_epi8(a, b);
+    __m256i const ab_hi = _mm256_unpackhi_epi8(a, b);
+    if constexpr (N == 2) {
+      store256(out + 2 * i, _mm256_permute2x128_si256(ab_lo, ab_hi, 0x20));
+      store256(out + 2 * i + 32, _mm256_permute2x128_si256(ab_lo, ab_hi, 0x31));
+    } else {
+      __m256i const c = load256(planes[2] + i), d = load256(planes[3] + i);
+      __m256i const cd_lo = _mm256_unpacklo_epi8(c, d);
+      __m256i const cd_hi = _mm256_unpackhi_epi8(c, d);
+      __m256i const r0 = _mm256_unpacklo_epi16(ab_lo, cd_lo);  // 0-3, 16-19
+      __m256i const r1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);  // 4-7, 20-23
+      __m256i const r2 = _mm256_unpacklo_epi16(ab_hi, cd_hi);  // 8-11, 24-27
+      __m256i const r3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);  // 12-15, 28-31
+      store256(out + 4 * i, _mm256_permute2x128_si256(r0, r1, 0x20));
+      store256(out + 4 * i + 32, _mm256_permute2x128_si256(r2, r3, 0x20));
+      store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x31));
+      store256(out + 4 * i + 96, _mm256_permute2x128_si256(r2, r3, 0x31));
+    }
+  }
+  return i;
+}
+#endif
+
 template <size_t N>
 void join(std::array<uint8_t const*, N> planes, size_t count, uint8_t* out) {
   size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (N == 2 || N == 4) {
+    static bool const avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) i = join_avx2<N>(planes, count, out);
+  }
+#endif
   for (; i + tile <= count; i += tile) {
     uint8_t src[N][tile];
     uint8_t dst[tile * N];
