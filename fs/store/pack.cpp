@@ -113,6 +113,13 @@ void pack_file::sync() {
   if (::fdatasync(fd_) != 0) store_fail_errno(errno, "fsync " + path_);
 }
 
+void pack_file::start_writeback(uint64_t from, uint64_t to) {
+  if (to > from) {
+    ::sync_file_range(fd_, static_cast<off_t>(from),
+                      static_cast<off_t>(to - from), SYNC_FILE_RANGE_WRITE);
+  }
+}
+
 void pack_file::truncate(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     store_fail_errno(errno, "truncate " + path_);

@@ -48,6 +48,10 @@ class pack_file {
   uint64_t write_record(uint64_t offset, payload_key const& key,
                         codec::byte_view payload);
   void sync();
+  /// Starts writing [from, to) back to the disk without waiting for it
+  /// (sync_file_range), so that a later sync() has less left to wait for.
+  /// Only a hint: failures are ignored (sync() reports them).
+  void start_writeback(uint64_t from, uint64_t to);
   void truncate(uint64_t size);
   /// Reads and verifies the record at `offset`: its magic, that its length
   /// is `length`, and that the payload hashes to `key`. Throws
