@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <system_error>
+#include <thread>
 
 #include "codec/dsl/program.h"
 #include "fs/pipeline/compress_graph.h"
@@ -100,7 +101,11 @@ mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
       buffers_(
           chunk_buffers::make(std::min<size_t>(opt.cache_bytes, 8u << 20))),
       cache_(opt.cache_bytes),
-      prefetch_(opt.cache_bytes && opt.prefetch ? opt.prefetch_threads : 0,
+      prefetch_(opt.cache_bytes && opt.prefetch
+                    ? (opt.prefetch_threads
+                           ? opt.prefetch_threads
+                           : std::max(2u, std::thread::hardware_concurrency()))
+                    : 0,
                 256) {
   queue_ = std::make_unique<compress_queue>(
       [this](uint64_t ino) { compress_job(ino); }, opt_.workers);

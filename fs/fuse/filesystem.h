@@ -99,7 +99,7 @@ class mount_fs {
     /// background; 0: no background decoding at all. With it, the chunks a
     /// read covers past its first are decoded by the prefetch threads too.
     unsigned prefetch = 2;
-    unsigned prefetch_threads = 2;
+    unsigned prefetch_threads = 0;  // 0: one per core, at least 2
     /// A read this close to where the last one ended still counts as
     /// sequential (the kernel's readahead requests may arrive out of
     /// order); chunks ending this far behind a sequential read are dropped.
