@@ -259,7 +259,8 @@ int run_cli(int argc, char** argv) {
                     "Memory for decoded chunks, e.g. 512M or 2G (default "
                     "256M; 0: no cache)");
   mount->add_option("--prefetch", mopt.prefetch,
-                    "Chunks decoded ahead of a sequential reader (default 2)");
+                    "Chunk sizes (1 MiB each) decoded ahead of a sequential "
+                    "reader (default 2; 0: no background decoding)");
   mount->add_option("--pipeline-memory", mopt.pipeline_memory,
                     "Memory the background compression may hold in flight, "
                     "e.g. 128M (default 256M)");

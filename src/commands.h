@@ -86,7 +86,7 @@ struct mount_cli_options {
   unsigned quiet_ms = 1000;  // wait after the last writer closes
   unsigned fuse_threads = 0;
   std::string cache_size = "256M";       // decoded chunks kept (K/M/G suffix)
-  unsigned prefetch = 2;                 // chunks decoded ahead (0: none)
+  unsigned prefetch = 2;                 // chunk sizes decoded ahead (0: none)
   std::string pipeline_memory = "256M";  // compression's bytes in flight
   std::string log;                       // FILE, "syslog" or "stderr"
   bool lazy = false;                     // unmount -z

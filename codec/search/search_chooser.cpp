@@ -345,6 +345,7 @@ std::unique_ptr<program_chooser> make_search_chooser(
 std::unique_ptr<program_chooser> make_store_chooser() {
   search_chooser_options o;
   o.sharing = table_sharing::per_region;
+  o.search.budget = store_search_budget;
   return make_search_chooser(o);
 }
 

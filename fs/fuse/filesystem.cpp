@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <system_error>
+#include <thread>
 
 #include "codec/dsl/program.h"
 #include "fs/pipeline/compress_graph.h"
@@ -100,7 +101,12 @@ mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
       buffers_(
           chunk_buffers::make(std::min<size_t>(opt.cache_bytes, 8u << 20))),
       cache_(opt.cache_bytes),
-      prefetch_(opt.cache_bytes && opt.prefetch ? opt.prefetch_threads : 0, 8) {
+      prefetch_(opt.cache_bytes && opt.prefetch
+                    ? (opt.prefetch_threads
+                           ? opt.prefetch_threads
+                           : std::max(2u, std::thread::hardware_concurrency()))
+                    : 0,
+                256) {
   queue_ = std::make_unique<compress_queue>(
       [this](uint64_t ino) { compress_job(ino); }, opt_.workers);
 }
@@ -669,8 +675,84 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
       [](uint64_t o, store::chunk_span const& c) { return o < c.offset; });
   if (it == map->begin()) return;
   size_t const first = static_cast<size_t>(it - map->begin()) - 1;
+  store::chunk_span const& tail = map->back();
+  uint64_t const file_end = tail.offset + tail.length;
+  if (offset >= file_end || size == 0) return;
+  uint64_t const end = std::min<uint64_t>(file_end, offset + size);
+  // The chunks this read covers: [first, last].
   size_t last = first;
-  for (size_t i = first; i < map->size() && d.size < size; ++i) {
+  while (last + 1 < map->size() && (*map)[last + 1].offset < end) ++last;
+
+  // The kernel keeps what a sequential reader has read (keep_cache), so the
+  // chunks it has left behind are dropped rather than left to the LRU:
+  // their buffers go to the next decodes, and a stream through a large
+  // file does not push out chunks that random readers come back to. Only
+  // those ending a slack before this read: readahead requests arrive
+  // slightly out of order.
+  bool sequential = false;
+  size_t drop_from = 0, drop_to = 0, ahead_from = 0, ahead_to = 0;
+  {
+    std::lock_guard lk(n->map_mu);
+    sequential = offset + opt_.sequential_slack >= n->seq_end &&
+                 offset <= n->seq_end + opt_.sequential_slack;
+    n->seq_end = std::max(n->seq_end, end);
+    if (!sequential) {
+      n->seq_end = end;
+      n->drop_next = first;
+    }
+    drop_from = drop_to = n->drop_next;
+    while (drop_to < first && (*map)[drop_to].offset + (*map)[drop_to].length +
+                                      opt_.sequential_slack <=
+                                  offset) {
+      ++drop_to;
+    }
+    n->drop_next = drop_to;
+    // The chunks after the first are decoded by the prefetcher while this
+    // thread decodes the first: a 1 MiB readahead request of a checkpoint
+    // of small tensors covers a dozen chunks. A sequential reader also gets
+    // the chunks starting within `prefetch` chunk sizes past its end (by
+    // bytes: chunks are cut per tensor, most far smaller than chunk_size).
+    // Each chunk is offered once (a read lands in a chunk several times,
+    // and a full queue of duplicates would turn new ones away).
+    size_t upto = last + 1;
+    if (sequential) {
+      uint64_t const ahead =
+          end + uint64_t{opt_.prefetch} * store_.chunk_size();
+      while (upto < map->size() && (*map)[upto].offset < ahead) ++upto;
+      ahead_from = std::max(first + 1, n->prefetch_next);
+      ahead_to = upto;
+      n->prefetch_next = std::max(ahead_from, ahead_to);
+    } else {
+      ahead_from = first + 1;
+      ahead_to = upto;
+      n->prefetch_next = 0;
+    }
+  }
+  for (size_t j = drop_from; j < drop_to; ++j) {
+    cache_.erase({n->ino, gen, (*map)[j].offset});
+  }
+  for (size_t j = ahead_from; j < ahead_to && opt_.prefetch != 0; ++j) {
+    if (cache_.present({n->ino, gen, (*map)[j].offset})) continue;
+    bool const taken = prefetch_.offer([this, n, gen, map, j] {
+      std::shared_lock io(n->io);
+      if (n->gen != gen || n->staged || stopping_) return;
+      {
+        // Run late: the reader has passed it already.
+        std::lock_guard lk(n->map_mu);
+        if (j < n->drop_next) return;
+      }
+      chunk_at(*n, gen, (*map)[j]);
+    });
+    if (!taken) {
+      // The queue is full: offered again by the next read (this read
+      // decodes its own chunks itself).
+      std::lock_guard lk(n->map_mu);
+      n->prefetch_next = std::min(n->prefetch_next, j);
+      break;
+    }
+  }
+
+  for (size_t i = first; i <= last && d.size < size; ++i) {
     store::chunk_span const& sp = (*map)[i];
     uint64_t const pos = offset + d.size;
     if (pos >= sp.offset + sp.length) continue;  // past the end
@@ -686,63 +768,6 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
         {const_cast<uint8_t*>(c->data() + (pos - sp.offset)), take});
     d.hold.push_back(std::move(c));
     d.size += take;
-    last = i;
-  }
-  // The kernel keeps what a sequential reader has read (keep_cache), so the
-  // chunks it has left behind are dropped rather than left to the LRU:
-  // their buffers go to the next decodes, and a stream through a large
-  // file does not push out chunks that random readers come back to. Only
-  // those ending a slack before this read: readahead requests arrive
-  // slightly out of order.
-  bool sequential = false;
-  size_t drop_from = 0, drop_to = 0, ahead_from = 0, ahead_to = 0;
-  {
-    std::lock_guard lk(n->map_mu);
-    sequential = offset + opt_.sequential_slack >= n->seq_end &&
-                 offset <= n->seq_end + opt_.sequential_slack;
-    n->seq_end = std::max(n->seq_end, offset + d.size);
-    if (!sequential) {
-      n->seq_end = offset + d.size;
-      n->drop_next = first;
-    }
-    drop_from = drop_to = n->drop_next;
-    while (drop_to < first && (*map)[drop_to].offset + (*map)[drop_to].length +
-                                      opt_.sequential_slack <=
-                                  offset) {
-      ++drop_to;
-    }
-    n->drop_next = drop_to;
-    // Each chunk ahead is offered once (a read lands in a chunk several
-    // times, and a full queue of duplicates would turn new ones away).
-    if (sequential && d.size > 0) {
-      ahead_from = std::max(last + 1, n->prefetch_next);
-      ahead_to = std::min(map->size(), last + 1 + opt_.prefetch);
-      n->prefetch_next = std::max(ahead_from, ahead_to);
-    } else {
-      n->prefetch_next = 0;
-    }
-  }
-  for (size_t j = drop_from; j < drop_to; ++j) {
-    cache_.erase({n->ino, gen, (*map)[j].offset});
-  }
-  for (size_t j = ahead_from; j < ahead_to; ++j) {
-    if (cache_.present({n->ino, gen, (*map)[j].offset})) continue;
-    bool const taken = prefetch_.offer([this, n, gen, map, j] {
-      std::shared_lock io(n->io);
-      if (n->gen != gen || n->staged || stopping_) return;
-      {
-        // Run late: the reader has passed it already.
-        std::lock_guard lk(n->map_mu);
-        if (j < n->drop_next) return;
-      }
-      chunk_at(*n, gen, (*map)[j]);
-    });
-    if (!taken) {
-      // The queue is full: offered again by the next read.
-      std::lock_guard lk(n->map_mu);
-      n->prefetch_next = std::min(n->prefetch_next, j);
-      break;
-    }
   }
 }
 

@@ -15,11 +15,12 @@
 // keyed by (inode, generation, chunk offset); the generation changes under
 // node::io held exclusively whenever the file's stored bytes may (staged
 // again, compressed anew, forgotten), and reads hold io shared, so a
-// decode never lands under a generation it does not belong to. Sequential
-// readers get the next chunks decoded in the background, and the chunks
-// they have left behind leave the cache at once (the kernel keeps those
-// pages). read_view() hands out the cached chunks themselves, so a FUSE
-// reply is written straight from them, without a copy.
+// decode never lands under a generation it does not belong to. The chunks
+// a read covers are decoded in parallel (the prefetch threads take all but
+// the first), sequential readers get the next chunks decoded in the
+// background, and the chunks they have left behind leave the cache at once
+// (the kernel keeps those pages). read_view() hands out the cached chunks
+// themselves, so a FUSE reply is written straight from them, without a copy.
 //
 // Lock order (a thread holding one of these takes only later ones):
 //   1. node::mu      a node's fields (writers, opens, compressing, ...);
@@ -93,8 +94,12 @@ class mount_fs {
     /// Bytes the compression pipeline may hold in flight (compress_graph.h).
     size_t pipeline_memory = default_pipeline_memory;
     size_t cache_bytes = 256u << 20;  // decoded chunks kept (0: no cache)
-    unsigned prefetch = 2;  // chunks decoded ahead of sequential readers
-    unsigned prefetch_threads = 2;
+    /// Sequential readers get the chunks starting within this many chunk
+    /// sizes (store::chunk_size) past the end of their read decoded in the
+    /// background; 0: no background decoding at all. With it, the chunks a
+    /// read covers past its first are decoded by the prefetch threads too.
+    unsigned prefetch = 2;
+    unsigned prefetch_threads = 0;  // 0: one per core, at least 2
     /// A read this close to where the last one ended still counts as
     /// sequential (the kernel's readahead requests may arrive out of
     /// order); chunks ending this far behind a sequential read are dropped.

@@ -113,6 +113,13 @@ void pack_file::sync() {
   if (::fdatasync(fd_) != 0) store_fail_errno(errno, "fsync " + path_);
 }
 
+void pack_file::start_writeback(uint64_t from, uint64_t to) {
+  if (to > from) {
+    ::sync_file_range(fd_, static_cast<off_t>(from),
+                      static_cast<off_t>(to - from), SYNC_FILE_RANGE_WRITE);
+  }
+}
+
 void pack_file::truncate(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     store_fail_errno(errno, "truncate " + path_);
@@ -161,6 +168,27 @@ void pack_file::read_record(uint64_t offset, payload_key const& key,
   out.resize(length);
   pread_all(offset + record_header_size, length, out.data());
   if (!(hash_payload(out) == key)) bad("payload checksum mismatch");
+}
+
+codec::byte_view pack_file::read_payload(uint64_t offset,
+                                         payload_key const& key,
+                                         uint64_t length,
+                                         codec::bytes& buf) const {
+  auto bad = [&](char const* why) {
+    store_fail(store_errc::corrupt, path_ + ": record at offset " +
+                                        std::to_string(offset) + ": " + why);
+  };
+  if (length > max_record_payload) bad("payload larger than the limit");
+  size_t const total = static_cast<size_t>(record_size(length));
+  if (buf.size() < total) buf.resize(total);
+  pread_all(offset, total, buf.data());
+  uint8_t const* h = buf.data();
+  if (std::memcmp(h, record_magic.data(), 4) != 0) bad("bad magic");
+  if (codec::load_le<uint32_t>(h + 4) != 0) bad("reserved flags");
+  if (codec::load_le<uint64_t>(h + 8) != length) bad("wrong length");
+  if (std::memcmp(h + 16, key.b.data(), 16) != 0) bad("wrong key");
+  return codec::byte_view(buf.data() + record_header_size,
+                          static_cast<size_t>(length));
 }
 
 uint64_t pack_file::scan(uint64_t end,

@@ -48,6 +48,10 @@ class pack_file {
   uint64_t write_record(uint64_t offset, payload_key const& key,
                         codec::byte_view payload);
   void sync();
+  /// Starts writing [from, to) back to the disk without waiting for it
+  /// (sync_file_range), so that a later sync() has less left to wait for.
+  /// Only a hint: failures are ignored (sync() reports them).
+  void start_writeback(uint64_t from, uint64_t to);
   void truncate(uint64_t size);
   /// Reads and verifies the record at `offset`: its magic, that its length
   /// is `length`, and that the payload hashes to `key`. Throws
@@ -58,6 +62,15 @@ class pack_file {
   /// capacity, so no zeroing or page faults per record).
   void read_record(uint64_t offset, payload_key const& key, uint64_t length,
                    codec::bytes& out) const;
+  /// The read path's read: the whole record in one pread into `buf`
+  /// (grown as needed, never shrunk, so a reused buffer is neither zeroed
+  /// nor faulted in again), its header checked as by read_record (magic,
+  /// flags, length, key) but not the payload's hash; returns the payload,
+  /// inside `buf`. The caller must check what it decodes to (the chunk's
+  /// XXH3-64): a damaged payload then fails there, or in the decoder's
+  /// validation, and fsck checks every payload's hash.
+  codec::byte_view read_payload(uint64_t offset, payload_key const& key,
+                                uint64_t length, codec::bytes& buf) const;
   /// Walks records from the header up to `end`, calling fn(offset, key,
   /// length, ok) for each (ok: payload hash matches). Returns the offset
   /// where the walk stopped (end, or the first unreadable header).

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "fs/store/job_records.h"
@@ -21,6 +22,10 @@ bool is_staged_file(inode_rec const& r) {
 
 }  // namespace
 
+namespace {
+constexpr uint64_t writeback_step = 8u << 20;
+}  // namespace
+
 struct staged_commit::state {
   explicit state(store::impl& st) : s(st), appending(st) {}
 
@@ -33,6 +38,7 @@ struct staged_commit::state {
   uint64_t pack_id = 0;
   bool fresh = false;
   uint64_t start = 0, pos = 0;
+  uint64_t flushing = 0;    // writeback started up to here (0: from start)
   uint64_t live_added = 0;  // record bytes this job appended
   bool committing = false, done = false;
 
@@ -138,6 +144,13 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
       p.written = true;
       if (!c.pack) c.pack = c.s.create_pack(c.pack_id);
       c.pos = c.pack->write_record(c.pos, cr.payload, payload);
+      // Start writing back what is appended as it goes, so the sync before
+      // the commit waits for the last few MiB, not the whole file.
+      uint64_t const from = std::max(c.flushing, c.start);
+      if (c.pos - from >= writeback_step) {
+        c.pack->start_writeback(from, c.pos);
+        c.flushing = c.pos;
+      }
       c.live_added += record_size(payload.size());
       c.written += payload.size();
       c.s.hit("pack_write");

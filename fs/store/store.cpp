@@ -802,13 +802,16 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
     try {
       auto decode = [&](piece const& p) {
         std::shared_ptr<pack_file> pack = s.pack_for_read(p.payload.pack);
-        // Payload buffers stay with their thread: a fresh one per chunk
+        // Record buffers stay with their thread: a fresh one per chunk
         // costs zeroing and page faults, measured at ~8% of a read. Taken
         // out while in use, so a nested read on this thread gets its own.
+        // The payload's XXH3-128 is not checked here: the decoded bytes'
+        // XXH3-64 below catches a damaged payload (the decoders validate
+        // what they read, so it cannot crash them), and fsck checks it.
         thread_local codec::bytes spare;
-        codec::bytes payload = std::move(spare);
-        pack->read_record(p.payload.offset, p.chunk.payload, p.payload.length,
-                          payload);
+        codec::bytes record = std::move(spare);
+        codec::byte_view const payload = pack->read_payload(
+            p.payload.offset, p.chunk.payload, p.payload.length, record);
         uint64_t const from = std::max(offset, p.offset);
         uint64_t const to = std::min(offset + n, p.offset + p.chunk.length);
         bool const whole = from == p.offset && to == p.offset + p.chunk.length;
@@ -840,7 +843,7 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
         }
         // Kept up to a few default chunks' worth, to bound what idle
         // threads hold.
-        if (payload.capacity() <= (8u << 20)) spare = std::move(payload);
+        if (record.capacity() <= (8u << 20)) spare = std::move(record);
       };
       if (pieces.size() == 1) {
         decode(pieces[0]);

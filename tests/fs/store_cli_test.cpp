@@ -179,7 +179,10 @@ TEST(store_cli_test, fsck_reports_and_repairs_corruption) {
   }
   auto r = brevis({"store", "get", st, "a", "-o", (d / "out").string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("checksum"), std::string::npos) << r.err;
+  // The decoder's validation or the chunk's XXH3-64 catches it.
+  EXPECT_TRUE(r.err.find("checksum") != std::string::npos ||
+              r.err.find("does not decode") != std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(d / "out"));
   r = brevis({"fsck", st});
   EXPECT_EQ(r.exit_code, 1);

@@ -108,6 +108,28 @@ TEST(mount_fs_cache, sequential_reads_prefetch) {
   EXPECT_EQ(none->cache().entries(), 1u);
 }
 
+// A read across several chunks hands all but its first to the prefetch
+// threads and decodes the first itself: each chunk once, the bytes whole,
+// and (a random read) nothing past the read.
+TEST(mount_fs_cache, a_read_across_chunks_decodes_them_in_parallel_once) {
+  fixture f;
+  auto const map = f.s->chunk_map(f.ino);
+  ASSERT_GE(map.size(), 6u);
+  mount_fs::options o = fixture::opts(16 << 20, 2);
+  o.sequential_slack = 0;  // a first read past 0 is then a random one
+  auto m = f.mount(o);
+  for (int round = 0; round < 2; ++round) {
+    uint64_t const from = map[1].offset + 10;
+    uint64_t const to = map[5].offset + map[5].length / 2;
+    std::vector<uint8_t> buf(to - from);
+    ASSERT_EQ(m->read(f.ino, from, buf.size(), buf.data()), buf.size());
+    EXPECT_TRUE(fixture::same(f.data, from, buf.data(), buf.size()));
+    m->drain_prefetch();
+    EXPECT_EQ(m->cache().stats().misses, 5u);  // chunks 1..5, once each
+    EXPECT_EQ(m->cache().entries(), 5u);
+  }
+}
+
 TEST(mount_fs_cache, restaging_drops_cached_chunks) {
   fixture f;
   auto m = f.mount(16 << 20, 0);
