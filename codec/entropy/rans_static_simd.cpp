@@ -42,6 +42,24 @@ struct word_shuffles {
 };
 constexpr word_shuffles shuffles;
 
+// Renormalization of 8 states after a step: the lanes that fell below 2^16
+// take the next 16-bit words, in lane order, and `q` moves past them.
+__attribute__((target("avx2"), always_inline)) inline __m256i renormalize_avx2(
+    __m256i next, uint8_t const*& q) {
+  __m256i const need =
+      _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16), _mm256_setzero_si256());
+  auto const m =
+      static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
+  __m256i words = _mm256_cvtepu16_epi32(
+      _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
+  words = _mm256_permutevar8x32_epi32(
+      words,
+      _mm256_load_si256(reinterpret_cast<__m256i const*>(shuffles.index[m])));
+  q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+  return _mm256_blendv_epi8(
+      next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
+}
+
 // Whole rounds of wide_lanes symbols, 8 states to a vector; the same
 // arithmetic as the scalar loop. Stops where fewer than a round of symbols
 // or of the words a round may read remain; returns the symbols decoded.
@@ -86,18 +104,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
         __m128i const b = _mm256_castsi256_si128(packed);
         _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
       }
-      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
-                                              _mm256_setzero_si256());
-      auto const m =
-          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
-      __m256i words = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
-      words = _mm256_permutevar8x32_epi32(
-          words, _mm256_load_si256(
-                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
-      state[g] = _mm256_blendv_epi8(
-          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
-      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+      state[g] = renormalize_avx2(next, q);
     }
     i += wide_lanes;
   }
@@ -146,18 +153,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
           _mm256_packus_epi32(symbols, symbols), 0x08));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i + 8 * g),
                        _mm_packus_epi16(b, b));
-      __m256i const need = _mm256_cmpeq_epi32(_mm256_srli_epi32(next, 16),
-                                              _mm256_setzero_si256());
-      auto const m =
-          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(need)));
-      __m256i words = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<__m128i const*>(q)));
-      words = _mm256_permutevar8x32_epi32(
-          words, _mm256_load_si256(
-                     reinterpret_cast<__m256i const*>(shuffles.index[m])));
-      state[g] = _mm256_blendv_epi8(
-          next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
-      q += 2 * static_cast<unsigned>(__builtin_popcount(m));
+      state[g] = renormalize_avx2(next, q);
     }
     i += wide_lanes;
   }
