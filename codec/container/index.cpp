@@ -240,6 +240,36 @@ archive_index decode_index(byte_view data, uint32_t chunk_size,
   return x;
 }
 
+namespace {
+
+/// One zstd frame (RFC 8878, 3.1.1) holding `content` in raw blocks: a
+/// 128 KiB window, the content size in 8 bytes, no checksum.
+bytes raw_zstd_frame(byte_view content) {
+  constexpr size_t block_max = 128u << 10;
+  bytes out;
+  out.reserve(content.size() + content.size() / block_max * 3 + 16);
+  put_le<uint32_t>(out, 0xFD2FB528u);  // magic
+  out.push_back(0xC0);                 // 8-byte content size, windowed
+  out.push_back(0x38);                 // window 2^(10 + 7) = 128 KiB
+  put_le<uint64_t>(out, content.size());
+  size_t pos = 0;
+  do {
+    size_t const size = std::min(block_max, content.size() - pos);
+    bool const last = pos + size == content.size();
+    // Block header: last flag, type 0 (raw), size; 3 bytes little endian.
+    uint32_t const header = (last ? 1u : 0u) | static_cast<uint32_t>(size) << 3;
+    out.push_back(static_cast<uint8_t>(header));
+    out.push_back(static_cast<uint8_t>(header >> 8));
+    out.push_back(static_cast<uint8_t>(header >> 16));
+    out.insert(out.end(), content.begin() + static_cast<ptrdiff_t>(pos),
+               content.begin() + static_cast<ptrdiff_t>(pos + size));
+    pos += size;
+  } while (pos < content.size());
+  return out;
+}
+
+}  // namespace
+
 bytes pack_index(byte_view index, uint64_t payload_bytes) {
   // Names, shapes and checksums of small-tensor files weigh like their data:
   // where the index is a good part of the archive, the slowest level pays
@@ -256,6 +286,12 @@ bytes pack_index(byte_view index, uint64_t payload_bytes) {
       ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);
   fail_if(ZSTD_isError(n), errc::domain, "zstd failed on the index");
   out.resize(n);
+  // The decoder refuses an index that expands past its bound; an index of
+  // many identical entries (a sparse file's zero chunks) would, so it is
+  // stored in raw blocks instead.
+  if (index.size() > max_index_expansion * n + (64u << 10)) {
+    return raw_zstd_frame(index);
+  }
   return out;
 }
 
