@@ -20,6 +20,10 @@ struct search_chooser_options {
   size_t learn_budget = 1;       // times the budgets, for those
   double sibling_margin = 0.01;  // keep a sibling's program within this
   bool segment = true;           // cut untyped regions where stats change
+  // bf16/fp16 tensors with no structure beyond order 0 (closed_form.h's
+  // gate) get their program in closed form from their histogram, with no
+  // search (and are left out of the prior's learning sample).
+  bool closed_form = true;
 };
 
 /// The search chooser. With table_sharing::per_region (the store) a region's
