@@ -8,6 +8,7 @@
 
 #include "codec/choose/entropy_terms.h"
 #include "codec/core/bytes.h"
+#include "codec/leaves/rans_static.h"
 #include "codec/search/value_stats.h"
 
 namespace brevis::codec::search {
@@ -109,6 +110,70 @@ std::array<std::vector<uint64_t>, 2> mantissa_planes(
     out[1][s >> 8] += m[s];
   }
   return out;
+}
+
+// What the closed form reads of the elements' histogram, in one pass over
+// it (fp16's hold tens of thousands of values, out of cache by now): the
+// byte planes' and float fields' histograms and the entropy's terms. The
+// high byte, sign and exponent only grow with the symbol, so they are
+// summed over runs in a register (as split_histogram does).
+struct marginals {
+  std::vector<std::vector<uint64_t>> planes, fields;  // dense
+  double terms = 0;                                   // sum of c log2 c
+};
+
+marginals marginals_of(sparse_hist const& h, meaning m) {
+  unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+  unsigned const ebits = 15 - mbits;
+  marginals out;
+  out.planes.assign(2, std::vector<uint64_t>(256, 0));
+  out.fields = {std::vector<uint64_t>(2, 0),
+                std::vector<uint64_t>(size_t{1} << ebits, 0),
+                std::vector<uint64_t>(size_t{1} << mbits, 0)};
+  uint64_t* const lo = out.planes[0].data();
+  uint64_t* const hi = out.planes[1].data();
+  uint64_t* const sign = out.fields[0].data();
+  uint64_t* const exponent = out.fields[1].data();
+  uint64_t* const mantissa = out.fields[2].data();
+  uint32_t const mmask = (1u << mbits) - 1;
+  uint32_t const emask = (1u << ebits) - 1;
+  uint32_t hi_key = h.empty() ? 0 : h.front().first >> 8;
+  uint32_t se_key = h.empty() ? 0 : h.front().first >> mbits;
+  uint64_t hi_run = 0, se_run = 0;
+  double terms = 0;
+  for (auto const& [sym, c] : h) {
+    lo[sym & 255] += c;
+    mantissa[sym & mmask] += c;
+    terms += c_log2_c(c);
+    if ((sym >> 8) != hi_key)
+      hi[hi_key] += hi_run, hi_run = 0, hi_key = sym >> 8;
+    hi_run += c;
+    if ((sym >> mbits) != se_key) {
+      sign[se_key >> ebits] += se_run;
+      exponent[se_key & emask] += se_run;
+      se_run = 0, se_key = sym >> mbits;
+    }
+    se_run += c;
+  }
+  hi[hi_key] += hi_run;
+  sign[se_key >> ebits] += se_run;
+  exponent[se_key & emask] += se_run;
+  out.terms = terms;
+  return out;
+}
+
+// A static table for the dense histogram `counts`, into `leaf` (a
+// rans_static leaf whose table is still empty).
+void fill_table(node& leaf, std::span<uint64_t const> counts) {
+  if (leaf.op != opcode::rans_static || !leaf.blob.empty()) return;
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> present;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s])
+      symbols.push_back(static_cast<uint32_t>(s)), present.push_back(counts[s]);
+  }
+  leaf.blob =
+      serialize_rans_static_table(choose_rans_static_table(symbols, present));
 }
 
 struct window_stats {
@@ -227,10 +292,26 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   };
 
   // The elements closed by a leaf (their own static table last, below), or
-  // the file's shared table.
+  // the file's shared table. rANS order 0 sees their bytes: the byte
+  // planes' histograms added (not a pass over the elements' histogram, whose
+  // high bytes repeat and would serialize the counting).
+  marginals const mg = marginals_of(h, m);
+  auto const& planes = mg.planes;
   {
-    leaf_cost const l = best_leaf(h, 2, chunks, false);
-    offer(view_of(make_leaf(l.op)), view_bytes + l.bytes);
+    sparse_hist bytes;
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t const c = planes[0][b] + planes[1][b];
+      if (c) bytes.emplace_back(b, c);
+    }
+    uint64_t const n = h.size() == 1 ? h.front().second : 0;
+    for (opcode op :
+         {opcode::raw, opcode::zero, opcode::constant, opcode::rans0}) {
+      double const b = op == opcode::rans0
+                           ? leaf_bytes(op, bytes, in.data.size(), 1, chunks)
+                       : op == opcode::raw ? static_cast<double>(in.data.size())
+                                           : leaf_bytes(op, h, n, 2, chunks);
+      offer(view_of(make_leaf(op)), view_bytes + node_bytes + b);
+    }
   }
   if (in.tables != nullptr) {
     if (auto const use = in.tables->table_for(in.info.offset)) {
@@ -240,8 +321,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   }
   // Byte planes (low, high) and float fields (sign, exponent, mantissa).
   for (opcode op : {opcode::planes, opcode::fields}) {
-    auto const kids = split_histogram(h, op, m);
-    if (kids.empty()) continue;
+    auto const& kids = op == opcode::planes ? mg.planes : mg.fields;
     std::vector<node> leaves;
     double bytes = view_bytes + node_bytes;
     for (size_t i = 0; i < kids.size(); ++i) {
@@ -270,12 +350,31 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   // may win: its payload is at least the entropy, and its blob holds a
   // frequency code per value (own_table_floor).
   if (statics && h.size() >= 2) {
-    double const floor =
-        entropy_bits(h) / 8 + own_table_floor * static_cast<double>(h.size());
+    double const floor = entropy_from_terms(in.data.size() / 2, mg.terms) / 8 +
+                         own_table_floor * static_cast<double>(h.size());
     if (view_bytes + node_bytes + floor < best.estimated_bytes) {
       double const tb = estimate_table_bytes(h);
       offer(view_of(make_leaf(opcode::rans_static)),
             view_bytes + node_bytes + tb);
+    }
+  }
+  // The winner's tables, from the same histograms.
+  node& p = best.program;
+  if (p.op == opcode::view && !p.children.empty()) {
+    node& e = p.children[0];
+    if (e.op == opcode::rans_static && e.blob.empty()) {
+      std::vector<uint32_t> symbols;
+      std::vector<uint64_t> counts;
+      symbols.reserve(h.size()), counts.reserve(h.size());
+      for (auto const& [sym, c] : h)
+        symbols.push_back(sym), counts.push_back(c);
+      e.blob = serialize_rans_static_table(
+          choose_rans_static_table(symbols, counts));
+    } else if (e.op == opcode::planes || e.op == opcode::fields) {
+      auto const& kids = e.op == opcode::planes ? mg.planes : mg.fields;
+      for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
+        fill_table(e.children[i], kids[i]);
+      }
     }
   }
   return best;

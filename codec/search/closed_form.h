@@ -26,7 +26,7 @@ double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
                               unsigned width, double chunks);
 
 struct closed_form_choice {
-  node program;  // tables still empty: fit them from the region's histogram
+  node program;  // its static tables built (from the region's histogram)
   double estimated_bytes = 0;
 };
 
@@ -49,9 +49,8 @@ gate_reason closed_form_gate(region_input const& in);
 
 /// The best order-0 program of a bf16/fp16 tensor region whose whole
 /// histogram (in.root_hist) is known, or nothing when the gate says a
-/// search may find better. The program's rans_static leaves have empty
-/// tables (fit them with the region's histogram). With `gated`, the caller
-/// has already checked closed_form_gate.
+/// search may find better. With `gated`, the caller has already checked
+/// closed_form_gate.
 std::optional<closed_form_choice> closed_form_program(region_input const& in,
                                                       bool gated = false);
 

@@ -213,9 +213,6 @@ class search_file_chooser final : public program_chooser {
     auto choice = search::closed_form_program(in, tables_.has_value());
     if (!choice) return false;
     program = std::move(choice->program);
-    search::fit_tables_from_histogram(program, *hist,
-                                      search::meaning_of(r.type));
-    search::fit_static_tables(program, data, opt_.search.chunk_size);
     how.estimated_bytes = choice->estimated_bytes;
     how.expansions = 0;
     return true;
