@@ -112,56 +112,6 @@ std::array<std::vector<uint64_t>, 2> mantissa_planes(
   return out;
 }
 
-// What the closed form reads of the elements' histogram, in one pass over
-// it (fp16's hold tens of thousands of values, out of cache by now): the
-// byte planes' and float fields' histograms and the entropy's terms. The
-// high byte, sign and exponent only grow with the symbol, so they are
-// summed over runs in a register (as split_histogram does).
-struct marginals {
-  std::vector<std::vector<uint64_t>> planes, fields;  // dense
-  double terms = 0;                                   // sum of c log2 c
-};
-
-marginals marginals_of(sparse_hist const& h, meaning m) {
-  unsigned const mbits = m == meaning::bf16 ? 7 : 10;
-  unsigned const ebits = 15 - mbits;
-  marginals out;
-  out.planes.assign(2, std::vector<uint64_t>(256, 0));
-  out.fields = {std::vector<uint64_t>(2, 0),
-                std::vector<uint64_t>(size_t{1} << ebits, 0),
-                std::vector<uint64_t>(size_t{1} << mbits, 0)};
-  uint64_t* const lo = out.planes[0].data();
-  uint64_t* const hi = out.planes[1].data();
-  uint64_t* const sign = out.fields[0].data();
-  uint64_t* const exponent = out.fields[1].data();
-  uint64_t* const mantissa = out.fields[2].data();
-  uint32_t const mmask = (1u << mbits) - 1;
-  uint32_t const emask = (1u << ebits) - 1;
-  uint32_t hi_key = h.empty() ? 0 : h.front().first >> 8;
-  uint32_t se_key = h.empty() ? 0 : h.front().first >> mbits;
-  uint64_t hi_run = 0, se_run = 0;
-  double terms = 0;
-  for (auto const& [sym, c] : h) {
-    lo[sym & 255] += c;
-    mantissa[sym & mmask] += c;
-    terms += c_log2_c(c);
-    if ((sym >> 8) != hi_key)
-      hi[hi_key] += hi_run, hi_run = 0, hi_key = sym >> 8;
-    hi_run += c;
-    if ((sym >> mbits) != se_key) {
-      sign[se_key >> ebits] += se_run;
-      exponent[se_key & emask] += se_run;
-      se_run = 0, se_key = sym >> mbits;
-    }
-    se_run += c;
-  }
-  hi[hi_key] += hi_run;
-  sign[se_key >> ebits] += se_run;
-  exponent[se_key & emask] += se_run;
-  out.terms = terms;
-  return out;
-}
-
 // A static table for the dense histogram `counts`, into `leaf` (a
 // rans_static leaf whose table is still empty).
 void fill_table(node& leaf, std::span<uint64_t const> counts) {
@@ -218,6 +168,14 @@ window_stats order_stats(byte_view data, uint64_t cols) {
   return s;
 }
 
+// The region's marginals: the file's, or computed into `own`.
+float16_marginals const& marginals(region_input const& in,
+                                   float16_marginals& own) {
+  if (in.marginals != nullptr) return *in.marginals;
+  own = float16_marginals_of(*in.root_hist, meaning_of(in.info.type));
+  return own;
+}
+
 bool float16_region(region_input const& in) {
   return in.info.kind == region_kind::tensor &&
          (in.info.type == dtype::bf16 || in.info.type == dtype::f16) &&
@@ -237,15 +195,11 @@ double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
 gate_reason closed_form_gate(region_input const& in) {
   if (!float16_region(in)) return gate_reason::not_float16;
   sparse_hist const& h = *in.root_hist;
-  uint64_t n = 0, zeros = 0;
-  uint32_t ored = 0;
-  bool singleton = false;
-  for (auto const& [s, c] : h) {
-    n += c;
-    ored |= s;
-    singleton |= c == 1;
-    if (s == 0) zeros = c;
-  }
+  float16_marginals own;
+  float16_marginals const& mg = marginals(in, own);
+  uint64_t const n = mg.count, zeros = mg.zeros;
+  uint32_t const ored = mg.ored;
+  bool const singleton = mg.singleton;
   if (h.size() <= palette_values && n >= palette_min_elements) {
     return gate_reason::few_values;
   }
@@ -295,7 +249,8 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   // the file's shared table. rANS order 0 sees their bytes: the byte
   // planes' histograms added (not a pass over the elements' histogram, whose
   // high bytes repeat and would serialize the counting).
-  marginals const mg = marginals_of(h, m);
+  float16_marginals own;
+  float16_marginals const& mg = marginals(in, own);
   auto const& planes = mg.planes;
   {
     sparse_hist bytes;

@@ -209,7 +209,8 @@ class search_file_chooser final : public program_chooser {
     sparse_hist own;
     sparse_hist const* hist = float16_histogram(r, data, own);
     if (hist == nullptr) return false;
-    region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist};
+    region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist,
+                          tables_ ? tables_->marginals_of(r.offset) : nullptr};
     auto choice = search::closed_form_program(in, tables_.has_value());
     if (!choice) return false;
     program = std::move(choice->program);
@@ -229,7 +230,8 @@ class search_file_chooser final : public program_chooser {
       byte_view const data = file.subspan(r.offset, r.length);
       sparse_hist const* hist = tables_->histogram_of(r.offset);
       if (hist == nullptr) continue;
-      region_input const in{r, data, &*tables_, hist};
+      region_input const in{r, data, &*tables_, hist,
+                            tables_->marginals_of(r.offset)};
       if (search::closed_form_gate(in) == search::gate_reason::none) {
         closed_.insert(r.offset);
       }
