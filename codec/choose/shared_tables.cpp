@@ -20,6 +20,9 @@ struct member {
   uint64_t offset;
   sparse_hist hist;
   double own = 0;  // its own best coding, by entropy estimates
+  // What a shared table can save it at most: its coding under any table
+  // costs its entropy and the coder's framing at least.
+  double most_saved = 0;
 };
 
 // The median exponent of a member's values and its own best coding
@@ -90,8 +93,11 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     float16_marginals mg =
         float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
     auto const [median, own] = median_and_own(mg, m.hist.size());
-    marginals_of_.emplace(r.offset, std::move(mg));
     m.own = own;
+    m.most_saved =
+        std::max(0.0, own - entropy_from_terms(mg.count, mg.terms) / 8 -
+                          4.0 * rans_static::lanes);
+    marginals_of_.emplace(r.offset, std::move(mg));
     groups[{k, median}].push_back(std::move(m));
   }
   // Kept zero between groups: the scan below clears what it reads.
@@ -115,6 +121,13 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     // code lengths in closed form), and only a group that may be kept
     // gets its table built and its gain checked exactly.
     table_estimate const est = estimate_table_code_bits(group, sym_bits);
+    // No table can save the members its blob: no pass over them. (A
+    // one-symbol table codes in no bytes, framing neither.)
+    double most_saved = 0;
+    for (member const& m : members) most_saved += m.most_saved;
+    if (!est.single_symbol && most_saved < 0.9 * keep_factor * est.blob_bytes) {
+      continue;
+    }
     // (On the blazepose files the estimated gain ran up to a few percent
     // above the exact one and the estimated blob within 10% of the built
     // one: the 0.9 margin skipped no group the exact check kept.)
