@@ -192,6 +192,30 @@ double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
   return leaf_bytes(leaf, sparse_of(counts), n, width, chunks);
 }
 
+std::string_view gate_reason_name(gate_reason g) {
+  switch (g) {
+    case gate_reason::none:
+      return "none";
+    case gate_reason::not_float16:
+      return "not_float16";
+    case gate_reason::few_values:
+      return "few_values";
+    case gate_reason::zeros:
+      return "zeros";
+    case gate_reason::low_zero:
+      return "low_zero";
+    case gate_reason::no_singleton:
+      return "no_singleton";
+    case gate_reason::runs:
+      return "runs";
+    case gate_reason::rows:
+      return "rows";
+    case gate_reason::words:
+      return "words";
+  }
+  return "?";
+}
+
 gate_reason closed_form_gate(region_input const& in) {
   if (!float16_region(in)) return gate_reason::not_float16;
   sparse_hist const& h = *in.root_hist;

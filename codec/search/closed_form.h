@@ -10,6 +10,7 @@
 // where they might to the search.
 
 #include <optional>
+#include <string_view>
 
 #include "codec/choose/histogram.h"
 #include "codec/dsl/program.h"
@@ -43,6 +44,9 @@ enum class gate_reason : uint8_t {
   rows,          // elements often equal the one a row above: xor_row
   words,         // 8-byte words repeat: an LZ coder (zstd) may win
 };
+
+/// The reason's name, for traces ("rows").
+std::string_view gate_reason_name(gate_reason g);
 
 /// The gate alone: whether `in` needs a search, and why.
 gate_reason closed_form_gate(region_input const& in);

@@ -232,8 +232,12 @@ class search_file_chooser final : public program_chooser {
       if (hist == nullptr) continue;
       region_input const in{r, data, &*tables_, hist,
                             tables_->marginals_of(r.offset)};
-      if (search::closed_form_gate(in) == search::gate_reason::none) {
+      search::gate_reason const g = search::closed_form_gate(in);
+      if (g == search::gate_reason::none) {
         closed_.insert(r.offset);
+      } else if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(stderr, "%s: searched (%s)\n", r.name.c_str(),
+                     search::gate_reason_name(g).data());
       }
     }
   }
