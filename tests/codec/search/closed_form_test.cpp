@@ -157,6 +157,48 @@ TEST(closed_form, gate_sends_planted_structure_to_the_search) {
   EXPECT_EQ(gate_of(words), gate_reason::words);
 }
 
+bool uses(node const& n, opcode op) {
+  if (n.op == op) return true;
+  for (node const& k : n.children) {
+    if (uses(k, op)) return true;
+  }
+  return false;
+}
+
+// Regions the gate sends to the search get the operator that captures
+// their structure, end to end: a 1-D bf16 tensor repeating a period longer
+// than the gate's windows, and fp16 weights with a third of them zero.
+TEST(closed_form, gated_regions_get_their_operator) {
+  size_t const period = 20000, n = 8 * period;
+  std::vector<uint16_t> const slice = gaussian_bf16(period, 0.05f, 5);
+  std::vector<uint16_t> repeated;
+  while (repeated.size() < n) {
+    repeated.insert(repeated.end(), slice.begin(), slice.end());
+  }
+  std::vector<uint16_t> sparse = gaussian_bf16(n, 0.02f, 6);
+  for (size_t i = 0; i < n; i += 3) sparse[i] = 0;
+  bytes const file = make_safetensors(
+      {{"p", "BF16", {n}, pack(repeated)}, {"z", "F16", {n}, pack(sparse)}});
+  auto const chooser = make_search_chooser();
+  bytes const archive = write_archive(file, "m", *chooser);
+  archive_reader rd{byte_view(archive)};
+  bytes back(rd.original_size());
+  rd.read(0, back.size(), back.data());
+  ASSERT_TRUE(back == file);
+  for (region_entry const& e : rd.regions()) {
+    if (e.info.kind != region_kind::tensor) continue;
+    node const& p = rd.programs()[e.program];
+    ASSERT_TRUE(e.how.has_value());
+    EXPECT_GT(e.how->expansions, 0u) << e.info.name;  // searched
+    if (e.info.name == "p") {
+      EXPECT_TRUE(uses(p, opcode::repeat)) << program_text(p);
+    } else {
+      EXPECT_TRUE(uses(p, opcode::sparse) || uses(p, opcode::runs))
+          << program_text(p);
+    }
+  }
+}
+
 // On weights with no structure beyond order 0 the closed form decides, its
 // estimate is within 2% of what the region codes to, and its program is no
 // larger than the search's.
