@@ -201,4 +201,56 @@ own_table own_table_leaf(sparse_hist const& h) {
   return {std::move(n), table_bits(h, t) / 8};
 }
 
+float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
+  unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+  unsigned const ebits = 15 - mbits;
+  float16_marginals out;
+  out.planes.assign(2, std::vector<uint64_t>(256, 0));
+  out.fields = {std::vector<uint64_t>(2, 0),
+                std::vector<uint64_t>(size_t{1} << ebits, 0),
+                std::vector<uint64_t>(size_t{1} << mbits, 0)};
+  uint64_t* const lo = out.planes[0].data();
+  uint64_t* const hi = out.planes[1].data();
+  uint64_t* const sign = out.fields[0].data();
+  uint64_t* const exponent = out.fields[1].data();
+  uint64_t* const mantissa = out.fields[2].data();
+  uint32_t const mmask = (1u << mbits) - 1;
+  uint32_t const emask = (1u << ebits) - 1;
+  // The symbols are in increasing order, so the high byte (and the sign
+  // and exponent) only grow: they are summed over runs in a register.
+  uint32_t hi_key = h.empty() ? 0 : h.front().first >> 8;
+  uint32_t se_key = h.empty() ? 0 : h.front().first >> mbits;
+  uint64_t hi_run = 0, se_run = 0, n = 0;
+  double terms = 0;
+  uint32_t ored = 0;
+  bool singleton = false;
+  for (auto const& [sym, c] : h) {
+    lo[sym & 255] += c;
+    mantissa[sym & mmask] += c;
+    terms += c_log2_c(c);
+    n += c;
+    ored |= sym;
+    singleton |= c == 1;
+    if ((sym >> 8) != hi_key) {
+      hi[hi_key] += hi_run, hi_run = 0, hi_key = sym >> 8;
+    }
+    hi_run += c;
+    if ((sym >> mbits) != se_key) {
+      sign[se_key >> ebits] += se_run;
+      exponent[se_key & emask] += se_run;
+      se_run = 0, se_key = sym >> mbits;
+    }
+    se_run += c;
+  }
+  hi[hi_key] += hi_run;
+  sign[se_key >> ebits] += se_run;
+  exponent[se_key & emask] += se_run;
+  out.count = n;
+  out.terms = terms;
+  out.zeros = !h.empty() && h.front().first == 0 ? h.front().second : 0;
+  out.ored = ored;
+  out.singleton = singleton;
+  return out;
+}
+
 }  // namespace brevis::codec

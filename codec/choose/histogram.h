@@ -73,6 +73,23 @@ struct own_table {
 };
 own_table own_table_leaf(sparse_hist const& h);
 
+/// What order-0 programs of 16-bit floats read of their histogram, in one
+/// pass over it: the byte planes' and float fields' histograms (dense, as
+/// split_histogram gives them) and a few statistics.
+struct float16_marginals {
+  std::vector<std::vector<uint64_t>> planes;  // low, high byte
+  std::vector<std::vector<uint64_t>> fields;  // sign, exponent, mantissa
+  uint64_t count = 0;                         // elements
+  double terms = 0;        // sum of c log2 c over the elements' counts
+  uint64_t zeros = 0;      // elements equal to 0
+  uint32_t ored = 0;       // every element OR-ed
+  bool singleton = false;  // some value occurs once
+};
+
+/// The marginals of `h`, the histogram of bf16 or fp16 elements (meaning
+/// `m`).
+float16_marginals float16_marginals_of(sparse_hist const& h, meaning m);
+
 /// Regions smaller than this do not pay for a static table of their own.
 inline constexpr size_t min_static_table_region = 4u << 10;
 

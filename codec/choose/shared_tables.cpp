@@ -20,27 +20,22 @@ struct member {
   uint64_t offset;
   sparse_hist hist;
   double own = 0;  // its own best coding, by entropy estimates
+  // What a shared table can save it at most: its coding under any table
+  // costs its entropy and the coder's framing at least.
+  double most_saved = 0;
 };
 
 // The median exponent of a member's values and its own best coding
-// (estimate_own_table_bytes, estimate_planes_bytes: the least), in one pass
-// over its histogram: fp16's have tens of thousands of symbols.
-std::pair<unsigned, double> median_and_own(sparse_hist const& h, int kind) {
-  unsigned const shift = kind == 0 ? 7 : 10;
-  unsigned const mask = kind == 0 ? 0xff : 0x1f;
-  std::array<uint64_t, 256> e{}, lo{}, hi{};
-  uint64_t n = 0;
-  double terms = 0;
-  for (auto const& [s, c] : h) {
-    e[(s >> shift) & mask] += c;
-    lo[s & 255] += c;
-    hi[s >> 8] += c;
-    n += c;
-    terms += c_log2_c(c);
-  }
-  unsigned median = mask;
+// (estimate_own_table_bytes, estimate_planes_bytes: the least), from its
+// marginals: no second pass over its histogram (fp16's have tens of
+// thousands of symbols).
+std::pair<unsigned, double> median_and_own(float16_marginals const& mg,
+                                           size_t distinct) {
+  std::vector<uint64_t> const& e = mg.fields[1];
+  uint64_t const n = mg.count;
+  unsigned median = static_cast<unsigned>(e.size() - 1);
   uint64_t acc = 0;
-  for (unsigned i = 0; i <= mask; ++i) {
+  for (unsigned i = 0; i < e.size(); ++i) {
     acc += e[i];
     if (2 * acc >= n) {
       median = i;
@@ -49,12 +44,12 @@ std::pair<unsigned, double> median_and_own(sparse_hist const& h, int kind) {
   }
   double plane_terms = 0, present = 0;
   for (size_t b = 0; b < 256; ++b) {
-    plane_terms += c_log2_c(lo[b]) + c_log2_c(hi[b]);
-    present += (lo[b] > 0) + (hi[b] > 0);
+    plane_terms += c_log2_c(mg.planes[0][b]) + c_log2_c(mg.planes[1][b]);
+    present += (mg.planes[0][b] > 0) + (mg.planes[1][b] > 0);
   }
   double const planes = (2 * c_log2_c(n) - plane_terms) / 8 + 0.7 * present;
-  double const own_table = entropy_from_terms(n, terms) / 8 +
-                           0.5 * static_cast<double>(h.size()) + 40;
+  double const own_table = entropy_from_terms(n, mg.terms) / 8 +
+                           0.5 * static_cast<double>(distinct) + 40;
   return {median, std::min(planes, own_table)};
 }
 
@@ -95,8 +90,14 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
       continue;
     }
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
-    auto const [median, own] = median_and_own(m.hist, k);
+    float16_marginals mg =
+        float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
+    auto const [median, own] = median_and_own(mg, m.hist.size());
     m.own = own;
+    m.most_saved =
+        std::max(0.0, own - entropy_from_terms(mg.count, mg.terms) / 8 -
+                          4.0 * rans_static::lanes);
+    marginals_of_.emplace(r.offset, std::move(mg));
     groups[{k, median}].push_back(std::move(m));
   }
   // Kept zero between groups: the scan below clears what it reads.
@@ -120,6 +121,13 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     // code lengths in closed form), and only a group that may be kept
     // gets its table built and its gain checked exactly.
     table_estimate const est = estimate_table_code_bits(group, sym_bits);
+    // No table can save the members its blob: no pass over them. (A
+    // one-symbol table codes in no bytes, framing neither.)
+    double most_saved = 0;
+    for (member const& m : members) most_saved += m.most_saved;
+    if (!est.single_symbol && most_saved < 0.9 * keep_factor * est.blob_bytes) {
+      continue;
+    }
     // (On the blazepose files the estimated gain ran up to a few percent
     // above the exact one and the estimated blob within 10% of the built
     // one: the 0.9 margin skipped no group the exact check kept.)
@@ -177,6 +185,12 @@ std::optional<file_tables::use> file_tables::table_for(
 sparse_hist const* file_tables::histogram_of(uint64_t region_offset) const {
   auto it = hist_of_.find(region_offset);
   return it == hist_of_.end() ? nullptr : &it->second;
+}
+
+float16_marginals const* file_tables::marginals_of(
+    uint64_t region_offset) const {
+  auto it = marginals_of_.find(region_offset);
+  return it == marginals_of_.end() ? nullptr : &it->second;
 }
 
 }  // namespace brevis::codec

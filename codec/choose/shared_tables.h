@@ -31,6 +31,8 @@ class file_tables {
   std::optional<use> table_for(uint64_t region_offset) const;
   /// The 16-bit histogram of a bf16/fp16 region (whole), if computed.
   sparse_hist const* histogram_of(uint64_t region_offset) const;
+  /// Its marginals (computed with it, while it is in cache), if computed.
+  float16_marginals const* marginals_of(uint64_t region_offset) const;
 
   /// 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
   static int shared_kind(region const& r);
@@ -45,6 +47,7 @@ class file_tables {
   // region offset -> shared table, its estimated payload bytes
   std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
   std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
+  std::unordered_map<uint64_t, float16_marginals> marginals_of_;
 };
 
 }  // namespace brevis::codec

@@ -775,10 +775,9 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
   for (node& k : n.children) assign_tables(k, hists, next);
 }
 
-// The empty tables at the root view's 16-bit elements, and at their byte
-// planes or float fields, from the region's histogram `h` (the chunks'
-// histograms add up to it): no pass over the region for them.
-void fit_from_histogram(node& program, sparse_hist const& h, meaning m) {
+}  // namespace
+
+void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m) {
   if (program.op != opcode::view || program.params.size() < 2 ||
       program.params[0] != 2 || program.children.empty()) {
     return;
@@ -813,8 +812,6 @@ void fit_from_histogram(node& program, sparse_hist const& h, meaning m) {
   }
 }
 
-}  // namespace
-
 search_result find_program(region_input const& in, prior const& p,
                            search_options const& opt, node const* seed,
                            double seed_margin,
@@ -822,7 +819,8 @@ search_result find_program(region_input const& in, prior const& p,
   engine e(in, p, opt);
   search_result r = e.run(seed, seed_margin, seed_decisions);
   if (in.root_hist != nullptr && !in.root_hist->empty()) {
-    fit_from_histogram(r.program, *in.root_hist, meaning_of(in.info.type));
+    fit_tables_from_histogram(r.program, *in.root_hist,
+                              meaning_of(in.info.type));
   }
   fit_static_tables(r.program, in.data, opt.chunk_size);
   return r;

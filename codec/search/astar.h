@@ -82,4 +82,10 @@ search_result find_program(region_input const& in, prior const& p,
 /// whose values need no table becomes rans0.
 void fit_static_tables(node& program, byte_view data, uint32_t chunk_size);
 
+/// Fits the empty-table rans_static leaves of a view<u16> program at its
+/// elements, or at their byte planes or float fields (of meaning `m`), from
+/// the region's histogram `h` (the chunks' histograms add up to it): no
+/// pass over the region. Other leaves are left for fit_static_tables.
+void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m);
+
 }  // namespace brevis::codec::search

@@ -27,6 +27,8 @@ struct region_input {
   byte_view data;                          // the whole region
   file_tables const* tables = nullptr;     // per-file shared tables, if any
   sparse_hist const* root_hist = nullptr;  // 16-bit histogram of `data`
+  // root_hist's marginals, for bf16/fp16 tensors where already computed
+  float16_marginals const* marginals = nullptr;
 };
 
 /// A value the search may transform or close: its sample and what is known.

@@ -15,6 +15,7 @@
 #include "codec/choose/histogram.h"
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
+#include "codec/search/closed_form.h"
 #include "codec/search/production.h"
 #include "codec/search/roles.h"
 #include "codec/search/segment.h"
@@ -75,6 +76,7 @@ class search_file_chooser final : public program_chooser {
       literals_ = literal_regions(regions);
       double const t0 = thread_cpu_ms();
       tables_.emplace(file, regions);
+      if (opt_.closed_form) gate(file, regions);
       double const t1 = thread_cpu_ms();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
       find_roles(file, regions);
@@ -115,6 +117,15 @@ class search_file_chooser final : public program_chooser {
       return true;
     }
     bool const whole = data.size() == r.length;
+    if (whole && closed_form(r, data, program, how)) {
+      how.ms = thread_cpu_ms() - start;
+      if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(stderr, "%s %zu: %s closed form %.2f ms est %.0f\n",
+                     r.name.c_str(), data.size(), program_text(program).c_str(),
+                     how.ms, how.estimated_bytes);
+      }
+      return true;
+    }
     if (whole) {
       auto it = learned_.find(r.offset);
       if (it != learned_.end()) {  // searched while learning the prior
@@ -180,6 +191,57 @@ class search_file_chooser final : public program_chooser {
   }
 
  private:
+  // The histogram of a whole bf16/fp16 tensor: the file's, or its own.
+  sparse_hist const* float16_histogram(region const& r, byte_view data,
+                                       sparse_hist& own) const {
+    if (file_tables::shared_kind(r) < 0) return nullptr;
+    if (tables_) return tables_->histogram_of(r.offset);
+    own = sparse_histogram(data);
+    return &own;
+  }
+
+  // The closed-form choice of a whole bf16/fp16 tensor (closed_form.h),
+  // when its gate lets it.
+  bool closed_form(region const& r, byte_view data, node& program,
+                   choice_record& how) const {
+    if (!opt_.closed_form) return false;
+    if (tables_ && !closed_.contains(r.offset)) return false;  // gated
+    sparse_hist own;
+    sparse_hist const* hist = float16_histogram(r, data, own);
+    if (hist == nullptr) return false;
+    region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist,
+                          tables_ ? tables_->marginals_of(r.offset) : nullptr};
+    auto choice = search::closed_form_program(in, tables_.has_value());
+    if (!choice) return false;
+    program = std::move(choice->program);
+    how.estimated_bytes = choice->estimated_bytes;
+    how.expansions = 0;
+    return true;
+  }
+
+  // The file's bf16/fp16 tensors that the closed form decides (its gate),
+  // once: the prior's learning sample leaves them out.
+  void gate(byte_view file, std::span<region const> regions) {
+    for (region const& r : regions) {
+      if (file_tables::shared_kind(r) < 0 ||
+          r.offset + r.length > file.size()) {
+        continue;
+      }
+      byte_view const data = file.subspan(r.offset, r.length);
+      sparse_hist const* hist = tables_->histogram_of(r.offset);
+      if (hist == nullptr) continue;
+      region_input const in{r, data, &*tables_, hist,
+                            tables_->marginals_of(r.offset)};
+      search::gate_reason const g = search::closed_form_gate(in);
+      if (g == search::gate_reason::none) {
+        closed_.insert(r.offset);
+      } else if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(stderr, "%s: searched (%s)\n", r.name.c_str(),
+                     search::gate_reason_name(g).data());
+      }
+    }
+  }
+
   // A seed (a sibling's search) is trusted without a search only where
   // roles are reliable: tensors with a shape (a .pt storage's role is its
   // length, which unrelated tensors share).
@@ -211,7 +273,7 @@ class search_file_chooser final : public program_chooser {
     std::unordered_map<std::string, bool> seen;
     for (region const& r : regions) {
       if (r.kind != region_kind::tensor || r.length < (4u << 10) ||
-          r.offset + r.length > file.size()) {
+          r.offset + r.length > file.size() || closed_.contains(r.offset)) {
         continue;
       }
       bool const fresh = seen.emplace(search::role_of(r), true).second;
@@ -298,6 +360,7 @@ class search_file_chooser final : public program_chooser {
   std::unordered_map<std::string, std::unique_ptr<role_entry>> roles_;
   std::optional<file_tables> tables_;
   std::unordered_set<uint64_t> literals_;  // region offsets (per file only)
+  std::unordered_set<uint64_t> closed_;    // offsets the closed form decides
   prior prior_;
   // role -> a learned region's search (in learned_)
   std::unordered_map<std::string, search_result const*> seeds_;

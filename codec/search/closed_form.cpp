@@ -1,0 +1,362 @@
+#include "codec/search/closed_form.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "codec/choose/entropy_terms.h"
+#include "codec/core/bytes.h"
+#include "codec/leaves/rans_static.h"
+#include "codec/search/value_stats.h"
+
+namespace brevis::codec::search {
+namespace {
+
+constexpr double infinite = std::numeric_limits<double>::infinity();
+
+// A node's own bytes in the serialized program (opcode and counts), as the
+// search charges them (astar.cpp's param_bits).
+constexpr double node_bytes = 2;
+
+// The gate's thresholds: those of the productions they stand for
+// (production.cpp), measured here on a few windows of the region rather
+// than on the search's sample.
+constexpr double runs_rate = 0.05;      // runs_fits
+constexpr double word_rate = 0.02;      // zstd_fits
+constexpr double sparse_rate = 0.1;     // sparse_fits
+constexpr double row_rate = 0.05;       // xor_row: rows equal above
+constexpr size_t palette_values = 256;  // palette_fits
+// Below this many elements a palette's dictionary (two bytes a value)
+// costs about what it saves against a static table: not worth a search.
+constexpr size_t palette_min_elements = 4096;
+// Bytes a static table of its own costs above the entropy, per value, at
+// least: its frequency codes and their rounding (0.31 the least measured,
+// on bf16 and fp16 corpus weights of 3,000 to 30,000 values).
+constexpr double own_table_floor = 0.25;
+
+sparse_hist sparse_of(std::span<uint64_t const> counts) {
+  sparse_hist h;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s]) h.emplace_back(static_cast<uint32_t>(s), counts[s]);
+  }
+  return h;
+}
+
+// leaf_bytes_from_counts on the present values alone.
+double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
+                  double chunks) {
+  switch (leaf) {
+    case opcode::raw:
+      return static_cast<double>(n * width);
+    case opcode::zero:
+      return h.size() == 1 && h.front().first == 0 ? 0 : infinite;
+    case opcode::constant:
+      return h.size() == 1 ? width * chunks : infinite;
+    case opcode::rans0: {
+      // htscodecs order 0 on the lanes' bytes, a table per chunk: the cost
+      // model's estimate (cost_model.cpp).
+      if (n == 0) return infinite;
+      std::array<uint64_t, 256> bytes{};
+      for (auto const& [s, c] : h) {
+        bytes[s & 255] += c;
+        if (width == 2) bytes[s >> 8] += c;
+      }
+      uint64_t total = 0;
+      double terms = 0, present = 0;
+      for (uint64_t c : bytes) {
+        total += c, terms += c_log2_c(c), present += c > 0;
+      }
+      return entropy_from_terms(total, terms) / 8 +
+             (1.25 * present + 12) * std::max(1.0, chunks);
+    }
+    case opcode::rans_static:
+      return h.size() < 2 ? infinite : estimate_table_bytes(h);
+    default:
+      return infinite;
+  }
+}
+
+struct leaf_cost {
+  opcode op = opcode::raw;
+  double bytes = infinite;
+};
+
+// The best leaf for a value of `width`-byte lanes whose whole histogram is
+// `counts`, among those the search would try on it.
+leaf_cost best_leaf(sparse_hist const& h, unsigned width, double chunks,
+                    bool static_allowed) {
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  leaf_cost best;
+  for (opcode op : {opcode::raw, opcode::zero, opcode::constant, opcode::rans0,
+                    opcode::rans_static}) {
+    if (op == opcode::rans_static && !static_allowed) continue;
+    double const b = leaf_bytes(op, h, n, width, chunks);
+    if (b + node_bytes < best.bytes) best = {op, b + node_bytes};
+  }
+  return best;
+}
+
+// The fp16 mantissa (10 bits in 16-bit lanes) as byte planes: their
+// histograms.
+std::array<std::vector<uint64_t>, 2> mantissa_planes(
+    std::span<uint64_t const> m) {
+  std::array<std::vector<uint64_t>, 2> out{std::vector<uint64_t>(256, 0),
+                                           std::vector<uint64_t>(256, 0)};
+  for (size_t s = 0; s < m.size(); ++s) {
+    out[0][s & 255] += m[s];
+    out[1][s >> 8] += m[s];
+  }
+  return out;
+}
+
+// A static table for the dense histogram `counts`, into `leaf` (a
+// rans_static leaf whose table is still empty).
+void fill_table(node& leaf, std::span<uint64_t const> counts) {
+  if (leaf.op != opcode::rans_static || !leaf.blob.empty()) return;
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> present;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s])
+      symbols.push_back(static_cast<uint32_t>(s)), present.push_back(counts[s]);
+  }
+  leaf.blob =
+      serialize_rans_static_table(choose_rans_static_table(symbols, present));
+}
+
+struct window_stats {
+  double runs = 0;   // neighbours equal
+  double rows = 0;   // equal to the element a row above
+  double words = 0;  // repeated 8-byte words
+};
+
+// Order statistics on up to four windows of 512 elements, evenly spread
+// (the whole region when it is smaller): the rates of the worst window.
+// (The thresholds are 2-5%: tens of hits a window where they hold.)
+window_stats order_stats(byte_view data, uint64_t cols) {
+  size_t const n = data.size() / 2;
+  constexpr size_t window = 512;
+  size_t const windows = n <= 4 * window ? 1 : 4;
+  size_t const len = windows == 1 ? n : window;
+  window_stats s;
+  for (size_t k = 0; k < windows; ++k) {
+    size_t const start = windows == 1 ? 0 : k * (n - len) / (windows - 1);
+    uint8_t const* d = data.data() + 2 * start;
+    size_t equal = 0, above = 0, above_n = 0;
+    for (size_t i = 1; i < len; ++i) {
+      equal += load_le<uint16_t>(d + 2 * i) == load_le<uint16_t>(d + 2 * i - 2);
+    }
+    if (cols > 0 && cols < n) {
+      for (size_t i = 0; i < len; ++i) {
+        size_t const at = start + i;
+        if (at < cols) continue;
+        ++above_n;
+        above += load_le<uint16_t>(data.data() + 2 * at) ==
+                 load_le<uint16_t>(data.data() + 2 * (at - cols));
+      }
+    }
+    double const pairs = static_cast<double>(std::max<size_t>(1, len - 1));
+    s.runs = std::max(s.runs, static_cast<double>(equal) / pairs);
+    if (above_n > 0) {
+      s.rows = std::max(
+          s.rows, static_cast<double>(above) / static_cast<double>(above_n));
+    }
+    s.words = std::max(s.words, repeated_words(byte_view(d, 2 * len)));
+  }
+  return s;
+}
+
+// The region's marginals: the file's, or computed into `own`.
+float16_marginals const& marginals(region_input const& in,
+                                   float16_marginals& own) {
+  if (in.marginals != nullptr) return *in.marginals;
+  own = float16_marginals_of(*in.root_hist, meaning_of(in.info.type));
+  return own;
+}
+
+bool float16_region(region_input const& in) {
+  return in.info.kind == region_kind::tensor &&
+         (in.info.type == dtype::bf16 || in.info.type == dtype::f16) &&
+         in.root_hist != nullptr && !in.root_hist->empty() &&
+         in.data.size() == in.info.length && in.data.size() % 2 == 0;
+}
+
+}  // namespace
+
+double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
+                              unsigned width, double chunks) {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return leaf_bytes(leaf, sparse_of(counts), n, width, chunks);
+}
+
+std::string_view gate_reason_name(gate_reason g) {
+  switch (g) {
+    case gate_reason::none:
+      return "none";
+    case gate_reason::not_float16:
+      return "not_float16";
+    case gate_reason::few_values:
+      return "few_values";
+    case gate_reason::zeros:
+      return "zeros";
+    case gate_reason::low_zero:
+      return "low_zero";
+    case gate_reason::no_singleton:
+      return "no_singleton";
+    case gate_reason::runs:
+      return "runs";
+    case gate_reason::rows:
+      return "rows";
+    case gate_reason::words:
+      return "words";
+  }
+  return "?";
+}
+
+gate_reason closed_form_gate(region_input const& in) {
+  if (!float16_region(in)) return gate_reason::not_float16;
+  sparse_hist const& h = *in.root_hist;
+  float16_marginals own;
+  float16_marginals const& mg = marginals(in, own);
+  uint64_t const n = mg.count, zeros = mg.zeros;
+  uint32_t const ored = mg.ored;
+  bool const singleton = mg.singleton;
+  if (h.size() <= palette_values && n >= palette_min_elements) {
+    return gate_reason::few_values;
+  }
+  if (static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n)) {
+    return gate_reason::zeros;
+  }
+  if ((ored & 1) == 0) return gate_reason::low_zero;
+  // A period of at most half the elements repeats every value.
+  if (!singleton) return gate_reason::no_singleton;
+  auto const& shape = in.info.shape;
+  uint64_t const cols =
+      shape.size() >= 2 && shape.back() > 1 ? shape.back() : 0;
+  window_stats const w = order_stats(in.data, cols);
+  if (w.runs > runs_rate) return gate_reason::runs;
+  if (w.rows > row_rate) return gate_reason::rows;
+  if (w.words > word_rate) return gate_reason::words;
+  return gate_reason::none;
+}
+
+std::optional<closed_form_choice> closed_form_program(region_input const& in,
+                                                      bool gated) {
+  if (!gated && closed_form_gate(in) != gate_reason::none) return std::nullopt;
+  sparse_hist const& h = *in.root_hist;
+  meaning const m = meaning_of(in.info.type);
+  double const chunks = std::max(
+      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
+  bool const statics = in.data.size() >= min_static_table_region;
+  auto const m_param = static_cast<uint64_t>(m);
+  // The view and its (empty) tail.
+  double const view_bytes = 2 * node_bytes + 2;
+
+  closed_form_choice best;
+  best.program = make_leaf(opcode::raw);
+  best.estimated_bytes = static_cast<double>(in.data.size()) + node_bytes;
+  auto offer = [&](node program, double bytes) {
+    if (bytes < best.estimated_bytes) {
+      best.program = std::move(program);
+      best.estimated_bytes = bytes;
+    }
+  };
+  auto view_of = [&](node elements) {
+    return make_op(opcode::view, {2, m_param},
+                   {std::move(elements), make_leaf(opcode::raw)});
+  };
+
+  // The elements closed by a leaf (their own static table last, below), or
+  // the file's shared table. rANS order 0 sees their bytes: the byte
+  // planes' histograms added (not a pass over the elements' histogram, whose
+  // high bytes repeat and would serialize the counting).
+  float16_marginals own;
+  float16_marginals const& mg = marginals(in, own);
+  auto const& planes = mg.planes;
+  {
+    sparse_hist bytes;
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t const c = planes[0][b] + planes[1][b];
+      if (c) bytes.emplace_back(b, c);
+    }
+    uint64_t const n = h.size() == 1 ? h.front().second : 0;
+    for (opcode op :
+         {opcode::raw, opcode::zero, opcode::constant, opcode::rans0}) {
+      double const b = op == opcode::rans0
+                           ? leaf_bytes(op, bytes, in.data.size(), 1, chunks)
+                       : op == opcode::raw ? static_cast<double>(in.data.size())
+                                           : leaf_bytes(op, h, n, 2, chunks);
+      offer(view_of(make_leaf(op)), view_bytes + node_bytes + b);
+    }
+  }
+  if (in.tables != nullptr) {
+    if (auto const use = in.tables->table_for(in.info.offset)) {
+      offer(view_of(*use->leaf),
+            view_bytes + node_bytes + use->payload_bytes + use->blob_share);
+    }
+  }
+  // Byte planes (low, high) and float fields (sign, exponent, mantissa).
+  for (opcode op : {opcode::planes, opcode::fields}) {
+    auto const& kids = op == opcode::planes ? mg.planes : mg.fields;
+    std::vector<node> leaves;
+    double bytes = view_bytes + node_bytes;
+    for (size_t i = 0; i < kids.size(); ++i) {
+      unsigned const width = kids[i].size() > 256 ? 2 : 1;
+      leaf_cost const l = best_leaf(sparse_of(kids[i]), width, chunks, statics);
+      node kid = make_leaf(l.op);
+      double kid_bytes = l.bytes;
+      if (width == 2) {
+        // fp16's mantissa: also its byte planes, order 0 each.
+        auto const planes = mantissa_planes(kids[i]);
+        leaf_cost const lo = best_leaf(sparse_of(planes[0]), 1, chunks, false);
+        leaf_cost const hi = best_leaf(sparse_of(planes[1]), 1, chunks, false);
+        if (node_bytes + lo.bytes + hi.bytes < kid_bytes) {
+          kid_bytes = node_bytes + lo.bytes + hi.bytes;
+          kid =
+              make_op(opcode::planes, {}, {make_leaf(lo.op), make_leaf(hi.op)});
+        }
+      }
+      bytes += kid_bytes;
+      leaves.push_back(std::move(kid));
+    }
+    offer(view_of(make_op(op, {}, std::move(leaves))), bytes);
+  }
+  // The elements' own table: its estimate costs O(distinct values) with a
+  // large constant (fp16 weights have tens of thousands), so only where it
+  // may win: its payload is at least the entropy, and its blob holds a
+  // frequency code per value (own_table_floor).
+  if (statics && h.size() >= 2) {
+    double const floor = entropy_from_terms(in.data.size() / 2, mg.terms) / 8 +
+                         own_table_floor * static_cast<double>(h.size());
+    if (view_bytes + node_bytes + floor < best.estimated_bytes) {
+      double const tb = estimate_table_bytes(h);
+      offer(view_of(make_leaf(opcode::rans_static)),
+            view_bytes + node_bytes + tb);
+    }
+  }
+  // The winner's tables, from the same histograms.
+  node& p = best.program;
+  if (p.op == opcode::view && !p.children.empty()) {
+    node& e = p.children[0];
+    if (e.op == opcode::rans_static && e.blob.empty()) {
+      std::vector<uint32_t> symbols;
+      std::vector<uint64_t> counts;
+      symbols.reserve(h.size()), counts.reserve(h.size());
+      for (auto const& [sym, c] : h)
+        symbols.push_back(sym), counts.push_back(c);
+      e.blob = serialize_rans_static_table(
+          choose_rans_static_table(symbols, counts));
+    } else if (e.op == opcode::planes || e.op == opcode::fields) {
+      auto const& kids = e.op == opcode::planes ? mg.planes : mg.fields;
+      for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
+        fill_table(e.children[i], kids[i]);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace brevis::codec::search

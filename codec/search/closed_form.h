@@ -1,0 +1,61 @@
+#pragma once
+// Choosing a 16-bit float tensor's program without a search. The region's
+// 16-bit histogram is a sufficient statistic for every order-0 program of
+// its elements: their own or the file's static table, rANS order 0, and the
+// same leaves on their byte planes or float fields (the histograms' marginals).
+// Their sizes follow in closed form, in O(distinct values), with no sample
+// and no trial encode. Only operators that see order or position (runs,
+// repeat, xor_row, zstd's matches) or a small alphabet (palette, sparse,
+// low_zero) can do better; a gate of cheap statistics sends the regions
+// where they might to the search.
+
+#include <optional>
+#include <string_view>
+
+#include "codec/choose/histogram.h"
+#include "codec/dsl/program.h"
+#include "codec/search/production.h"
+
+namespace brevis::codec::search {
+
+/// Payload bytes of a leaf closing a value whose whole histogram is
+/// `counts` (dense, indexed by value; `width` bytes per lane), coded in
+/// `chunks` archive chunks. Infinity where the leaf cannot code it.
+/// Estimates: rans0's entropy plus its tables, rans_static's own table
+/// (estimate_table_bytes); raw, zero and constant are exact.
+double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
+                              unsigned width, double chunks);
+
+struct closed_form_choice {
+  node program;  // its static tables built (from the region's histogram)
+  double estimated_bytes = 0;
+};
+
+/// Why the gate sent a region to the search (for tests and the trace), or
+/// none when the closed form decides it.
+enum class gate_reason : uint8_t {
+  none,
+  not_float16,   // not a bf16/fp16 tensor region with a known histogram
+  few_values,    // <= 256 distinct values: a palette may win
+  zeros,         // >= 10% zero elements: sparse may win
+  low_zero,      // the elements' low bit is always zero
+  no_singleton,  // every value occurs twice or more: it may repeat a period
+  runs,          // neighbours often equal: runs may win
+  rows,          // elements often equal the one a row above: xor_row
+  words,         // 8-byte words repeat: an LZ coder (zstd) may win
+};
+
+/// The reason's name, for traces ("rows").
+std::string_view gate_reason_name(gate_reason g);
+
+/// The gate alone: whether `in` needs a search, and why.
+gate_reason closed_form_gate(region_input const& in);
+
+/// The best order-0 program of a bf16/fp16 tensor region whose whole
+/// histogram (in.root_hist) is known, or nothing when the gate says a
+/// search may find better. With `gated`, the caller has already checked
+/// closed_form_gate.
+std::optional<closed_form_choice> closed_form_program(region_input const& in,
+                                                      bool gated = false);
+
+}  // namespace brevis::codec::search

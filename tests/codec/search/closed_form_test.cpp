@@ -1,0 +1,241 @@
+// The closed-form choice of bf16/fp16 programs (codec/search/closed_form.h):
+// its leaf costs against the real encoders, its program's estimate against
+// the archive, and its gate, which must send every region with planted
+// structure to the search.
+
+#include "codec/search/closed_form.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "codec/container/archive.h"
+#include "codec/dsl/operator.h"
+#include "codec/leaves/rans_static.h"
+#include "codec/search/search_chooser.h"
+#include "tests/codec/parse_fixtures.h"
+
+namespace brevis::codec::search {
+namespace {
+
+using test::make_safetensors;
+
+std::vector<uint16_t> gaussian_bf16(size_t n, float sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, sigma);
+  std::vector<uint16_t> out(n);
+  for (uint16_t& x : out) {
+    float const f = g(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    x = static_cast<uint16_t>(u >> 16);
+  }
+  return out;
+}
+
+bytes pack(std::vector<uint16_t> const& v) {
+  bytes out(v.size() * 2);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<uint64_t> counts_of(bytes const& lanes, unsigned width) {
+  std::vector<uint64_t> c(size_t{1} << (8 * width), 0);
+  for (size_t i = 0; i + width <= lanes.size(); i += width) {
+    ++c[width == 2 ? load_le<uint16_t>(lanes.data() + i) : lanes[i]];
+  }
+  return c;
+}
+
+size_t blob_bytes(node const& n) {
+  size_t b = n.blob.size();
+  for (node const& k : n.children) b += blob_bytes(k);
+  return b;
+}
+
+size_t encoded_size(node const& leaf, bytes const& data, unsigned width) {
+  stream in{data, value_type{static_cast<uint8_t>(width), meaning::uint}};
+  bytes out;
+  leaf_for(leaf.op).encode(leaf, in, out);
+  return out.size();
+}
+
+// The leaf costs are what the leaves code to: rANS order 0 within 2% (its
+// tables are estimated at 1.25 bytes a symbol), a static table of the
+// value's own within 1% (the table's blob included), raw exactly.
+TEST(closed_form, leaf_costs_match_the_encoders) {
+  for (unsigned width : {1u, 2u}) {
+    bytes data = pack(gaussian_bf16(200000, 0.05f, 1));
+    if (width == 1) {  // the exponent bytes of the same weights
+      for (size_t i = 0; i < data.size() / 2; ++i) data[i] = data[2 * i + 1];
+      data.resize(data.size() / 2);
+    }
+    std::vector<uint64_t> const c = counts_of(data, width);
+    double const raw = leaf_bytes_from_counts(opcode::raw, c, width, 1);
+    EXPECT_EQ(raw, static_cast<double>(data.size()));
+
+    double const r0 = leaf_bytes_from_counts(opcode::rans0, c, width, 1);
+    double const r0_real = static_cast<double>(
+        encoded_size(make_leaf(opcode::rans0), data, width));
+    EXPECT_NEAR(r0, r0_real, 0.02 * r0_real) << "width " << width;
+
+    double const st = leaf_bytes_from_counts(opcode::rans_static, c, width, 1);
+    node leaf = make_leaf(opcode::rans_static);
+    leaf.blob = serialize_rans_static_table(choose_rans_static_table(c));
+    double const st_real =
+        static_cast<double>(encoded_size(leaf, data, width) + leaf.blob.size());
+    EXPECT_NEAR(st, st_real, 0.01 * st_real) << "width " << width;
+  }
+  // One value: zero or constant, in no bytes or one lane a chunk.
+  std::vector<uint64_t> one(65536, 0);
+  one[0] = 1000;
+  EXPECT_EQ(leaf_bytes_from_counts(opcode::zero, one, 2, 3), 0);
+  EXPECT_EQ(leaf_bytes_from_counts(opcode::constant, one, 2, 3), 6);
+  one[0] = 0, one[7] = 1000;
+  EXPECT_TRUE(std::isinf(leaf_bytes_from_counts(opcode::zero, one, 2, 3)));
+}
+
+struct planted {
+  std::string dtype = "BF16";
+  std::vector<uint64_t> shape;
+  std::vector<uint16_t> values;
+};
+
+gate_reason gate_of(planted const& p) {
+  bytes const data = pack(p.values);
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = p.dtype == "BF16" ? dtype::bf16 : dtype::f16;
+  r.shape = p.shape;
+  r.length = data.size();
+  sparse_hist const h = sparse_histogram(data);
+  region_input const in{r, data, nullptr, &h};
+  return closed_form_gate(in);
+}
+
+// Every structure an order-0 program misses sends the region to the search.
+TEST(closed_form, gate_sends_planted_structure_to_the_search) {
+  size_t const rows = 128, cols = 512, n = rows * cols;
+  std::vector<uint16_t> const w = gaussian_bf16(n, 0.05f, 2);
+  EXPECT_EQ(gate_of({"BF16", {rows, cols}, w}), gate_reason::none);
+  EXPECT_EQ(gate_of({"F16", {n}, w}), gate_reason::none);
+
+  planted rows_above{"BF16", {rows, cols}, w};  // rows repeat the row above
+  for (size_t i = cols; i < n; ++i) {
+    if (i % 50 != 0) rows_above.values[i] = rows_above.values[i - cols];
+  }
+  EXPECT_EQ(gate_of(rows_above), gate_reason::rows);
+
+  planted period{"BF16", {n}, w};  // repeats a slice of itself
+  for (size_t i = 3000; i < n; ++i) period.values[i] = period.values[i - 3000];
+  EXPECT_EQ(gate_of(period), gate_reason::no_singleton);
+
+  planted runs{"BF16", {n}, w};  // runs of equal neighbours
+  for (size_t i = 1; i < n; ++i) {
+    if (i % 8 != 0) runs.values[i] = runs.values[i - 1];
+  }
+  gate_reason const g = gate_of(runs);
+  EXPECT_TRUE(g == gate_reason::runs || g == gate_reason::no_singleton);
+
+  planted zeros{"BF16", {n}, w};  // pruned: a fifth of the weights zero
+  for (size_t i = 0; i < n; i += 5) zeros.values[i] = 0;
+  EXPECT_EQ(gate_of(zeros), gate_reason::zeros);
+
+  planted palette{"BF16", {n}, w};  // dequantized 8-bit weights
+  for (uint16_t& x : palette.values) x &= 0xff80;
+  EXPECT_EQ(gate_of(palette), gate_reason::few_values);
+
+  planted low{"BF16", {n}, w};  // the low bit always zero
+  for (uint16_t& x : low.values) x &= 0xfffe;
+  EXPECT_EQ(gate_of(low), gate_reason::low_zero);
+
+  planted words{"BF16", {n}, w};  // 8-byte words repeated at a distance
+  for (size_t i = 0; i < n; ++i) {
+    if ((i / 4) % 3 == 2) words.values[i] = words.values[i - 8];
+  }
+  EXPECT_EQ(gate_of(words), gate_reason::words);
+}
+
+bool uses(node const& n, opcode op) {
+  if (n.op == op) return true;
+  for (node const& k : n.children) {
+    if (uses(k, op)) return true;
+  }
+  return false;
+}
+
+// Regions the gate sends to the search get the operator that captures
+// their structure, end to end: a 1-D bf16 tensor repeating a period longer
+// than the gate's windows, and fp16 weights with a third of them zero.
+TEST(closed_form, gated_regions_get_their_operator) {
+  size_t const period = 20000, n = 8 * period;
+  std::vector<uint16_t> const slice = gaussian_bf16(period, 0.05f, 5);
+  std::vector<uint16_t> repeated;
+  while (repeated.size() < n) {
+    repeated.insert(repeated.end(), slice.begin(), slice.end());
+  }
+  std::vector<uint16_t> sparse = gaussian_bf16(n, 0.02f, 6);
+  for (size_t i = 0; i < n; i += 3) sparse[i] = 0;
+  bytes const file = make_safetensors(
+      {{"p", "BF16", {n}, pack(repeated)}, {"z", "F16", {n}, pack(sparse)}});
+  auto const chooser = make_search_chooser();
+  bytes const archive = write_archive(file, "m", *chooser);
+  archive_reader rd{byte_view(archive)};
+  bytes back(rd.original_size());
+  rd.read(0, back.size(), back.data());
+  ASSERT_TRUE(back == file);
+  for (region_entry const& e : rd.regions()) {
+    if (e.info.kind != region_kind::tensor) continue;
+    node const& p = rd.programs()[e.program];
+    ASSERT_TRUE(e.how.has_value());
+    EXPECT_GT(e.how->expansions, 0u) << e.info.name;  // searched
+    if (e.info.name == "p") {
+      EXPECT_TRUE(uses(p, opcode::repeat)) << program_text(p);
+    } else {
+      EXPECT_TRUE(uses(p, opcode::sparse) || uses(p, opcode::runs))
+          << program_text(p);
+    }
+  }
+}
+
+// On weights with no structure beyond order 0 the closed form decides, its
+// estimate is within 2% of what the region codes to, and its program is no
+// larger than the search's.
+TEST(closed_form, estimate_matches_the_archive_and_the_search) {
+  size_t const n = 300000;
+  bytes const file =
+      make_safetensors({{"a", "BF16", {n}, pack(gaussian_bf16(n, 0.05f, 3))},
+                        {"b", "F16", {n}, pack(gaussian_bf16(n, 0.02f, 4))}});
+  size_t sizes[2] = {};
+  for (bool closed : {true, false}) {
+    search_chooser_options o;
+    o.closed_form = closed;
+    auto const chooser = make_search_chooser(o);
+    bytes const archive = write_archive(file, "m", *chooser);
+    archive_reader rd{byte_view(archive)};
+    bytes back(rd.original_size());
+    rd.read(0, back.size(), back.data());
+    ASSERT_TRUE(back == file);
+    sizes[closed] = archive.size();
+    for (size_t i = 0; i < rd.regions().size(); ++i) {
+      region_entry const& e = rd.regions()[i];
+      if (e.info.kind != region_kind::tensor) continue;
+      ASSERT_TRUE(e.how.has_value());
+      size_t actual = blob_bytes(rd.programs()[e.program]);
+      for (chunk_entry const& c : rd.chunks()) {
+        if (c.region == i) actual += c.payload_length;
+      }
+      if (closed) {
+        EXPECT_EQ(e.how->expansions, 0u) << e.info.name;
+        EXPECT_NEAR(e.how->estimated_bytes, static_cast<double>(actual),
+                    0.02 * static_cast<double>(actual))
+            << e.info.name;
+      }
+    }
+  }
+  EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 1000);
+}
+
+}  // namespace
+}  // namespace brevis::codec::search
