@@ -42,41 +42,99 @@ bool chunk_cache::present(chunk_id const& id) {
 chunk_cache::chunk chunk_cache::get_or_load(chunk_id const& id,
                                             loader const& load) {
   shard& s = shard_of(id);
-  std::promise<chunk> promise;
-  {
-    std::unique_lock lk(s.mu);
-    if (auto it = s.map.find(id); it != s.map.end()) {
-      ++s.stats.hits;
-      s.lru.splice(s.lru.begin(), s.lru, it->second);
-      return it->second->data;
+  for (;;) {
+    std::shared_ptr<load_state> st;
+    {
+      std::unique_lock lk(s.mu);
+      if (auto it = s.map.find(id); it != s.map.end()) {
+        ++s.stats.hits;
+        s.lru.splice(s.lru.begin(), s.lru, it->second);
+        return it->second->data;
+      }
+      if (auto it = s.loading.find(id); it != s.loading.end()) {
+        st = it->second;
+        if (!st->taken) {
+          // Reserved but not started: this reader needs it now.
+          st->taken = true;
+          ++s.stats.misses;
+          lk.unlock();
+          return run_load(s, id, st, load);
+        }
+        ++s.stats.joined;
+        lk.unlock();
+        if (chunk c = st->future.get()) return c;
+        continue;  // withdrawn: look again
+      }
+      ++s.stats.misses;
+      st = std::make_shared<load_state>();
+      st->taken = true;
+      s.loading.emplace(id, st);
     }
-    if (auto it = s.loading.find(id); it != s.loading.end()) {
-      ++s.stats.joined;
-      std::shared_future<chunk> f = it->second;
-      lk.unlock();
-      return f.get();
-    }
-    ++s.stats.misses;
-    s.loading.emplace(id, promise.get_future().share());
+    return run_load(s, id, st, load);
   }
+}
+
+chunk_cache::chunk chunk_cache::run_load(shard& s, chunk_id const& id,
+                                         std::shared_ptr<load_state> const& st,
+                                         loader const& load) {
+  auto forget = [&] {
+    auto it = s.loading.find(id);
+    if (it != s.loading.end() && it->second == st) s.loading.erase(it);
+  };
   chunk c;
   try {
     c = load();
   } catch (...) {
     {
       std::lock_guard lk(s.mu);
-      s.loading.erase(id);
+      forget();
     }
-    promise.set_exception(std::current_exception());
+    st->promise.set_exception(std::current_exception());
     throw;
   }
   {
     std::lock_guard lk(s.mu);
-    s.loading.erase(id);
+    forget();
     if (c) insert_locked(s, id, c);
   }
-  promise.set_value(c);
+  st->promise.set_value(c);
   return c;
+}
+
+std::shared_ptr<chunk_cache::reservation> chunk_cache::reserve(
+    chunk_id const& id) {
+  shard& s = shard_of(id);
+  std::lock_guard lk(s.mu);
+  if (s.map.count(id) != 0 || s.loading.count(id) != 0) return nullptr;
+  auto st = std::make_shared<load_state>();
+  s.loading.emplace(id, st);
+  return std::make_shared<reservation>(*this, id, std::move(st));
+}
+
+chunk_cache::reservation::reservation(chunk_cache& cache, chunk_id id,
+                                      std::shared_ptr<load_state> state)
+    : cache_(cache), id_(id), state_(std::move(state)) {}
+
+chunk_cache::reservation::~reservation() {
+  shard& s = cache_.shard_of(id_);
+  {
+    std::lock_guard lk(s.mu);
+    if (state_->taken) return;
+    state_->taken = true;
+    auto it = s.loading.find(id_);
+    if (it != s.loading.end() && it->second == state_) s.loading.erase(it);
+  }
+  state_->promise.set_value(nullptr);
+}
+
+void chunk_cache::reservation::run(loader const& load) {
+  shard& s = cache_.shard_of(id_);
+  {
+    std::lock_guard lk(s.mu);
+    if (state_->taken) return;
+    state_->taken = true;
+  }
+  cache_.run_load(s, id_, state_, load);
 }
 
 void chunk_cache::insert(chunk_id const& id, chunk c) {
@@ -187,10 +245,11 @@ bool background_jobs::offer(std::function<void()> job) {
 }
 
 void background_jobs::stop() {
+  std::deque<std::function<void()>> dropped;  // destroyed unlocked
   {
     std::lock_guard lk(mu_);
     stopping_ = true;
-    jobs_.clear();
+    dropped.swap(jobs_);
   }
   cv_.notify_all();
   for (std::thread& t : threads_) {
@@ -218,6 +277,7 @@ void background_jobs::run() {
     } catch (...) {
       // A guess that failed; the read that needs the chunk will say why.
     }
+    job = nullptr;  // its reservation, if any, is let go unlocked
     lk.lock();
     --running_;
     if (jobs_.empty() && running_ == 0) idle_cv_.notify_all();
