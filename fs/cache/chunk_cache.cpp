@@ -133,6 +133,7 @@ void chunk_cache::reservation::run(loader const& load) {
     std::lock_guard lk(s.mu);
     if (state_->taken) return;
     state_->taken = true;
+    ++s.stats.misses;
   }
   cache_.run_load(s, id_, state_, load);
 }

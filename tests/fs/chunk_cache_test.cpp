@@ -1,5 +1,6 @@
 // The read path's chunk cache: budget and LRU order, generations and
-// invalidation, joined concurrent loads, errors, and the prefetcher's jobs.
+// invalidation, joined concurrent loads, errors, reservations (taken over,
+// run, withdrawn), the prefetcher's jobs and the decode slots.
 
 #include "fs/cache/chunk_cache.h"
 
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "fs/cache/chunk_buffers.h"
+#include "fs/cache/decode_slots.h"
 
 namespace brevis::fs {
 namespace {
@@ -117,6 +119,123 @@ void hammer(size_t budget, bool fits) {
 TEST(chunk_cache, concurrent_readers_share_one_load) {
   hammer(1 << 20, true);
   hammer(64 << 10, false);
+}
+
+TEST(chunk_cache, a_reservation_is_run_once_by_whoever_comes_first) {
+  chunk_cache c(1 << 20);
+  // Taken over by a reader: its load runs, the reservation's does not.
+  auto r = c.reserve({1, 1, 0});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(c.present({1, 1, 0}));
+  EXPECT_FALSE(c.reserve({1, 1, 0}));  // one reservation per chunk
+  EXPECT_EQ(c.get_or_load({1, 1, 0}, [] { return make(8, 1); })->at(0), 1);
+  bool ran = false;
+  r->run([&] { return ran = true, make(8, 2); });
+  EXPECT_FALSE(ran);
+  r.reset();
+  EXPECT_EQ(c.find({1, 1, 0})->at(0), 1);
+  EXPECT_FALSE(c.reserve({1, 1, 0}));  // cached
+  // Run: a later reader finds it cached.
+  r = c.reserve({1, 1, 8});
+  r->run([] { return make(8, 3); });
+  r.reset();
+  int loads = 0;
+  EXPECT_EQ(
+      c.get_or_load({1, 1, 8}, [&] { return ++loads, make(8, 4); })->at(0), 3);
+  EXPECT_EQ(loads, 0);
+  // Withdrawn: nothing is left behind, and a reader loads it.
+  r = c.reserve({1, 1, 16});
+  r.reset();
+  EXPECT_FALSE(c.present({1, 1, 16}));
+  EXPECT_EQ(c.get_or_load({1, 1, 16}, [] { return make(8, 5); })->at(0), 5);
+  EXPECT_EQ(c.stats().misses, 3u);  // one load per chunk
+  // A failed reserved load reaches a reader waiting for it; nothing is kept.
+  r = c.reserve({1, 1, 24});
+  std::atomic<bool> started{false}, fail{false};
+  std::thread job([&] {
+    try {
+      r->run([&]() -> chunk_cache::chunk {
+        started = true;
+        while (!fail) std::this_thread::yield();
+        throw std::runtime_error("bad chunk");
+      });
+    } catch (std::runtime_error const&) {
+    }
+  });
+  while (!started) std::this_thread::yield();
+  std::thread waiter([&] {
+    EXPECT_THROW(c.get_or_load({1, 1, 24}, [] { return make(8, 6); }),
+                 std::runtime_error);
+  });
+  fail = true;
+  job.join();
+  waiter.join();
+  EXPECT_FALSE(c.present({1, 1, 24}));
+}
+
+// Readers and prefetch jobs race over reserved chunks, some of which are
+// withdrawn (the jobs stop): every reader gets the right bytes, and each
+// chunk is loaded once.
+TEST(chunk_cache, reserved_chunks_race_with_readers) {
+  for (int round = 0; round < 20; ++round) {
+    chunk_cache c(1 << 20, 4);
+    std::atomic<int> loads{0};
+    std::atomic<bool> bad{false};
+    auto load = [&](uint64_t i) {
+      ++loads;
+      std::this_thread::yield();
+      return make(256, static_cast<uint8_t>(i));
+    };
+    {
+      background_jobs jobs(2, 1000);
+      for (uint64_t i = 0; i < 64; ++i) {
+        auto r = c.reserve({7, 1, i});
+        ASSERT_TRUE(r);
+        jobs.offer([r, i, &load] { r->run([&] { return load(i); }); });
+      }
+      std::vector<std::thread> readers;
+      for (int t = 0; t < 4; ++t) {
+        readers.emplace_back([&, t] {
+          for (uint64_t k = 0; k < 64; ++k) {
+            uint64_t const i = (k * 5 + static_cast<uint64_t>(t) * 16) % 64;
+            auto got = c.get_or_load({7, 1, i}, [&] { return load(i); });
+            if (got->size() != 256 || (*got)[255] != i) bad = true;
+          }
+        });
+      }
+      if (round % 2) jobs.stop();  // withdraws the jobs not yet run
+      for (auto& th : readers) th.join();
+    }
+    EXPECT_FALSE(bad);
+    EXPECT_EQ(loads, 64);
+    EXPECT_EQ(c.entries(), 64u);
+    EXPECT_EQ(c.stats().misses, 64u);
+  }
+}
+
+TEST(decode_slots, never_more_decodes_than_slots) {
+  decode_slots slots(2);
+  EXPECT_EQ(slots.size(), 2u);
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        decode_slots::slot const s(slots, (t + i) % 2 == 0);
+        int const now = ++inside;
+        int m = most;
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
+        std::this_thread::yield();
+        --inside;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(most, 2);
+  EXPECT_GE(most, 1);
+  EXPECT_LE(slots.peak(), 2u);
+  EXPECT_GE(decode_slots(0).size(), 1u);  // one per core
 }
 
 TEST(background_jobs, runs_drops_when_full_and_stops) {
