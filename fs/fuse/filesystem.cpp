@@ -647,7 +647,7 @@ std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
   std::lock_guard lk(n.map_mu);
   if (!n.map || n.map_gen != gen) {
     n.map = std::make_shared<std::vector<store::chunk_span> const>(
-        store_.chunk_map(n.ino));
+        store_.chunk_map(n.ino, store::with_programs::no));
     n.map_gen = gen;
   }
   return n.map;
