@@ -3,6 +3,13 @@
 #include <algorithm>
 
 namespace brevis::fs {
+namespace {
+
+// What a chunk holds of the budget: its buffer's capacity (a reused buffer
+// may be larger than the chunk).
+size_t footprint(codec::bytes const& b) { return b.capacity(); }
+
+}  // namespace
 
 chunk_cache::chunk_cache(size_t budget, unsigned shards) : budget_(budget) {
   if (shards == 0) {
@@ -146,16 +153,16 @@ void chunk_cache::insert(chunk_id const& id, chunk c) {
 }
 
 void chunk_cache::insert_locked(shard& s, chunk_id const& id, chunk c) {
-  size_t const size = c->size();
+  size_t const size = footprint(*c);
   if (auto it = s.map.find(id); it != s.map.end()) {
-    s.bytes -= it->second->data->size();
+    s.bytes -= footprint(*it->second->data);
     s.lru.erase(it->second);
     s.map.erase(it);
   }
   if (size > shard_budget_) return;
   while (s.bytes + size > shard_budget_ && !s.lru.empty()) {
     entry const& victim = s.lru.back();
-    s.bytes -= victim.data->size();
+    s.bytes -= footprint(*victim.data);
     s.map.erase(victim.id);
     s.lru.pop_back();
     ++s.stats.evictions;
@@ -171,7 +178,7 @@ void chunk_cache::invalidate(uint64_t ino) {
     std::lock_guard lk(s.mu);
     for (auto it = s.lru.begin(); it != s.lru.end();) {
       if (it->id.ino == ino) {
-        s.bytes -= it->data->size();
+        s.bytes -= footprint(*it->data);
         s.map.erase(it->id);
         it = s.lru.erase(it);
       } else {
@@ -188,7 +195,7 @@ void chunk_cache::erase(chunk_id const& id) {
   auto it = s.map.find(id);
   if (it == s.map.end()) return;
   dropped = std::move(it->second->data);
-  s.bytes -= dropped->size();
+  s.bytes -= footprint(*dropped);
   s.lru.erase(it->second);
   s.map.erase(it);
 }

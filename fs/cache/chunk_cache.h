@@ -63,7 +63,8 @@ class chunk_cache {
     std::shared_ptr<load_state> state_;
   };
 
-  /// `budget` bytes of decoded chunks in all (0: nothing kept, loads are
+  /// `budget` bytes of decoded chunks in all, counted by their buffers'
+  /// capacities (0: nothing kept, loads are
   /// still joined); `shards` 0 picks one per 16 MiB of budget, 1..16.
   explicit chunk_cache(size_t budget, unsigned shards = 0);
   chunk_cache(chunk_cache const&) = delete;
