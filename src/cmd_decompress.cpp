@@ -46,7 +46,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
                opt.common.verbosity < 1);
   decode_all(
       reader, opt.common.threads, [&](codec::byte_view v) { out.write(v); },
-      bar);
+      bar, whole_file_check::skip);
   out.commit();
   bar.finish();
 

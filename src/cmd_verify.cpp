@@ -18,7 +18,8 @@ int run_verify(verify_options const& opt) {
     progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                  opt.common.verbosity < 1);
     decode_all(
-        reader, opt.common.threads, [](codec::byte_view) {}, bar);
+        reader, opt.common.threads, [](codec::byte_view) {}, bar,
+        whole_file_check::check);
     bar.finish();
     if (opt.common.verbosity >= 1) {
       std::printf("%s: OK\n", path == "-" ? "stdin" : path.c_str());

@@ -91,6 +91,16 @@ output_file::output_file(std::string path, bool force, struct stat const* like)
     fd_ = STDOUT_FILENO;
     return;
   }
+  // An existing device or FIFO (/dev/null, a pipe) is written in place, as
+  // zstd does: a temporary renamed over it would replace /dev/null itself
+  // with a regular file.
+  if (struct stat st{}; ::stat(path_.c_str(), &st) == 0 &&
+                        (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_io(path_, "cannot open");
+    in_place_ = true;
+    return;
+  }
   if (!force_ && exists(path_)) fail_exists(path_);
   size_t slash = path_.find_last_of('/');
   std::string dir =
@@ -138,6 +148,13 @@ void output_file::write(codec::byte_view data) {
 void output_file::commit() {
   if (is_stdout()) {
     committed_ = true;
+    return;
+  }
+  if (in_place_) {
+    int const fd = fd_;
+    fd_ = -1;
+    committed_ = true;
+    if (::close(fd) != 0) fail_io(path_, "write failed");
     return;
   }
   if (has_like_) {

@@ -35,7 +35,7 @@ class output_file {
   void commit();
   uint64_t written() const { return written_; }
   std::string const& path() const { return path_; }
-  bool is_stdout() const { return fd_ == 1 && tmp_.empty(); }
+  bool is_stdout() const { return fd_ == 1 && tmp_.empty() && !in_place_; }
 
  private:
   void discard() noexcept;
@@ -47,6 +47,7 @@ class output_file {
   struct stat like_ {};
   int fd_ = -1;
   bool committed_ = false;
+  bool in_place_ = false;  // an existing device or FIFO, written directly
   uint64_t written_ = 0;
 };
 

@@ -30,10 +30,12 @@
 #include <bit>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
 #include "codec/choose/entropy_terms.h"
+#include "codec/core/checksum.h"
 #include "codec/dsl/operator.h"
 
 namespace brevis::codec {
@@ -507,27 +509,67 @@ node make_rans_static(stream const& sample_or_whole_value, unsigned width) {
 namespace {
 
 // Coders are built from the blob: ~0.5 MB of tables at 2^16 precision, a few
-// percent of decoding a 1 MiB chunk. Each thread keeps the last few, keyed by
-// blob bytes and width, so the chunks of one tensor build them once.
-std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
-                                                    unsigned width) {
+// percent of decoding a 1 MiB chunk. The process keeps the last few, keyed
+// by blob bytes and width, so the chunks of one tensor build them once even
+// when several threads decode them (the mount's prefetch and FUSE threads:
+// with a cache per thread, building tables was 13% of a cold read's CPU).
+// Coders are immutable and shareable; a build runs outside the lock.
+class coder_cache {
+ public:
+  std::shared_ptr<rans_static::coder const> find(uint64_t hash,
+                                                 bytes const& blob,
+                                                 unsigned width) {
+    std::lock_guard lk(mu_);
+    for (size_t i = 0; i < lru_.size(); ++i) {
+      entry const& e = lru_[i];
+      if (e.hash == hash && e.width == width && e.blob == blob) {
+        std::rotate(lru_.begin(), lru_.begin() + static_cast<ptrdiff_t>(i),
+                    lru_.begin() + static_cast<ptrdiff_t>(i) + 1);
+        return lru_.front().c;
+      }
+    }
+    return nullptr;
+  }
+  void put(uint64_t hash, bytes const& blob, unsigned width,
+           std::shared_ptr<rans_static::coder const> c) {
+    std::shared_ptr<rans_static::coder const> evicted;  // freed unlocked
+    std::lock_guard lk(mu_);
+    for (entry const& e : lru_) {
+      if (e.hash == hash && e.width == width && e.blob == blob) return;
+    }
+    if (lru_.size() == slots) {
+      evicted = std::move(lru_.back().c);
+      lru_.pop_back();
+    }
+    lru_.insert(lru_.begin(), entry{hash, width, blob, std::move(c)});
+  }
+
+ private:
+  // A file's shared tables alternate, and a few threads decode different
+  // tensors at once.
+  static constexpr size_t slots = 16;
   struct entry {
-    bytes blob;
+    uint64_t hash;
     unsigned width;
+    bytes blob;
     std::shared_ptr<rans_static::coder const> c;
   };
-  constexpr size_t slots = 8;  // a file's shared tables alternate
-  thread_local std::vector<entry> cache;
-  for (size_t i = 0; i < cache.size(); ++i) {
-    if (cache[i].width == width && cache[i].blob == blob) {
-      std::rotate(cache.begin(), cache.begin() + i, cache.begin() + i + 1);
-      return cache.front().c;
-    }
-  }
+  std::mutex mu_;
+  std::vector<entry> lru_;
+};
+
+coder_cache& coders() {
+  static coder_cache c;
+  return c;
+}
+
+std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
+                                                    unsigned width) {
+  uint64_t const hash = xxh3(blob);
+  if (auto c = coders().find(hash, blob, width)) return c;
   auto c = std::make_shared<rans_static::coder const>(
       parse_rans_static_table(blob, width), width);
-  if (cache.size() == slots) cache.pop_back();
-  cache.insert(cache.begin(), entry{blob, width, c});
+  coders().put(hash, blob, width, c);
   return c;
 }
 
@@ -541,8 +583,11 @@ class rans_static_leaf final : public leaf_def {
             "rans_static takes no parameters");
     fail_if(in.width != 1 && in.width != 2, errc::bad_program,
             "rans_static codes 8- or 16-bit lanes");
+    // Checked by parsing it into a (cached) coder: the decode that usually
+    // follows (the mount parses a chunk's program just before decoding it)
+    // then does not parse it again. Its tables are built on first use.
     try {
-      parse_rans_static_table(n.blob, in.width);
+      coder_for(n.blob, in.width);
     } catch (error const& e) {
       fail(errc::bad_program, e.what());
     }

@@ -21,8 +21,8 @@ class chunk_buffers : public std::enable_shared_from_this<chunk_buffers> {
   static std::shared_ptr<chunk_buffers> make(size_t max_idle_bytes);
 
   /// A buffer of `size` bytes, its contents unspecified, that comes back
-  /// here when its last reference goes. Its capacity is at most an eighth
-  /// over `size`.
+  /// here when its last reference goes. Its capacity is at most twice
+  /// `size` (chunk_cache counts capacities).
   std::shared_ptr<codec::bytes> take(size_t size);
 
   size_t idle_bytes() const;

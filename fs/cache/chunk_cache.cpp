@@ -3,6 +3,13 @@
 #include <algorithm>
 
 namespace brevis::fs {
+namespace {
+
+// What a chunk holds of the budget: its buffer's capacity (a reused buffer
+// may be larger than the chunk).
+size_t footprint(codec::bytes const& b) { return b.capacity(); }
+
+}  // namespace
 
 chunk_cache::chunk_cache(size_t budget, unsigned shards) : budget_(budget) {
   if (shards == 0) {
@@ -42,41 +49,100 @@ bool chunk_cache::present(chunk_id const& id) {
 chunk_cache::chunk chunk_cache::get_or_load(chunk_id const& id,
                                             loader const& load) {
   shard& s = shard_of(id);
-  std::promise<chunk> promise;
-  {
-    std::unique_lock lk(s.mu);
-    if (auto it = s.map.find(id); it != s.map.end()) {
-      ++s.stats.hits;
-      s.lru.splice(s.lru.begin(), s.lru, it->second);
-      return it->second->data;
+  for (;;) {
+    std::shared_ptr<load_state> st;
+    {
+      std::unique_lock lk(s.mu);
+      if (auto it = s.map.find(id); it != s.map.end()) {
+        ++s.stats.hits;
+        s.lru.splice(s.lru.begin(), s.lru, it->second);
+        return it->second->data;
+      }
+      if (auto it = s.loading.find(id); it != s.loading.end()) {
+        st = it->second;
+        if (!st->taken) {
+          // Reserved but not started: this reader needs it now.
+          st->taken = true;
+          ++s.stats.misses;
+          lk.unlock();
+          return run_load(s, id, st, load);
+        }
+        ++s.stats.joined;
+        lk.unlock();
+        if (chunk c = st->future.get()) return c;
+        continue;  // withdrawn: look again
+      }
+      ++s.stats.misses;
+      st = std::make_shared<load_state>();
+      st->taken = true;
+      s.loading.emplace(id, st);
     }
-    if (auto it = s.loading.find(id); it != s.loading.end()) {
-      ++s.stats.joined;
-      std::shared_future<chunk> f = it->second;
-      lk.unlock();
-      return f.get();
-    }
-    ++s.stats.misses;
-    s.loading.emplace(id, promise.get_future().share());
+    return run_load(s, id, st, load);
   }
+}
+
+chunk_cache::chunk chunk_cache::run_load(shard& s, chunk_id const& id,
+                                         std::shared_ptr<load_state> const& st,
+                                         loader const& load) {
+  auto forget = [&] {
+    auto it = s.loading.find(id);
+    if (it != s.loading.end() && it->second == st) s.loading.erase(it);
+  };
   chunk c;
   try {
     c = load();
   } catch (...) {
     {
       std::lock_guard lk(s.mu);
-      s.loading.erase(id);
+      forget();
     }
-    promise.set_exception(std::current_exception());
+    st->promise.set_exception(std::current_exception());
     throw;
   }
   {
     std::lock_guard lk(s.mu);
-    s.loading.erase(id);
+    forget();
     if (c) insert_locked(s, id, c);
   }
-  promise.set_value(c);
+  st->promise.set_value(c);
   return c;
+}
+
+std::shared_ptr<chunk_cache::reservation> chunk_cache::reserve(
+    chunk_id const& id) {
+  shard& s = shard_of(id);
+  std::lock_guard lk(s.mu);
+  if (s.map.count(id) != 0 || s.loading.count(id) != 0) return nullptr;
+  auto st = std::make_shared<load_state>();
+  s.loading.emplace(id, st);
+  return std::make_shared<reservation>(*this, id, std::move(st));
+}
+
+chunk_cache::reservation::reservation(chunk_cache& cache, chunk_id id,
+                                      std::shared_ptr<load_state> state)
+    : cache_(cache), id_(id), state_(std::move(state)) {}
+
+chunk_cache::reservation::~reservation() {
+  shard& s = cache_.shard_of(id_);
+  {
+    std::lock_guard lk(s.mu);
+    if (state_->taken) return;
+    state_->taken = true;
+    auto it = s.loading.find(id_);
+    if (it != s.loading.end() && it->second == state_) s.loading.erase(it);
+  }
+  state_->promise.set_value(nullptr);
+}
+
+void chunk_cache::reservation::run(loader const& load) {
+  shard& s = cache_.shard_of(id_);
+  {
+    std::lock_guard lk(s.mu);
+    if (state_->taken) return;
+    state_->taken = true;
+    ++s.stats.misses;
+  }
+  cache_.run_load(s, id_, state_, load);
 }
 
 void chunk_cache::insert(chunk_id const& id, chunk c) {
@@ -87,16 +153,16 @@ void chunk_cache::insert(chunk_id const& id, chunk c) {
 }
 
 void chunk_cache::insert_locked(shard& s, chunk_id const& id, chunk c) {
-  size_t const size = c->size();
+  size_t const size = footprint(*c);
   if (auto it = s.map.find(id); it != s.map.end()) {
-    s.bytes -= it->second->data->size();
+    s.bytes -= footprint(*it->second->data);
     s.lru.erase(it->second);
     s.map.erase(it);
   }
   if (size > shard_budget_) return;
   while (s.bytes + size > shard_budget_ && !s.lru.empty()) {
     entry const& victim = s.lru.back();
-    s.bytes -= victim.data->size();
+    s.bytes -= footprint(*victim.data);
     s.map.erase(victim.id);
     s.lru.pop_back();
     ++s.stats.evictions;
@@ -112,7 +178,7 @@ void chunk_cache::invalidate(uint64_t ino) {
     std::lock_guard lk(s.mu);
     for (auto it = s.lru.begin(); it != s.lru.end();) {
       if (it->id.ino == ino) {
-        s.bytes -= it->data->size();
+        s.bytes -= footprint(*it->data);
         s.map.erase(it->id);
         it = s.lru.erase(it);
       } else {
@@ -129,7 +195,7 @@ void chunk_cache::erase(chunk_id const& id) {
   auto it = s.map.find(id);
   if (it == s.map.end()) return;
   dropped = std::move(it->second->data);
-  s.bytes -= dropped->size();
+  s.bytes -= footprint(*dropped);
   s.lru.erase(it->second);
   s.map.erase(it);
 }
@@ -187,10 +253,11 @@ bool background_jobs::offer(std::function<void()> job) {
 }
 
 void background_jobs::stop() {
+  std::deque<std::function<void()>> dropped;  // destroyed unlocked
   {
     std::lock_guard lk(mu_);
     stopping_ = true;
-    jobs_.clear();
+    dropped.swap(jobs_);
   }
   cv_.notify_all();
   for (std::thread& t : threads_) {
@@ -218,6 +285,7 @@ void background_jobs::run() {
     } catch (...) {
       // A guess that failed; the read that needs the chunk will say why.
     }
+    job = nullptr;  // its reservation, if any, is let go unlocked
     lk.lock();
     --running_;
     if (jobs_.empty() && running_ == 0) idle_cv_.notify_all();

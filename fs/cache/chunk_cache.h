@@ -7,7 +7,10 @@
 //
 // get_or_load() also joins concurrent loads of one key: a read that
 // arrives while the prefetcher decodes its chunk waits for that decode
-// instead of doing it again. Thread-safe.
+// instead of doing it again. The prefetcher reserves the chunks it queues,
+// so a read that needs one before its turn decodes it at once (and the
+// queued job then has nothing to do), and one decoded meanwhile is joined.
+// Thread-safe.
 
 #include <condition_variable>
 #include <cstddef>
@@ -34,11 +37,34 @@ struct chunk_id {
 };
 
 class chunk_cache {
+  struct load_state;
+  struct shard;
+
  public:
   using chunk = std::shared_ptr<codec::bytes const>;
   using loader = std::function<chunk()>;
 
-  /// `budget` bytes of decoded chunks in all (0: nothing kept, loads are
+  /// A load promised ahead of time (a queued prefetch). Whoever comes first
+  /// runs it: run(), or a get_or_load() of its id. Destroyed without
+  /// either, it is withdrawn: nothing waits on it, later gets load anew.
+  class reservation {
+   public:
+    reservation(chunk_cache& cache, chunk_id id,
+                std::shared_ptr<load_state> state);
+    ~reservation();
+    reservation(reservation const&) = delete;
+    reservation& operator=(reservation const&) = delete;
+    /// Runs load() unless a reader has taken the load over.
+    void run(loader const& load);
+
+   private:
+    chunk_cache& cache_;
+    chunk_id id_;
+    std::shared_ptr<load_state> state_;
+  };
+
+  /// `budget` bytes of decoded chunks in all, counted by their buffers'
+  /// capacities (0: nothing kept, loads are
   /// still joined); `shards` 0 picks one per 16 MiB of budget, 1..16.
   explicit chunk_cache(size_t budget, unsigned shards = 0);
   chunk_cache(chunk_cache const&) = delete;
@@ -49,10 +75,12 @@ class chunk_cache {
   /// The cached chunk, else the one a concurrent load of `id` produces,
   /// else load() (its exceptions reach every waiter; nothing is kept).
   chunk get_or_load(chunk_id const& id, loader const& load);
+  /// Reserves the load of `id`; null when it is cached or being loaded.
+  std::shared_ptr<reservation> reserve(chunk_id const& id);
   /// Keeps `c` (evicting the least recently used of its shard); a chunk
   /// larger than a shard's budget is not kept.
   void insert(chunk_id const& id, chunk c);
-  /// Whether `id` is cached or being loaded (the prefetcher skips those).
+  /// Whether `id` is cached, reserved or being loaded.
   bool present(chunk_id const& id);
   /// Drops every entry of `ino`, whatever its generation.
   void invalidate(uint64_t ino);
@@ -80,16 +108,26 @@ class chunk_cache {
     chunk_id id;
     chunk data;
   };
+  // A load under way or reserved. Its future gives the chunk, the load's
+  // exception, or null when a reservation was withdrawn (load anew).
+  struct load_state {
+    std::promise<chunk> promise;
+    std::shared_future<chunk> future = promise.get_future().share();
+    bool taken = false;  // someone runs the load (the shard's mu)
+  };
   struct shard {
     mutable std::mutex mu;
     std::list<entry> lru;  // front: most recent
     std::unordered_map<chunk_id, std::list<entry>::iterator, hasher> map;
-    std::unordered_map<chunk_id, std::shared_future<chunk>, hasher> loading;
+    std::unordered_map<chunk_id, std::shared_ptr<load_state>, hasher> loading;
     size_t bytes = 0;
     counters stats;
   };
   shard& shard_of(chunk_id const& id);
   void insert_locked(shard& s, chunk_id const& id, chunk c);
+  /// Runs the load `st` (taken by this thread) and publishes its result.
+  chunk run_load(shard& s, chunk_id const& id,
+                 std::shared_ptr<load_state> const& st, loader const& load);
 
   size_t budget_;
   size_t shard_budget_;

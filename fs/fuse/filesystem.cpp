@@ -101,6 +101,7 @@ mount_fs::mount_fs(store& s, codec::program_chooser const& chooser, options opt)
       buffers_(
           chunk_buffers::make(std::min<size_t>(opt.cache_bytes, 8u << 20))),
       cache_(opt.cache_bytes),
+      decoders_(opt.decoders),
       prefetch_(opt.cache_bytes && opt.prefetch
                     ? (opt.prefetch_threads
                            ? opt.prefetch_threads
@@ -646,23 +647,28 @@ std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
   std::lock_guard lk(n.map_mu);
   if (!n.map || n.map_gen != gen) {
     n.map = std::make_shared<std::vector<store::chunk_span> const>(
-        store_.chunk_map(n.ino));
+        store_.chunk_map(n.ino, store::with_programs::no));
     n.map_gen = gen;
   }
   return n.map;
 }
 
+chunk_cache::chunk mount_fs::load_chunk(node& n, store::chunk_span const& sp,
+                                        bool reader) {
+  std::shared_ptr<codec::bytes> b = buffers_->take(sp.length);
+  decode_slots::slot const slot(decoders_, reader);
+  if (store_.read(n.ino, sp.offset, sp.length, b->data()) != sp.length) {
+    store_fail(store_errc::corrupt, "inode " + std::to_string(n.ino) +
+                                        ": short chunk at " +
+                                        std::to_string(sp.offset));
+  }
+  return chunk_cache::chunk(std::move(b));
+}
+
 chunk_cache::chunk mount_fs::chunk_at(node& n, uint64_t gen,
                                       store::chunk_span const& sp) {
-  return cache_.get_or_load({n.ino, gen, sp.offset}, [&] {
-    std::shared_ptr<codec::bytes> b = buffers_->take(sp.length);
-    if (store_.read(n.ino, sp.offset, sp.length, b->data()) != sp.length) {
-      store_fail(store_errc::corrupt, "inode " + std::to_string(n.ino) +
-                                          ": short chunk at " +
-                                          std::to_string(sp.offset));
-    }
-    return chunk_cache::chunk(std::move(b));
-  });
+  return cache_.get_or_load({n.ino, gen, sp.offset},
+                            [&] { return load_chunk(n, sp, true); });
 }
 
 void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
@@ -731,17 +737,23 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
   for (size_t j = drop_from; j < drop_to; ++j) {
     cache_.erase({n->ino, gen, (*map)[j].offset});
   }
+  // Reserved, so that a read needing one of them before the prefetcher
+  // gets to it decodes it itself, and one that comes while it is decoded
+  // waits for it. A job that does not run withdraws its reservation.
   for (size_t j = ahead_from; j < ahead_to && opt_.prefetch != 0; ++j) {
-    if (cache_.present({n->ino, gen, (*map)[j].offset})) continue;
-    bool const taken = prefetch_.offer([this, n, gen, map, j] {
-      std::shared_lock io(n->io);
-      if (n->gen != gen || n->staged || stopping_) return;
+    auto r = cache_.reserve({n->ino, gen, (*map)[j].offset});
+    if (!r) continue;
+    bool const taken = prefetch_.offer([this, n, gen, map, j, r] {
+      // Not waiting for io: a state change holds it, and makes the
+      // reservation moot (a reader waiting for it then loads it itself).
+      std::shared_lock io(n->io, std::try_to_lock);
+      if (!io.owns_lock() || n->gen != gen || n->staged || stopping_) return;
       {
         // Run late: the reader has passed it already.
         std::lock_guard lk(n->map_mu);
         if (j < n->drop_next) return;
       }
-      chunk_at(*n, gen, (*map)[j]);
+      r->run([&] { return load_chunk(*n, (*map)[j], false); });
     });
     if (!taken) {
       // The queue is full: offered again by the next read (this read

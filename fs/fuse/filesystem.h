@@ -67,6 +67,7 @@
 #include "codec/choose/chooser.h"
 #include "fs/cache/chunk_buffers.h"
 #include "fs/cache/chunk_cache.h"
+#include "fs/cache/decode_slots.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
@@ -100,6 +101,7 @@ class mount_fs {
     /// read covers past its first are decoded by the prefetch threads too.
     unsigned prefetch = 2;
     unsigned prefetch_threads = 0;  // 0: one per core, at least 2
+    unsigned decoders = 0;          // chunk decodes at once; 0: one per core
     /// A read this close to where the last one ended still counts as
     /// sequential (the kernel's readahead requests may arrive out of
     /// order); chunks ending this far behind a sequential read are dropped.
@@ -218,6 +220,10 @@ class mount_fs {
   /// n's chunk map for generation `gen`; io held shared.
   std::shared_ptr<std::vector<store::chunk_span> const> chunks_of(node& n,
                                                                   uint64_t gen);
+  /// Decodes the chunk `sp` of `n` into a buffer of buffers_, for a reader
+  /// waiting for it or in the background; io held.
+  chunk_cache::chunk load_chunk(node& n, store::chunk_span const& sp,
+                                bool reader);
   /// The decoded chunk of n (generation `gen`) starting at `sp`; io held.
   chunk_cache::chunk chunk_at(node& n, uint64_t gen,
                               store::chunk_span const& sp);
@@ -239,6 +245,7 @@ class mount_fs {
   std::atomic<uint64_t> next_gen_{1};
   std::shared_ptr<chunk_buffers> buffers_;
   chunk_cache cache_;
+  decode_slots decoders_;
   background_jobs prefetch_;
 };
 

@@ -34,12 +34,16 @@
 #include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/fuse/mount.h"
+#include "fs/fuse/readahead.h"
 #include "fs/pipeline/event_log.h"
 
 namespace brevis::fs {
 namespace {
 
 constexpr double attr_timeout = 1.0;
+// The kernel's readahead window asked for (and, as root, set: readahead.h):
+// reads of up to 1 MiB (max_pages follows max_write), several in flight.
+constexpr size_t readahead_bytes = 1u << 20;
 // A read reply goes out as one writev of the chunks' pieces up to this many
 // (well under IOV_MAX), else gathered into one buffer first.
 constexpr size_t max_reply_pieces = 64;
@@ -101,7 +105,7 @@ void op_init(void*, fuse_conn_info* conn) {
     conn->want |= FUSE_CAP_PARALLEL_DIROPS;
   }
   conn->max_write = 1u << 20;
-  conn->max_readahead = 1u << 20;
+  conn->max_readahead = readahead_bytes;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
@@ -523,7 +527,7 @@ class mount_lock {
 }  // namespace
 
 int run_mount(mount_options const& opt) {
-  std::string store_dir, mountpoint;
+  std::string store_dir, mountpoint, mountpoint_real;
   std::unique_ptr<mount_lock> lock;
   try {
     // Locked before the store is opened, so a second mount touches
@@ -538,6 +542,9 @@ int run_mount(mount_options const& opt) {
     { store s(opt.store); }
     store_dir = absolute(opt.store);
     mountpoint = absolute(opt.mountpoint);
+    // Resolved now: once mounted, a stat of it waits for the loop.
+    std::error_code ec;
+    mountpoint_real = std::filesystem::canonical(opt.mountpoint, ec).string();
   } catch (std::exception const& e) {
     std::fprintf(stderr, "brevis: mount: %s\n", e.what());
     return 1;
@@ -566,6 +573,10 @@ int run_mount(mount_options const& opt) {
                  mountpoint.c_str());
     fuse_session_destroy(se);
     return 1;
+  }
+  // Before the loop answers INIT, which only ever lowers the window.
+  if (!mountpoint_real.empty()) {
+    raise_mount_readahead(mountpoint_real, readahead_bytes);
   }
   fuse_daemonize(opt.foreground ? 1 : 0);
   lock->note_pid();

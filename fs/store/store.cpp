@@ -860,7 +860,8 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
   }
 }
 
-std::vector<store::chunk_span> store::chunk_map(uint64_t ino) const {
+std::vector<store::chunk_span> store::chunk_map(uint64_t ino,
+                                                with_programs programs) const {
   impl const& s = *impl_;
   return s.read_txn([&](txn& t) {
     std::vector<chunk_span> out;
@@ -874,7 +875,9 @@ std::vector<store::chunk_span> store::chunk_map(uint64_t ino) const {
       sp.offset = read_be64(c.key().data() + 8);
       chunk_rec const ch = decode_chunk(c.value());
       sp.length = ch.length;
-      sp.program = s.program(t, ch.program);
+      if (programs == with_programs::yes) {
+        sp.program = s.program(t, ch.program);
+      }
       out.push_back(std::move(sp));
     }
     return out;

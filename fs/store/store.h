@@ -197,13 +197,19 @@ class store {
   size_t read(uint64_t ino, uint64_t offset, size_t length, uint8_t* out) const;
   /// One chunk of a compressed file: where it sits and what rebuilds it.
   struct chunk_span {
-    uint64_t offset = 0;  // in the file
-    uint32_t length = 0;  // logical bytes
-    std::shared_ptr<codec::node const> program;
+    uint64_t offset = 0;                         // in the file
+    uint32_t length = 0;                         // logical bytes
+    std::shared_ptr<codec::node const> program;  // null unless asked for
   };
+  enum class with_programs { no, yes };
   /// The chunks of `ino` in file order (empty for a staged or empty file);
-  /// the mount's cache reads whole chunks with read(). Thread-safe.
-  std::vector<chunk_span> chunk_map(uint64_t ino) const;
+  /// the mount's cache reads whole chunks with read(). Programs are parsed
+  /// (and checked) only when asked for: the mount's first read of a file
+  /// waits for its map, and parsing every program of a 300 MB checkpoint
+  /// there took tens of milliseconds on one core; read() parses each
+  /// chunk's program when it first decodes it. Thread-safe.
+  std::vector<chunk_span> chunk_map(
+      uint64_t ino, with_programs programs = with_programs::yes) const;
   /// Removes a name; when its inode has no other link, drops its chunks'
   /// references (payloads no one references stop counting as live).
   void unlink(uint64_t parent, std::string_view name);

@@ -2,10 +2,12 @@
 // generated files and for files written by numpy and torch.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "tests/cli/helpers.h"
 
@@ -144,6 +146,29 @@ TEST(cli_roundtrip_test, stdin_and_stdout) {
   ASSERT_EQ(d2.exit_code, 0) << d2.err;
   EXPECT_TRUE(d2.out == data);
   EXPECT_FALSE(fs::exists(dir / "b"));
+}
+
+// An existing FIFO (like /dev/null, a device) is written in place, with or
+// without -f: never replaced by a regular file.
+TEST(cli_roundtrip_test, output_to_a_fifo_is_written_in_place) {
+  temp_dir dir;
+  std::string const data = bf16_weights(30000, 5);
+  write_file(dir / "in", data);
+  ASSERT_EQ(brevis({"compress", (dir / "in").string()}).exit_code, 0);
+  fs::path const fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (bool force : {false, true}) {
+    std::string got;
+    std::thread reader([&] { got = read_file(fifo); });
+    std::vector<std::string> args = {"decompress", (dir / "in.brv").string(),
+                                     "-o", fifo.string()};
+    if (force) args.push_back("-f");
+    run_result const d = brevis(args);
+    reader.join();
+    EXPECT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_TRUE(got == data);
+    EXPECT_TRUE(fs::is_fifo(fifo));
+  }
 }
 
 TEST(cli_roundtrip_test, multiple_files) {

@@ -1,5 +1,6 @@
 // The read path's chunk cache: budget and LRU order, generations and
-// invalidation, joined concurrent loads, errors, and the prefetcher's jobs.
+// invalidation, joined concurrent loads, errors, reservations (taken over,
+// run, withdrawn), the prefetcher's jobs and the decode slots.
 
 #include "fs/cache/chunk_cache.h"
 
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "fs/cache/chunk_buffers.h"
+#include "fs/cache/decode_slots.h"
 
 namespace brevis::fs {
 namespace {
@@ -119,6 +121,124 @@ TEST(chunk_cache, concurrent_readers_share_one_load) {
   hammer(64 << 10, false);
 }
 
+TEST(chunk_cache, a_reservation_is_run_once_by_whoever_comes_first) {
+  chunk_cache c(1 << 20);
+  // Taken over by a reader: its load runs, the reservation's does not.
+  auto r = c.reserve({1, 1, 0});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(c.present({1, 1, 0}));
+  EXPECT_FALSE(c.reserve({1, 1, 0}));  // one reservation per chunk
+  EXPECT_EQ(c.get_or_load({1, 1, 0}, [] { return make(8, 1); })->at(0), 1);
+  bool ran = false;
+  r->run([&] { return ran = true, make(8, 2); });
+  EXPECT_FALSE(ran);
+  r.reset();
+  EXPECT_EQ(c.find({1, 1, 0})->at(0), 1);
+  EXPECT_FALSE(c.reserve({1, 1, 0}));  // cached
+  // Run: a later reader finds it cached.
+  r = c.reserve({1, 1, 8});
+  r->run([] { return make(8, 3); });
+  r.reset();
+  int loads = 0;
+  EXPECT_EQ(
+      c.get_or_load({1, 1, 8}, [&] { return ++loads, make(8, 4); })->at(0), 3);
+  EXPECT_EQ(loads, 0);
+  // Withdrawn: nothing is left behind, and a reader loads it.
+  r = c.reserve({1, 1, 16});
+  r.reset();
+  EXPECT_FALSE(c.present({1, 1, 16}));
+  EXPECT_EQ(c.get_or_load({1, 1, 16}, [] { return make(8, 5); })->at(0), 5);
+  EXPECT_EQ(c.stats().misses, 3u);  // one load per chunk
+  // A failed reserved load reaches a reader waiting for it; nothing is kept.
+  r = c.reserve({1, 1, 24});
+  std::atomic<bool> started{false}, fail{false};
+  std::thread job([&] {
+    try {
+      r->run([&]() -> chunk_cache::chunk {
+        started = true;
+        while (!fail) std::this_thread::yield();
+        throw std::runtime_error("bad chunk");
+      });
+    } catch (std::runtime_error const&) {
+    }
+  });
+  while (!started) std::this_thread::yield();
+  std::thread waiter([&] {
+    EXPECT_THROW(c.get_or_load({1, 1, 24}, [] { return make(8, 6); }),
+                 std::runtime_error);
+  });
+  while (c.stats().joined == 0) std::this_thread::yield();  // it waits
+  fail = true;
+  job.join();
+  waiter.join();
+  EXPECT_FALSE(c.present({1, 1, 24}));
+}
+
+// Readers and prefetch jobs race over reserved chunks, some of which are
+// withdrawn (the jobs stop): every reader gets the right bytes, and each
+// chunk is loaded once.
+TEST(chunk_cache, reserved_chunks_race_with_readers) {
+  for (int round = 0; round < 20; ++round) {
+    chunk_cache c(1 << 20, 4);
+    std::atomic<int> loads{0};
+    std::atomic<bool> bad{false};
+    auto load = [&](uint64_t i) {
+      ++loads;
+      std::this_thread::yield();
+      return make(256, static_cast<uint8_t>(i));
+    };
+    {
+      background_jobs jobs(2, 1000);
+      for (uint64_t i = 0; i < 64; ++i) {
+        auto r = c.reserve({7, 1, i});
+        ASSERT_TRUE(r);
+        jobs.offer([r, i, &load] { r->run([&] { return load(i); }); });
+      }
+      std::vector<std::thread> readers;
+      for (int t = 0; t < 4; ++t) {
+        readers.emplace_back([&, t] {
+          for (uint64_t k = 0; k < 64; ++k) {
+            uint64_t const i = (k * 5 + static_cast<uint64_t>(t) * 16) % 64;
+            auto got = c.get_or_load({7, 1, i}, [&] { return load(i); });
+            if (got->size() != 256 || (*got)[255] != i) bad = true;
+          }
+        });
+      }
+      if (round % 2) jobs.stop();  // withdraws the jobs not yet run
+      for (auto& th : readers) th.join();
+    }
+    EXPECT_FALSE(bad);
+    EXPECT_EQ(loads, 64);
+    EXPECT_EQ(c.entries(), 64u);
+    EXPECT_EQ(c.stats().misses, 64u);
+  }
+}
+
+TEST(decode_slots, never_more_decodes_than_slots) {
+  decode_slots slots(2);
+  EXPECT_EQ(slots.size(), 2u);
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        decode_slots::slot const s(slots, (t + i) % 2 == 0);
+        int const now = ++inside;
+        int m = most;
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
+        std::this_thread::yield();
+        --inside;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(most, 2);
+  EXPECT_GE(most, 1);
+  EXPECT_LE(slots.peak(), 2u);
+  EXPECT_GE(decode_slots(0).size(), 1u);  // one per core
+}
+
 TEST(background_jobs, runs_drops_when_full_and_stops) {
   std::atomic<int> ran{0};
   {
@@ -148,34 +268,43 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
   auto pool = chunk_buffers::make(3000);
   uint8_t const* first = nullptr;
   {
-    std::shared_ptr<codec::bytes> a = pool->take(1000);
-    ASSERT_EQ(a->size(), 1000u);
+    std::shared_ptr<codec::bytes> a = pool->take(1024);
+    ASSERT_EQ(a->size(), 1024u);
     first = a->data();
     chunk_cache c(1 << 20);
     c.insert({1, 1, 0}, a);  // the cache shares it
     a.reset();
     EXPECT_EQ(pool->idle_bytes(), 0u);
     c.erase({1, 1, 0});  // the last reference: back to the pool
-    EXPECT_EQ(pool->idle_bytes(), 1000u);
+    EXPECT_EQ(pool->idle_bytes(), 1024u);
   }
   // Not for a much smaller chunk: the cache would not see the rest.
-  std::shared_ptr<codec::bytes> small = pool->take(100);
+  std::shared_ptr<codec::bytes> small = pool->take(128);
   EXPECT_NE(small->data(), first);
   EXPECT_EQ(pool->reused(), 0u);
-  std::shared_ptr<codec::bytes> b = pool->take(900);
+  std::shared_ptr<codec::bytes> b = pool->take(600);  // within twice
   EXPECT_EQ(b->data(), first);
-  EXPECT_EQ(b->size(), 900u);
+  EXPECT_EQ(b->size(), 600u);
   EXPECT_EQ(pool->reused(), 1u);
-  small.reset();  // kept: 100 + 1000 (in use) within 3000
-  EXPECT_EQ(pool->idle_bytes(), 100u);
+  small.reset();  // kept: 128 + 1024 (in use) within 3000
+  EXPECT_EQ(pool->idle_bytes(), 128u);
   // Nothing idle fits: a new one, too large to keep once it comes back.
   std::shared_ptr<codec::bytes> c = pool->take(5000);
   EXPECT_EQ(c->size(), 5000u);
   EXPECT_EQ(pool->reused(), 1u);
   c.reset();
-  EXPECT_EQ(pool->idle_bytes(), 100u);
+  EXPECT_EQ(pool->idle_bytes(), 128u);
   b.reset();
-  EXPECT_EQ(pool->idle_bytes(), 1100u);
+  EXPECT_EQ(pool->idle_bytes(), 1152u);
+  // A fresh buffer's capacity is a power of two (sizes within an octave
+  // share buffers), which the cache counts.
+  std::shared_ptr<codec::bytes> e = pool->take(3000);
+  EXPECT_EQ(e->capacity(), 4096u);
+  chunk_cache counted(1 << 20);
+  counted.insert({1, 1, 0}, e);
+  EXPECT_EQ(counted.bytes(), 4096u);
+  counted.erase({1, 1, 0});
+  e.reset();
   // A buffer outliving its pool is freed (ASan would see a leak or worse).
   std::shared_ptr<codec::bytes> d = pool->take(100);
   pool.reset();

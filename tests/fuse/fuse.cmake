@@ -24,3 +24,7 @@ add_dependencies(mount_signal_test brevis)
 # The read path on a real mount: kept pages never serve an old version.
 brevis_add_test(mount_read_test fuse/mount_read_test.cpp)
 add_dependencies(mount_read_test brevis)
+target_link_libraries(mount_read_test PRIVATE brevis_fuse)
+# The mount's kernel readahead: finding the mount's device.
+brevis_add_test(readahead_test fuse/readahead_test.cpp)
+target_link_libraries(readahead_test PRIVATE brevis_fuse)

@@ -2,7 +2,8 @@
 // cache, each chunk decoded once; sequential readers get the next chunks
 // decoded ahead and drop those they left behind; restaging drops the cached
 // chunks; reads across chunk boundaries and past the end, concurrent
-// readers, and readers racing a rewrite, a recompression and an unlink.
+// readers, readers racing a rewrite, a recompression and an unlink, and
+// queued prefetches outlived by a truncate and a rewrite.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -253,6 +254,56 @@ TEST(mount_fs_cache, concurrent_readers_of_one_file) {
   m->drain_prefetch();
   EXPECT_EQ(wrong, 0);
   EXPECT_LE(m->cache().bytes(), m->cache().budget());
+}
+
+// Prefetch jobs still queued (one slow decoder, the whole file asked
+// ahead) when the file is truncated and rewritten, then compressed again:
+// no read, while staged or after, returns a byte of an old version.
+TEST(mount_fs_cache, prefetch_never_serves_bytes_of_an_old_version) {
+  fixture f;
+  mount_fs::options o = fixture::opts(16 << 20, 64);
+  o.compress = true;
+  o.quiet_ms = 0;
+  o.decoders = 1;
+  o.prefetch_threads = 1;
+  auto m = f.mount(o);
+  m->start();
+  auto wait_compressed = [&] {
+    for (int i = 0;
+         i < 3000 && m->getxattr(f.ino, "user.brevis.state") != "compressed";
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return m->getxattr(f.ino, "user.brevis.state") == "compressed";
+  };
+  std::string want = f.data;
+  for (int round = 0; round < 3; ++round) {
+    uint8_t b[1];
+    ASSERT_EQ(m->read(f.ino, 1, 1, b), 1u);  // asks for the rest ahead
+    ASSERT_TRUE(m->open(f.ino, O_WRONLY));
+    setattr_request r;
+    r.size = want.size() - 40000;
+    m->setattr(f.ino, r);
+    want.resize(*r.size);
+    // A new tail and a changed byte in a chunk the prefetcher had queued.
+    std::string const tail(25000, static_cast<char>('a' + round));
+    want += tail;
+    want[200000] = static_cast<char>(want[200000] ^ 0x33);
+    ASSERT_EQ(
+        m->write(f.ino, *r.size, reinterpret_cast<uint8_t const*>(tail.data()),
+                 tail.size()),
+        tail.size());
+    ASSERT_EQ(m->write(f.ino, 200000,
+                       reinterpret_cast<uint8_t const*>(&want[200000]), 1),
+              1u);
+    EXPECT_TRUE(read_in_pieces(*m, f.ino, 50000) == want);  // staged
+    m->release(f.ino, true);
+    ASSERT_TRUE(wait_compressed());
+    EXPECT_TRUE(read_in_pieces(*m, f.ino, 30000) == want);
+    m->drain_prefetch();
+    EXPECT_TRUE(read_in_pieces(*m, f.ino, 70000) == want);  // from the cache
+  }
+  m->shutdown();
 }
 
 TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {

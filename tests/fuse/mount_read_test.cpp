@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
+#include "fs/fuse/readahead.h"
 #include "tests/cli/helpers.h"
 #include "tests/fuse/mount_harness.h"
 
@@ -145,6 +148,22 @@ TEST_F(mount_read_test, sequential_reads_of_a_compressed_file) {
   }
   EXPECT_EQ(::pread(rd, buf.data(), 100, static_cast<off_t>(data.size())), 0);
   ::close(rd);
+}
+
+// As root the daemon raises its mount's kernel readahead to the 1 MiB it
+// asks for (a sequential reader then sends 1 MiB reads, several at once).
+TEST_F(mount_read_test, readahead_window_as_root) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root may set it";
+  std::ifstream in("/proc/self/mountinfo");
+  std::stringstream info;
+  info << in.rdbuf();
+  auto const dev =
+      brevis::fs::mount_device(info.str(), fs::canonical(mnt()).string());
+  ASSERT_TRUE(dev);
+  std::ifstream ra("/sys/class/bdi/" + *dev + "/read_ahead_kb");
+  size_t kb = 0;
+  ASSERT_TRUE(ra >> kb);
+  EXPECT_GE(kb, 1024u);
 }
 
 TEST_F(mount_read_test, one_read_across_thousands_of_tiny_chunks) {
