@@ -259,12 +259,10 @@ void coder::build_encoder() const {
   }
   bool const direct = width_ == 1;
   size_t const entries = direct ? 256 : enc_.size();
-  enc_x_max_.assign(entries, 0);
   enc_bias_cmpl_.assign(entries, 0);
   enc_inverse_.assign(entries, 0.0f);
   for (size_t i = 0; i < enc_.size(); ++i) {
     size_t const at = direct ? table_.symbols[i] : i;
-    enc_x_max_[at] = enc_[i].x_max;
     enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
     enc_inverse_[at] = 1.0f / static_cast<float>(table_.freqs[i]);
   }
@@ -408,7 +406,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
     absent |= simd::encode_rounds_avx512(
         sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-        enc_x_max_.data(), enc_bias_cmpl_.data(), enc_inverse_.data());
+        enc_bias_cmpl_.data(), enc_inverse_.data());
     i = 0;
   }
   while (i > 0) {
