@@ -95,9 +95,10 @@ void compress_one(compress_options const& opt,
   fs::ordered_pipeline(
       count, 2 * size_t{opt.common.threads},
       [&](size_t i) { return writer.encode(i); },
-      [&](codec::encoded_chunk const& c) {
+      [&](codec::encoded_chunk& c) {
         out.write(writer.append(c));
         bar.update(data.size() * (c.index + 1) / count);
+        codec::archive_writer::recycle(std::move(c));
       });
   out.write(writer.finish());
   out.commit();

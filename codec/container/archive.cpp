@@ -212,7 +212,9 @@ encoded_chunk archive_writer::encode(size_t i) const {
   out.program = c.program;
   if (c.is_ref) return out;
   byte_view in = file_.subspan(c.offset, c.length);
-  out.payload.reserve(c.length);  // a payload larger than that is replaced
+  // A payload larger than the chunk is replaced, so this is all it needs;
+  // a reused buffer saves paging in a fresh one per chunk (see recycle).
+  out.payload = scratch::take_empty(c.length);
   bool ok = c.program != 0 && try_encode(c.program, in, out.payload);
   if (ok && out.payload.size() < c.length) return out;
   // Not encodable, or it did not shrink: use the fallback when it is smaller.
@@ -247,6 +249,10 @@ byte_view archive_writer::append(encoded_chunk const& c) {
   written_ += c.payload.size();
   ++appended_;
   return c.payload;
+}
+
+void archive_writer::recycle(encoded_chunk&& c) {
+  scratch::give(std::move(c.payload));
 }
 
 bytes archive_writer::finish() {

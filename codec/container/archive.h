@@ -105,6 +105,10 @@ class archive_writer {
   /// Records chunk i's payload placement; call in chunk order. Returns the
   /// bytes to write after the previous ones.
   byte_view append(encoded_chunk const& c);
+  /// Optional, once c's bytes are written: hands its payload buffer back
+  /// to this thread for a later encode() (the next chunk's payload then
+  /// needs no fresh memory).
+  static void recycle(encoded_chunk&& c);
   /// Index and trailer bytes (write last).
   bytes finish();
 

@@ -15,6 +15,35 @@ size_t varint_size(uint64_t v) {
   return n;
 }
 
+// Appends a leaf's coded value, after its length: room for the length is
+// guessed from the input's (a coded value is rarely so much smaller that
+// its length takes fewer varint bytes); a wrong guess moves the value.
+template <typename Encode>
+void encode_leaf(size_t in_size, bytes& payload, Encode&& encode) {
+  size_t const at = payload.size();
+  size_t const room = varint_size(in_size);
+  payload.resize(at + room);
+  try {
+    encode();
+  } catch (...) {
+    payload.resize(at);
+    throw;
+  }
+  size_t const length = payload.size() - at - room;
+  size_t const need = varint_size(length);
+  auto const gap = payload.begin() + static_cast<std::ptrdiff_t>(at);
+  if (need < room) {
+    payload.erase(gap, gap + static_cast<std::ptrdiff_t>(room - need));
+  } else if (need > room) {
+    payload.insert(gap, need - room, uint8_t{0});
+  }
+  uint64_t v = length;
+  for (size_t i = 0; i + 1 < need; ++i, v >>= 7) {
+    payload[at + i] = static_cast<uint8_t>(v | 0x80);
+  }
+  payload[at + need - 1] = static_cast<uint8_t>(v);
+}
+
 void encode_node(node const& n, stream const& in, bytes& payload);
 
 void encode_children(node const& n, std::vector<stream>& kids, bytes& payload) {
@@ -28,32 +57,8 @@ void encode_children(node const& n, std::vector<stream>& kids, bytes& payload) {
 
 void encode_node(node const& n, stream const& in, bytes& payload) {
   if (is_leaf(n.op)) {
-    // The leaf appends straight to the payload, after room for its length
-    // guessed from the input's (a coded value is rarely so much smaller
-    // that its length takes fewer varint bytes); a wrong guess moves it.
     leaf_def const& leaf = leaf_for(n.op);
-    size_t const at = payload.size();
-    size_t const room = varint_size(in.data.size());
-    payload.resize(at + room);
-    try {
-      leaf.encode(n, in, payload);
-    } catch (...) {
-      payload.resize(at);
-      throw;
-    }
-    size_t const length = payload.size() - at - room;
-    size_t const need = varint_size(length);
-    auto const gap = payload.begin() + static_cast<std::ptrdiff_t>(at);
-    if (need < room) {
-      payload.erase(gap, gap + static_cast<std::ptrdiff_t>(room - need));
-    } else if (need > room) {
-      payload.insert(gap, need - room, uint8_t{0});
-    }
-    uint64_t v = length;
-    for (size_t i = 0; i + 1 < need; ++i, v >>= 7) {
-      payload[at + i] = static_cast<uint8_t>(v | 0x80);
-    }
-    payload[at + need - 1] = static_cast<uint8_t>(v);
+    encode_leaf(in.data.size(), payload, [&] { leaf.encode(n, in, payload); });
     return;
   }
   std::vector<stream> kids;
@@ -62,15 +67,15 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
 }
 
 // encode_node of a value held outside a stream (the chunk, or a slice of
-// it): an operator that concatenates hands its children slices, others read
-// it in place where they can (op_def::encode_view); a leaf gets a copy.
+// it): an operator that concatenates hands its children slices, others and
+// leaves read it in place where they can (op_def::encode_view,
+// leaf_def::encode_view).
 void encode_node_view(node const& n, byte_view in, value_type type,
                       bytes& payload) {
   if (is_leaf(n.op)) {
-    stream s{scratch::take(in.size()), type};
-    if (!in.empty()) std::memcpy(s.data.data(), in.data(), in.size());
-    encode_node(n, s, payload);
-    scratch::give(std::move(s.data));
+    leaf_def const& leaf = leaf_for(n.op);
+    encode_leaf(in.size(), payload,
+                [&] { leaf.encode_view(n, in, type, payload); });
     return;
   }
   op_def const& op = op_for(n.op);

@@ -87,6 +87,14 @@ class leaf_def {
   /// Appends the payload that codes `in`. Throws errc::domain when the leaf
   /// cannot code it (a constant leaf on varying data, say).
   virtual void encode(node const& n, stream const& in, bytes& out) const = 0;
+  /// encode() of a value of type `type` held outside a stream (a slice of
+  /// the chunk, under a view at a program's root). The default copies it
+  /// into a stream; leaves that only read their input's bytes (raw,
+  /// rans_static, zstd) code it in place, saving a copy of the chunk. Not
+  /// the htscodecs leaves: its vector coders read a few bytes past their
+  /// input (harmless in a heap buffer, a crash at the end of a mapped file).
+  virtual void encode_view(node const& n, byte_view in, value_type type,
+                           bytes& out) const;
 
   /// Decodes exactly `out_size` bytes from `payload` into `out`.
   virtual void decode(node const& n, value_type in, byte_view payload,

@@ -15,6 +15,19 @@ void op_def::encode_view(node const& n, byte_view in, value_type type,
   scratch::give(std::move(s.data));
 }
 
+void leaf_def::encode_view(node const& n, byte_view in, value_type type,
+                           bytes& out) const {
+  stream s{scratch::take(in.size()), type};
+  if (!in.empty()) std::memcpy(s.data.data(), in.data(), in.size());
+  try {
+    encode(n, s, out);
+  } catch (...) {
+    scratch::give(std::move(s.data));
+    throw;
+  }
+  scratch::give(std::move(s.data));
+}
+
 // Defined in codec/ops/all_ops.cpp and codec/leaves/all_leaves.cpp.
 std::span<op_def const* const> all_ops() noexcept;
 std::span<leaf_def const* const> all_leaves() noexcept;

@@ -1,6 +1,7 @@
 #include "codec/dsl/scratch.h"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,17 @@ struct cache {
   std::vector<bytes> free;
   size_t bytes_held = 0;
 };
+
+// A fresh buffer of at least this many bytes gets the next power of two:
+// values grow from tensor to tensor (a file's chunks are not all full), and
+// a buffer with room to spare serves the larger ones later instead of a new
+// one paged in again. Untouched pages of the spare room cost nothing.
+constexpr size_t round_from = size_t{64} << 10;
+
+size_t fresh_capacity(size_t size) {
+  return size >= round_from && size <= max_cached_bytes ? std::bit_ceil(size)
+                                                        : size;
+}
 
 cache& local() {
   thread_local cache c;
@@ -47,17 +59,57 @@ bytes take(size_t size) {
     c.free.pop_back();
     c.bytes_held -= b.capacity();
   }
+  if (b.capacity() < size) {
+    b = bytes();
+    b.reserve(fresh_capacity(size));
+  }
   // Shrinking keeps the old bytes; only growth past the old size zero-fills.
   b.resize(size);
+  return b;
+}
+
+bytes take_empty(size_t capacity) {
+  bytes b;
+  if (capacity == 0) return b;
+  cache& c = local();
+  // The smallest buffer that holds `capacity` bytes; its contents are
+  // dropped without being touched.
+  auto best = c.free.end();
+  for (auto it = c.free.begin(); it != c.free.end(); ++it) {
+    if (it->capacity() >= capacity &&
+        (best == c.free.end() || it->capacity() < best->capacity())) {
+      best = it;
+    }
+  }
+  if (best != c.free.end()) {
+    std::swap(*best, c.free.back());
+    b = std::move(c.free.back());
+    c.free.pop_back();
+    c.bytes_held -= b.capacity();
+    b.clear();
+    return b;
+  }
+  b.reserve(fresh_capacity(capacity));
   return b;
 }
 
 void give(bytes&& b) noexcept {
   cache& c = local();
   size_t const cap = b.capacity();
-  if (cap == 0 || c.free.size() >= max_buffers ||
-      c.bytes_held + cap > max_cached_bytes) {
-    return;  // b is freed by its owner
+  if (cap == 0 || cap > max_cached_bytes) return;  // b is freed by its owner
+  // When full, the smallest buffers make room for a larger one: a file of
+  // many small tensors would otherwise fill the cache with small buffers,
+  // and every chunk-sized one would be fresh (and paged in) again.
+  while (c.free.size() >= max_buffers ||
+         c.bytes_held + cap > max_cached_bytes) {
+    auto smallest = std::min_element(c.free.begin(), c.free.end(),
+                                     [](bytes const& x, bytes const& y) {
+                                       return x.capacity() < y.capacity();
+                                     });
+    if (smallest == c.free.end() || smallest->capacity() >= cap) return;
+    c.bytes_held -= smallest->capacity();
+    std::swap(*smallest, c.free.back());
+    c.free.pop_back();  // frees it
   }
   c.free.push_back(std::move(b));  // within the reserved capacity
   c.bytes_held += cap;

@@ -16,8 +16,13 @@ namespace brevis::codec::scratch {
 /// enough. Its contents are unspecified: the caller writes every byte.
 bytes take(size_t size);
 
+/// An empty buffer with room for at least `capacity` bytes (appending that
+/// many reallocates nothing), reused when this thread has one; nothing is
+/// zero-filled.
+bytes take_empty(size_t capacity);
+
 /// Hands a buffer back to this thread's cache (which keeps a bounded number
-/// of bytes and frees the rest).
+/// of bytes, preferring the largest buffers, and frees the rest).
 void give(bytes&& b) noexcept;
 
 }  // namespace brevis::codec::scratch

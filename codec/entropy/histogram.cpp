@@ -73,6 +73,12 @@ sparse_histogram16 histogram16(byte_view data) {
       ++odd[load_le<uint16_t>(p + 2 * i + 2)];
     }
     if (i < n) ++even[load_le<uint16_t>(p + 2 * i)];
+    // Sized exactly before filling: growing it by doubling would copy it
+    // and page in fresh memory at every step (a bf16 tensor has tens of
+    // thousands of symbols, so its histogram is hundreds of KiB).
+    size_t present = 0;
+    for (uint32_t s = 0; s < symbols; ++s) present += (even[s] | odd[s]) != 0;
+    out.reserve(present);
     for (uint32_t b = 0; b < symbols; b += block) {
       if (!block_is_zero(c, b)) drain_block(c, b, out);
     }

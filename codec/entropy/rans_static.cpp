@@ -70,20 +70,24 @@ void histogram(byte_view data, unsigned width, std::vector<uint64_t>& hist) {
   hist.assign(size_t{1} << (8 * width), 0);
   size_t const n = data.size() / width;
   if (width == 1) {
-    // Four sub-histograms hide the store-to-load latency of repeated symbols.
-    std::vector<uint32_t> sub(4 * 256, 0);
+    // Eight sub-histograms hide the store-to-load latency of repeated
+    // symbols; eight bytes come in one load.
+    uint32_t sub[8][256] = {};
+    uint8_t const* const p = data.data();
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      ++sub[data[i]];
-      ++sub[256 + data[i + 1]];
-      ++sub[512 + data[i + 2]];
-      ++sub[768 + data[i + 3]];
-      if ((i & 0xfffffff) == 0xfffffff - 3) {  // keep u32 counters exact
-        for (size_t k = 0; k < 1024; ++k) hist[k & 255] += sub[k], sub[k] = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t const w = load_le<uint64_t>(p + i);
+      for (unsigned k = 0; k < 8; ++k) ++sub[k][(w >> (8 * k)) & 255];
+      if ((i & 0xfffffff) == 0xfffffff - 7) {  // keep u32 counters exact
+        for (auto& h : sub) {
+          for (size_t s = 0; s < 256; ++s) hist[s] += h[s], h[s] = 0;
+        }
       }
     }
-    for (; i < n; ++i) ++hist[data[i]];
-    for (size_t k = 0; k < 1024; ++k) hist[k & 255] += sub[k];
+    for (; i < n; ++i) ++hist[p[i]];
+    for (auto const& h : sub) {
+      for (size_t s = 0; s < 256; ++s) hist[s] += h[s];
+    }
   } else {
     for (size_t i = 0; i < n; ++i) ++hist[load_le<uint16_t>(&data[2 * i])];
   }
@@ -259,12 +263,10 @@ void coder::build_encoder() const {
   }
   bool const direct = width_ == 1;
   size_t const entries = direct ? 256 : enc_.size();
-  enc_x_max_.assign(entries, 0);
   enc_bias_cmpl_.assign(entries, 0);
   enc_inverse_.assign(entries, 0.0f);
   for (size_t i = 0; i < enc_.size(); ++i) {
     size_t const at = direct ? table_.symbols[i] : i;
-    enc_x_max_[at] = enc_[i].x_max;
     enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
     enc_inverse_[at] = 1.0f / static_cast<float>(table_.freqs[i]);
   }
@@ -408,7 +410,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
     absent |= simd::encode_rounds_avx512(
         sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-        enc_x_max_.data(), enc_bias_cmpl_.data(), enc_inverse_.data());
+        enc_bias_cmpl_.data(), enc_inverse_.data());
     i = 0;
   }
   while (i > 0) {

@@ -137,11 +137,11 @@ class coder {
   mutable std::once_flag enc_once_, dec_once_;
   mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
   mutable std::vector<enc_entry> enc_;
-  // The same by field, for vector gathers: x_max, bias | cmpl << 16, and
-  // 1 / freq as a float (an estimate the vector code corrects). Indexed like
-  // enc_, but for 8-bit symbols by the symbol (256 entries, x_max 0 for the
-  // absent ones), so the vector code needs no index gather.
-  mutable std::vector<uint32_t> enc_x_max_, enc_bias_cmpl_;
+  // The same by field, for vector gathers: bias | cmpl << 16, and 1 / freq
+  // as a float (an estimate the vector code corrects; x_max it computes).
+  // Indexed like enc_, but for 8-bit symbols by the symbol (256 entries,
+  // inverse 0 for the absent ones), so the vector code needs no index gather.
+  mutable std::vector<uint32_t> enc_bias_cmpl_;
   mutable std::vector<float> enc_inverse_;
   // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
   // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16

@@ -51,13 +51,13 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 /// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
 /// after the scalar tail) backwards from the states `x`, writing words below
 /// `p` (moved down). The tables are the coder's, by symbol index; for 8-bit
-/// symbols by the symbol itself (`index` unused, x_max 0 when absent), which
-/// saves a gather. Returns true if some symbol is absent from the table (the
-/// payload is then junk).
+/// symbols by the symbol itself (`index` unused, inverse 0 when absent),
+/// which saves a gather. Returns true if some symbol is absent from the table
+/// (the payload is then junk).
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
-                          uint32_t const* index, uint32_t const* x_max,
-                          uint32_t const* bias_cmpl, float const* inverse);
+                          uint32_t const* index, uint32_t const* bias_cmpl,
+                          float const* inverse);
 
 /// Writes the decode slots of table `t` (2^scale of each array).
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);

@@ -594,7 +594,12 @@ class rans_static_leaf final : public leaf_def {
   }
 
   void encode(node const& n, stream const& in, bytes& out) const override {
-    unsigned const w = in.type.width;
+    encode_view(n, in.data, in.type, out);
+  }
+
+  void encode_view(node const& n, byte_view in, value_type type,
+                   bytes& out) const override {
+    unsigned const w = type.width;
     fail_if(w != 1 && w != 2, errc::domain,
             "rans_static codes 8- or 16-bit lanes");
     std::shared_ptr<rans_static::coder const> c;
@@ -603,7 +608,7 @@ class rans_static_leaf final : public leaf_def {
     } catch (error const& e) {
       fail(errc::bad_program, e.what());
     }
-    c->encode(in.data, out);
+    c->encode(in, out);
   }
 
   void decode(node const& n, value_type in, byte_view payload, size_t out_size,

@@ -16,8 +16,13 @@ class raw_leaf final : public leaf_def {
             "raw takes no parameters");
   }
 
-  void encode(node const&, stream const& in, bytes& out) const override {
-    put_bytes(out, in.data);
+  void encode(node const& n, stream const& in, bytes& out) const override {
+    encode_view(n, in.data, in.type, out);
+  }
+
+  void encode_view(node const&, byte_view in, value_type,
+                   bytes& out) const override {
+    put_bytes(out, in);
   }
 
   void decode(node const&, value_type, byte_view payload, size_t out_size,

@@ -43,12 +43,17 @@ class zstd_leaf final : public leaf_def {
   }
 
   void encode(node const& n, stream const& in, bytes& out) const override {
-    check(n, in.type);
-    size_t const bound = ZSTD_compressBound(in.data.size());
+    encode_view(n, in.data, in.type, out);
+  }
+
+  void encode_view(node const& n, byte_view in, value_type type,
+                   bytes& out) const override {
+    check(n, type);
+    size_t const bound = ZSTD_compressBound(in.size());
     staging_buffer stage(bound);
     size_t const r =
-        ZSTD_compressCCtx(thread_cctx(), stage.data(), bound, in.data.data(),
-                          in.data.size(), static_cast<int>(n.params[0]));
+        ZSTD_compressCCtx(thread_cctx(), stage.data(), bound, in.data(),
+                          in.size(), static_cast<int>(n.params[0]));
     if (ZSTD_isError(r)) {
       fail(errc::domain, std::string("zstd: ") + ZSTD_getErrorName(r));
     }

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "codec/core/bytes.h"
 #include "codec/core/checksum.h"
 #include "codec/core/staging.h"
+#include "codec/core/xxh3_kernels.h"
 
 namespace brevis::codec {
 namespace {
@@ -106,6 +109,38 @@ TEST(core_test, xxh3_stream_equals_xxh3_of_the_whole) {
       s.update(byte_view(data).subspan(at, std::min(piece, data.size() - at)));
     }
     EXPECT_EQ(s.digest(), xxh3(data)) << piece;
+  }
+}
+
+// xxh3() runs an AVX2 or AVX-512 build of XXH3 where the CPU has it: every
+// build the CPU can run must agree with the shared library, whole and in
+// pieces, at the sizes where XXH3 changes its method (0, 16, 128, 240,
+// stripes and blocks of 1 KiB).
+TEST(core_test, xxh3_kernels_equal_the_library) {
+  bytes data(70000);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<uint8_t>(i * 167 + (i >> 7));
+  }
+  std::vector<xxh3_kernels::kernel const*> kernels;
+  if (__builtin_cpu_supports("avx2")) kernels.push_back(&xxh3_kernels::avx2());
+  if (__builtin_cpu_supports("avx512f")) {
+    kernels.push_back(&xxh3_kernels::avx512());
+  }
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
+  for (size_t n : {0u, 1u, 3u, 16u, 17u, 128u, 129u, 240u, 241u, 1024u, 1025u,
+                   4096u, 65536u, 70000u}) {
+    uint64_t const want = XXH3_64bits(data.data(), n);
+    EXPECT_EQ(xxh3(byte_view(data).first(n)), want) << n;
+    for (xxh3_kernels::kernel const* k : kernels) {
+      EXPECT_EQ(k->hash(data.data(), n), want) << n;
+      void* s = k->create();
+      ASSERT_NE(s, nullptr);
+      for (size_t at = 0; at < n; at += 1000) {
+        k->update(s, data.data() + at, std::min<size_t>(1000, n - at));
+      }
+      EXPECT_EQ(k->digest(s), want) << n;
+      k->destroy(s);
+    }
   }
 }
 

@@ -57,6 +57,36 @@ TEST(dsl_test, scratch_buffers_have_the_asked_size_and_are_reused) {
   scratch::give(std::move(c));
 }
 
+TEST(dsl_test, empty_scratch_buffers_have_room_and_are_reused) {
+  bytes a = scratch::take_empty(100000);
+  EXPECT_TRUE(a.empty());
+  EXPECT_GE(a.capacity(), 100000u);
+  a.assign(100000, 7);
+  uint8_t const* const p = a.data();
+  scratch::give(std::move(a));
+  bytes b = scratch::take_empty(70000);  // the cached buffer, emptied
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(b.data(), p);
+  bytes c = scratch::take(90000);  // larger than anything cached now
+  EXPECT_EQ(c.size(), 90000u);
+  scratch::give(std::move(b));
+  scratch::give(std::move(c));
+}
+
+// A cache full of small buffers still keeps a large one (which a file of
+// many small tensors would otherwise evict, chunk after chunk).
+TEST(dsl_test, scratch_cache_prefers_large_buffers) {
+  std::vector<bytes> small;
+  for (int i = 0; i < 64; ++i) small.push_back(scratch::take(16));
+  for (bytes& b : small) scratch::give(std::move(b));
+  bytes big = scratch::take(1u << 20);
+  uint8_t const* const p = big.data();
+  scratch::give(std::move(big));
+  bytes again = scratch::take(1u << 20);
+  EXPECT_EQ(again.data(), p);
+  scratch::give(std::move(again));
+}
+
 // Values pass through reused buffers holding older bytes, and view and split
 // decode their children in place: chunks of changing sizes and contents on
 // one thread must still roundtrip exactly.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <htscodecs/rANS_static4x16.h>
 
+#include <algorithm>
 #include <random>
 
 #include "codec/core/error.h"
@@ -50,6 +51,36 @@ TEST(htscodecs_rans_test, every_stream_form_roundtrips) {
   }
   EXPECT_TRUE(saw_x32);
   EXPECT_TRUE(saw_cat);
+}
+
+// The wrapper calls the library's order-0 coders directly (bypassing its
+// front end, which runs cpuid per call): the streams must be exactly those
+// the front end writes, stored (CAT) form included.
+TEST(htscodecs_rans_test, order0_streams_equal_the_library_front_end) {
+  for (bytes const& v : values()) {
+    SCOPED_TRACE("n=" + std::to_string(v.size()));
+    bytes ours;
+    htscodecs_rans::encode(v, 0, ours);
+    int const flags =
+        v.size() >= htscodecs_rans::x32_threshold ? RANS_ORDER_X32 : 0;
+    unsigned size = rans_compress_bound_4x16(v.size(), flags);
+    bytes theirs(size);
+    ASSERT_NE(rans_compress_to_4x16(const_cast<uint8_t*>(v.data()),
+                                    static_cast<unsigned>(v.size()),
+                                    theirs.data(), &size, flags),
+              nullptr);
+    theirs.resize(size);
+    EXPECT_EQ(ours, theirs);
+  }
+}
+
+TEST(htscodecs_rans_test, order0_appends_after_existing_bytes) {
+  bytes const v = values()[0];
+  bytes alone, after = {1, 2, 3};
+  htscodecs_rans::encode(v, 0, alone);
+  htscodecs_rans::encode(v, 0, after);
+  ASSERT_EQ(after.size(), alone.size() + 3);
+  EXPECT_TRUE(std::equal(alone.begin(), alone.end(), after.begin() + 3));
 }
 
 void expect_rejected(bytes const& stream, unsigned order, size_t size) {
