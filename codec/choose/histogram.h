@@ -9,12 +9,13 @@
 
 #include "codec/core/bytes.h"
 #include "codec/dsl/program.h"
+#include "codec/entropy/histogram.h"
 #include "codec/entropy/rans_static.h"
 
 namespace brevis::codec {
 
 /// Present 16-bit symbols and their counts, in symbol order.
-using sparse_hist = std::vector<std::pair<uint32_t, uint64_t>>;
+using sparse_hist = sparse_histogram16;
 
 /// Histogram of the 16-bit lanes of `data` (a trailing odd byte ignored).
 sparse_hist sparse_histogram(byte_view data);

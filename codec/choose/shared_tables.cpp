@@ -113,7 +113,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     sparse_hist group;
     for (uint32_t s = 0; s < total.size(); ++s) {
       if (total[s] == 0) continue;
-      group.emplace_back(s, total[s]);
+      group.emplace_back(s, entry_count(total[s]));
       total[s] = 0;
     }
     // Most groups (fp16's: tens of thousands of symbols) are not kept:

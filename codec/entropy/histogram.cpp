@@ -37,7 +37,7 @@ counters& local() {
 void drain_block(counters& c, uint32_t first, sparse_histogram16& out) {
   for (uint32_t s = first; s < first + block; ++s) {
     uint64_t const n = uint64_t{c.even[s]} + c.odd[s];
-    if (n) out.emplace_back(s, n), c.even[s] = 0, c.odd[s] = 0;
+    if (n) out.emplace_back(s, entry_count(n)), c.even[s] = 0, c.odd[s] = 0;
   }
 }
 
@@ -56,7 +56,7 @@ sparse_histogram16 histogram16(byte_view data) {
     std::vector<uint64_t> hist;
     rans_static::histogram(data, 2, hist);
     for (uint32_t s = 0; s < symbols; ++s) {
-      if (hist[s]) out.emplace_back(s, hist[s]);
+      if (hist[s]) out.emplace_back(s, entry_count(hist[s]));
     }
     return out;
   }

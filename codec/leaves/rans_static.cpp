@@ -425,7 +425,7 @@ size_t add_varint(std::array<uint64_t, 256>& h, uint64_t v) {
 }  // namespace
 
 double estimate_rans_static_blob_bytes(
-    std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
+    std::span<std::pair<uint32_t, uint32_t> const> hist, uint64_t total,
     unsigned scale, double* payload_bits) {
   size_t const k = hist.size();
   if (payload_bits != nullptr) *payload_bits = 0;

@@ -45,7 +45,7 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
 /// them. With `payload_bits`, also the payload under those frequencies
 /// (framing included): the histogram's whole cost in the same pass.
 double estimate_rans_static_blob_bytes(
-    std::span<std::pair<uint32_t, uint64_t> const> hist, uint64_t total,
+    std::span<std::pair<uint32_t, uint32_t> const> hist, uint64_t total,
     unsigned scale, double* payload_bits = nullptr);
 
 /// The nearest table the blob can hold: frequencies kept to 4-5 significant

@@ -470,7 +470,7 @@ class engine {
     for (auto const& k : split_histogram(*h, n.op, v.sample.type.kind)) {
       auto kid = std::make_shared<sparse_hist>();
       for (uint32_t s = 0; s < k.size(); ++s) {
-        if (k[s]) kid->emplace_back(s, k[s]);
+        if (k[s]) kid->emplace_back(s, entry_count(k[s]));
       }
       out.push_back(std::move(kid));
     }

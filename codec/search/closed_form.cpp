@@ -39,7 +39,8 @@ constexpr double own_table_floor = 0.25;
 sparse_hist sparse_of(std::span<uint64_t const> counts) {
   sparse_hist h;
   for (size_t s = 0; s < counts.size(); ++s) {
-    if (counts[s]) h.emplace_back(static_cast<uint32_t>(s), counts[s]);
+    if (counts[s])
+      h.emplace_back(static_cast<uint32_t>(s), entry_count(counts[s]));
   }
   return h;
 }
@@ -280,7 +281,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     sparse_hist bytes;
     for (uint32_t b = 0; b < 256; ++b) {
       uint64_t const c = planes[0][b] + planes[1][b];
-      if (c) bytes.emplace_back(b, c);
+      if (c) bytes.emplace_back(b, entry_count(c));
     }
     uint64_t const n = h.size() == 1 ? h.front().second : 0;
     for (opcode op :

@@ -132,7 +132,9 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       h = sparse_histogram(v.sample.data);
     } else {
       for (uint32_t i = 0; i < 256; ++i) {
-        if (v.stats.byte_counts[i]) h.emplace_back(i, v.stats.byte_counts[i]);
+        if (v.stats.byte_counts[i]) {
+          h.emplace_back(i, entry_count(v.stats.byte_counts[i]));
+        }
       }
     }
     if (!h.empty()) {

@@ -52,6 +52,17 @@ TEST(histogram_test, matches_a_plain_count) {
   }
 }
 
+// Entries hold 32-bit counts: past 2^32 - 1 they saturate rather than wrap,
+// so a present symbol never reads as absent (a table built from the counts
+// must still cover it).
+TEST(histogram_test, entry_counts_saturate) {
+  EXPECT_EQ(entry_count(0), 0u);
+  EXPECT_EQ(entry_count(12345), 12345u);
+  EXPECT_EQ(entry_count(uint64_t{UINT32_MAX}), UINT32_MAX);
+  EXPECT_EQ(entry_count(uint64_t{1} << 32), UINT32_MAX);
+  EXPECT_EQ(entry_count((uint64_t{1} << 33) + 7), UINT32_MAX);
+}
+
 // Against a plain set: around the limit, with runs (which skip the table),
 // colliding values (multiples of a large power of two) and partial lanes.
 TEST(histogram_test, distinct32_stops_past_its_limit) {
