@@ -78,10 +78,23 @@ sparse_histogram16 histogram16(byte_view data) {
     // thousands of symbols, so its histogram is hundreds of KiB).
     size_t present = 0;
     for (uint32_t s = 0; s < symbols; ++s) present += (even[s] | odd[s]) != 0;
-    out.reserve(present);
+    // Filled without a branch a symbol (fp16 weights' alphabets are dense
+    // and irregular): every counter of a nonempty block is written at the
+    // next entry, which only a nonzero count keeps. One spare entry takes
+    // the writes past the last present symbol.
+    out.resize(present + 1);
+    auto* const dst = out.data();
+    size_t k = 0;
     for (uint32_t b = 0; b < symbols; b += block) {
-      if (!block_is_zero(c, b)) drain_block(c, b, out);
+      if (block_is_zero(c, b)) continue;
+      for (uint32_t s = b; s < b + block; ++s) {
+        uint32_t const count = even[s] + odd[s];  // n fits 32 bits here
+        dst[k] = {s, count};
+        k += count != 0;
+        even[s] = 0, odd[s] = 0;
+      }
     }
+    out.pop_back();
     return out;
   }
   if (n < sort_below) {
