@@ -59,7 +59,8 @@ bench_search() {
       measure_tool "$name" \
         "'$brevis' compress -v -f -T1 --search=$s --prior=$p {in} -o {out} 2>>'$log'" \
         "'$brevis' decompress -q -f -T1 {in} -o {out}"
-      echo "bench: $name: $(awk '/search expansions/ {e += $(NF-2); c += $4} \
+      echo "bench: $name: $(awk '/search expansions/ {for (i = 2; i <= NF; i++) {
+          if ($i == "search") e += $(i - 1); if ($i == "programs") c += $(i + 1)}} \
         END {printf "%d search expansions, %.2f s choosing programs", e, c}' "$log")" >&2
     done
   done
