@@ -144,19 +144,38 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
     fail_if(at != out_size, errc::corrupt, "child sizes do not tile the value");
     return;
   }
-  std::vector<stream> kids(types.size());
+  // Children are decoded into scratch buffers, except raw leaves: their
+  // bytes are read where they lie in the payload.
+  std::vector<value_view> kids(types.size());
+  std::vector<scratch::buffer> held;
+  held.reserve(types.size());
+  struct give_back {
+    std::vector<scratch::buffer>& held;
+    ~give_back() {
+      for (scratch::buffer& b : held) scratch::give(std::move(b));
+    }
+  } const returns{held};
   for (size_t i = 0; i < kids.size(); ++i) {
     fail_if(sizes[i] % types[i].width != 0, errc::corrupt,
             "child size is not a whole number of elements");
     mem.take(sizes[i]);
-    kids[i].type = types[i];
-    kids[i].data = scratch::take(sizes[i]);  // the child's decoder fills it
   }
   for (size_t i = 0; i < kids.size(); ++i) {
-    decode_node(n.children[i], types[i], r, sizes[i], kids[i].data.data(), mem);
+    node const& child = n.children[i];
+    kids[i].type = types[i];
+    if (child.op == opcode::raw) {
+      byte_view const coded = r.blob(r.remaining(), "leaf payload length");
+      fail_if(coded.size() != sizes[i], errc::corrupt,
+              "raw payload size differs from value size");
+      kids[i].data = coded;
+      continue;
+    }
+    held.push_back(scratch::take_buffer(sizes[i]));
+    uint8_t* const at = held.back().data.get();
+    decode_node(child, types[i], r, sizes[i], at, mem);
+    kids[i].data = byte_view(at, sizes[i]);
   }
-  op.decode(n, in, kids, out_size, side, out);
-  for (stream& k : kids) scratch::give(std::move(k.data));
+  op.decode(n, in, std::span<value_view const>(kids), out_size, side, out);
 }
 
 }  // namespace

@@ -59,9 +59,13 @@ class op_def {
   /// Rebuilds this node's output (`out_size` bytes, written to `out`) from
   /// its children, whose sizes are those child_sizes returned.
   /// `side` is the same side data again (the interpreter re-reads it).
+  /// Children are views: a raw leaf's bytes stay in the payload.
   virtual void decode(node const& n, value_type in,
-                      std::span<stream const> children, size_t out_size,
+                      std::span<value_view const> children, size_t out_size,
                       byte_view side, uint8_t* out) const = 0;
+  /// decode() of children held in streams (tests, tools).
+  void decode(node const& n, value_type in, std::span<stream const> children,
+              size_t out_size, byte_view side, uint8_t* out) const;
 
   /// True when decode only writes the children's bytes one after the other
   /// (view, split): the interpreter then decodes the children straight into

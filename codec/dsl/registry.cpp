@@ -15,6 +15,15 @@ void op_def::encode_view(node const& n, byte_view in, value_type type,
   scratch::give(std::move(s.data));
 }
 
+void op_def::decode(node const& n, value_type in,
+                    std::span<stream const> children, size_t out_size,
+                    byte_view side, uint8_t* out) const {
+  std::vector<value_view> views;
+  views.reserve(children.size());
+  for (stream const& c : children) views.push_back({c.data, c.type});
+  decode(n, in, std::span<value_view const>(views), out_size, side, out);
+}
+
 void leaf_def::encode_view(node const& n, byte_view in, value_type type,
                            bytes& out) const {
   stream s{scratch::take(in.size()), type};

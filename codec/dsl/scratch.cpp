@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -35,7 +36,58 @@ cache& local() {
   return c;
 }
 
+// The uninitialized buffers of decoders, kept apart from the `bytes`.
+struct buffer_cache {
+  buffer_cache() { free.reserve(max_buffers); }
+  std::vector<buffer> free;
+  size_t bytes_held = 0;
+};
+
+buffer_cache& local_buffers() {
+  thread_local buffer_cache c;
+  return c;
+}
+
 }  // namespace
+
+buffer take_buffer(size_t size) {
+  buffer_cache& c = local_buffers();
+  auto best = c.free.end();
+  for (auto it = c.free.begin(); it != c.free.end(); ++it) {
+    if (it->capacity >= size &&
+        (best == c.free.end() || it->capacity < best->capacity)) {
+      best = it;
+    }
+  }
+  if (best != c.free.end()) {
+    std::swap(*best, c.free.back());
+    buffer b = std::move(c.free.back());
+    c.free.pop_back();
+    c.bytes_held -= b.capacity;
+    return b;
+  }
+  size_t const cap = std::max<size_t>(fresh_capacity(size), 1);
+  return {std::make_unique_for_overwrite<uint8_t[]>(cap), cap};
+}
+
+void give(buffer&& b) noexcept {
+  buffer_cache& c = local_buffers();
+  size_t const cap = b.capacity;
+  if (!b.data || cap > max_cached_bytes) return;  // freed by its owner
+  while (c.free.size() >= max_buffers ||
+         c.bytes_held + cap > max_cached_bytes) {
+    auto smallest = std::min_element(c.free.begin(), c.free.end(),
+                                     [](buffer const& x, buffer const& y) {
+                                       return x.capacity < y.capacity;
+                                     });
+    if (smallest == c.free.end() || smallest->capacity >= cap) return;
+    c.bytes_held -= smallest->capacity;
+    std::swap(*smallest, c.free.back());
+    c.free.pop_back();  // frees it
+  }
+  c.free.push_back(std::move(b));  // within the reserved capacity
+  c.bytes_held += cap;
+}
 
 bytes take(size_t size) {
   if (size == 0) return {};  // keeps the cached buffers for real work

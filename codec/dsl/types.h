@@ -52,4 +52,13 @@ struct stream {
   size_t count() const { return data.size() / type.width; }
 };
 
+/// A value held elsewhere (a decoder's scratch buffer, or a raw leaf's bytes
+/// in the payload): what an operator's decode reads its children from.
+struct value_view {
+  byte_view data;
+  value_type type;
+
+  size_t count() const { return data.size() / type.width; }
+};
+
 }  // namespace brevis::codec

@@ -90,8 +90,9 @@ class bitfields_op final : public op_def {
     return sizes;
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view side, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size,
+              byte_view side, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
     byte_reader no_side(side);

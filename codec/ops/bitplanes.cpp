@@ -120,8 +120,9 @@ class bitplanes_op final : public op_def {
     return std::vector<size_t>(types.size(), (count + 7) / 8);
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
     size_t const plane_size = (count + 7) / 8;
@@ -130,7 +131,7 @@ class bitplanes_op final : public op_def {
     uint8_t const pad =
         static_cast<uint8_t>(count % 8 == 0 ? 0 : 0xff << (count % 8));
     std::vector<uint8_t const*> planes;
-    for (stream const& c : children) {
+    for (value_view const& c : children) {
       fail_if(plane_size > 0 && (c.data[plane_size - 1] & pad) != 0,
               errc::corrupt, "bitplanes: nonzero padding bits");
       planes.push_back(c.data.data());

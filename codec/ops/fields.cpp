@@ -141,8 +141,9 @@ class fields_op final : public op_def {
     return {count, count * types[1].width, count * types[2].width};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
     op_util::expect_children(

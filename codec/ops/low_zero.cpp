@@ -74,8 +74,9 @@ class low_zero_op final : public op_def {
     return {op_util::element_count(out_size, in) * t.width};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     value_type const t = child_types(n, in)[0];
     unsigned const k = static_cast<unsigned>(n.params[0]);
     size_t const count = op_util::element_count(out_size, in);

@@ -108,7 +108,7 @@ inline size_t element_count(size_t size, value_type in) {
 /// Checks that decode got one child per entry of `sizes`, each of that size:
 /// the sizes child_sizes gave (the interpreter guarantees it; direct callers
 /// might not).
-inline void expect_children(std::span<stream const> children,
+inline void expect_children(std::span<value_view const> children,
                             std::vector<size_t> const& sizes,
                             std::string_view op) {
   bool ok = children.size() == sizes.size();
@@ -125,8 +125,8 @@ inline void expect_children(std::span<stream const> children,
 
 /// Writes the children's bytes one after the other to `out` (the decode of
 /// operators that cut their input into consecutive pieces).
-inline void concat(std::span<stream const> children, uint8_t* out) {
-  for (stream const& c : children) {
+inline void concat(std::span<value_view const> children, uint8_t* out) {
+  for (value_view const& c : children) {
     if (!c.data.empty()) std::memcpy(out, c.data.data(), c.data.size());
     out += c.data.size();
   }
@@ -153,8 +153,9 @@ class same_size_op : public op_def {
     return {out_size};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const final {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const final {
     child_types(n, in);
     size_t const count = element_count(out_size, in);
     expect_children(children, {out_size}, name());

@@ -208,8 +208,9 @@ class palette_op final : public op_def {
     return {k * in.width, count * types[1].width};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view side, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size,
+              byte_view side, uint8_t* out) const override {
     std::vector<value_type> const types = child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
     byte_reader r(side);

@@ -47,8 +47,9 @@ class repeat_op final : public op_def {
     return {period_bytes(n, in, out_size)};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     child_types(n, in);
     op_util::element_count(out_size, in);
     size_t const period = period_bytes(n, in, out_size);

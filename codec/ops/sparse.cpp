@@ -93,8 +93,9 @@ class sparse_op final : public op_def {
     return {mask_bytes(count), k * in.width};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view side, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size,
+              byte_view side, uint8_t* out) const override {
     child_types(n, in);
     size_t const count = op_util::element_count(out_size, in);
     byte_reader reader(side);

@@ -40,8 +40,9 @@ class split_op final : public op_def {
     return {head, out_size - head};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     child_types(n, in);
     size_t const head = head_size(n, out_size);
     op_util::expect_children(children, {head, out_size - head}, name());

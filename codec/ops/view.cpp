@@ -51,8 +51,9 @@ class view_op final : public op_def {
     return {out_size / width * width, out_size % width};
   }
 
-  void decode(node const& n, value_type in, std::span<stream const> children,
-              size_t out_size, byte_view, uint8_t* out) const override {
+  void decode(node const& n, value_type in,
+              std::span<value_view const> children, size_t out_size, byte_view,
+              uint8_t* out) const override {
     size_t const width = child_types(n, in)[0].width;
     size_t const whole = out_size / width * width;
     op_util::expect_children(children, {whole, out_size - whole}, name());

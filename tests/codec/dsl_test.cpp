@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
@@ -241,6 +243,71 @@ TEST(dsl_test, encode_view_gives_the_children_encode_gives) {
       EXPECT_TRUE(roundtrips(root, v)) << size;
       EXPECT_TRUE(roundtrips(split, v)) << size;
     }
+  }
+}
+
+TEST(dsl_test, uninitialized_scratch_buffers_hold_the_size_and_are_reused) {
+  scratch::buffer a = scratch::take_buffer(1000);
+  ASSERT_TRUE(a.data);
+  EXPECT_GE(a.capacity, 1000u);
+  uint8_t* const p = a.data.get();
+  std::memset(p, 7, 1000);  // the whole size is writable
+  scratch::give(std::move(a));
+  scratch::buffer b = scratch::take_buffer(600);  // fits: the same memory
+  EXPECT_EQ(b.data.get(), p);
+  scratch::buffer c = scratch::take_buffer(0);  // an empty value still works
+  EXPECT_TRUE(c.data);
+  scratch::give(std::move(b));
+  scratch::give(std::move(c));
+}
+
+// Raw children of operators that interleave (planes, fields, palette) are
+// read in place from the payload: every length, odd tails and empty values
+// roundtrip, and a raw child whose framed length is off is rejected.
+TEST(dsl_test, raw_children_are_read_in_place) {
+  node const planes =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::uint)},
+              {make_op(opcode::planes, {},
+                       {make_leaf(opcode::raw), make_leaf(opcode::raw)}),
+               make_leaf(opcode::raw)});
+  node const fields =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_op(opcode::fields, {},
+                       {make_leaf(opcode::raw), make_leaf(opcode::rans0),
+                        make_leaf(opcode::raw)}),
+               make_leaf(opcode::raw)});
+  node const palette =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::uint)},
+              {make_op(opcode::palette, {1},
+                       {make_leaf(opcode::raw), make_leaf(opcode::raw)}),
+               make_leaf(opcode::raw)});
+  uint32_t seed = 3;
+  for (size_t size = 0; size <= 4099; ++size) {
+    bytes in(size);
+    for (size_t i = 0; i < size; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      in[i] = i % 2 == 1 ? static_cast<uint8_t>(seed >> 29)
+                         : static_cast<uint8_t>(seed >> 24);
+    }
+    ASSERT_TRUE(roundtrips(planes, in)) << size;
+    ASSERT_TRUE(roundtrips(fields, in)) << size;
+    bytes few = in;  // palette needs few levels
+    for (uint8_t& v : few) v &= 3;
+    ASSERT_TRUE(roundtrips(palette, few)) << size;
+  }
+  bytes const in{1, 2, 3, 4};
+  bytes payload;
+  encode_chunk(planes, in, payload);
+  // Two raw planes of two bytes, then the view's empty tail.
+  ASSERT_EQ(payload, (bytes{2, 1, 3, 2, 2, 4, 0}));
+  bytes out(in.size());
+  decode_chunk(planes, payload, out.size(), out.data());
+  EXPECT_EQ(out, in);
+  for (uint8_t wrong : {0, 1, 3}) {
+    bytes bad = payload;
+    bad[0] = wrong;
+    EXPECT_THROW(decode_chunk(planes, bad, out.size(), out.data()), error)
+        << int{wrong};
   }
 }
 
