@@ -10,36 +10,16 @@ namespace brevis::codec {
 namespace {
 
 // The shared library's XXH3, for CPUs without AVX2.
-uint64_t lib_hash(void const* data, size_t size) {
-  return XXH3_64bits(data, size);
-}
-
-void* lib_create() {
-  XXH3_state_t* s = XXH3_createState();
-  if (s != nullptr) XXH3_64bits_reset(s);
-  return s;
-}
-
-void lib_update(void* state, void const* data, size_t size) {
-  XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, size);
-}
-
-uint64_t lib_digest(void const* state) {
-  return XXH3_64bits_digest(static_cast<XXH3_state_t const*>(state));
-}
-
-void lib_destroy(void* state) {
-  XXH3_freeState(static_cast<XXH3_state_t*>(state));
-}
+namespace lib {
+#include "codec/core/xxh3_kernel_functions.inc"
+}  // namespace lib
 
 // Chosen once (the CPU check runs cpuid, which traps on virtual machines).
 xxh3_kernels::kernel const& best() {
   static xxh3_kernels::kernel const& k = []() -> xxh3_kernels::kernel const& {
-    static xxh3_kernels::kernel const lib{&lib_hash, &lib_create, &lib_update,
-                                          &lib_digest, &lib_destroy};
     if (__builtin_cpu_supports("avx512f")) return xxh3_kernels::avx512();
     if (__builtin_cpu_supports("avx2")) return xxh3_kernels::avx2();
-    return lib;
+    return lib::functions;
   }();
   return k;
 }

@@ -25,23 +25,7 @@
 namespace brevis::codec::xxh3_kernels {
 namespace {
 
-uint64_t hash(void const* data, size_t size) { return XXH3_64bits(data, size); }
-
-void* create() {
-  XXH3_state_t* s = XXH3_createState();
-  if (s != nullptr) XXH3_64bits_reset(s);
-  return s;
-}
-
-void update(void* state, void const* data, size_t size) {
-  XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, size);
-}
-
-uint64_t digest(void const* state) {
-  return XXH3_64bits_digest(static_cast<XXH3_state_t const*>(state));
-}
-
-void destroy(void* state) { XXH3_freeState(static_cast<XXH3_state_t*>(state)); }
+#include "codec/core/xxh3_kernel_functions.inc"
 
 }  // namespace
 }  // namespace brevis::codec::xxh3_kernels
@@ -50,9 +34,6 @@ void destroy(void* state) { XXH3_freeState(static_cast<XXH3_state_t*>(state)); }
 
 namespace brevis::codec::xxh3_kernels {
 
-kernel const& avx2() {
-  static kernel const k{&hash, &create, &update, &digest, &destroy};
-  return k;
-}
+kernel const& avx2() { return functions; }
 
 }  // namespace brevis::codec::xxh3_kernels
