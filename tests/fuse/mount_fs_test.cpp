@@ -72,6 +72,15 @@ std::string read_in_pieces(mount_fs& m, uint64_t ino, size_t piece) {
   return out;
 }
 
+/// Whether `ino` reaches the compressed state within 30 s.
+bool wait_compressed(mount_fs& m, uint64_t ino) {
+  for (int i = 0;
+       i < 3000 && m.getxattr(ino, "user.brevis.state") != "compressed"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return m.getxattr(ino, "user.brevis.state") == "compressed";
+}
+
 TEST(mount_fs_cache, each_chunk_decoded_once) {
   fixture f;
   ASSERT_GE(f.chunks(), 5u);
@@ -268,14 +277,6 @@ TEST(mount_fs_cache, prefetch_never_serves_bytes_of_an_old_version) {
   o.prefetch_threads = 1;
   auto m = f.mount(o);
   m->start();
-  auto wait_compressed = [&] {
-    for (int i = 0;
-         i < 3000 && m->getxattr(f.ino, "user.brevis.state") != "compressed";
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return m->getxattr(f.ino, "user.brevis.state") == "compressed";
-  };
   std::string want = f.data;
   for (int round = 0; round < 3; ++round) {
     uint8_t b[1];
@@ -298,7 +299,7 @@ TEST(mount_fs_cache, prefetch_never_serves_bytes_of_an_old_version) {
               1u);
     EXPECT_TRUE(read_in_pieces(*m, f.ino, 50000) == want);  // staged
     m->release(f.ino, true);
-    ASSERT_TRUE(wait_compressed());
+    ASSERT_TRUE(wait_compressed(*m, f.ino));
     EXPECT_TRUE(read_in_pieces(*m, f.ino, 30000) == want);
     m->drain_prefetch();
     EXPECT_TRUE(read_in_pieces(*m, f.ino, 70000) == want);  // from the cache
@@ -338,14 +339,6 @@ TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
     }
   };
   std::thread r1(reader, 16 << 10), r2(reader, 50000);
-  auto wait_compressed = [&] {
-    for (int i = 0;
-         i < 3000 && m->getxattr(f.ino, "user.brevis.state") != "compressed";
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return m->getxattr(f.ino, "user.brevis.state") == "compressed";
-  };
   std::string const* now = &f.data;
   for (int round = 0; round < 3; ++round) {
     now = now == &f.data ? &other : &f.data;
@@ -354,7 +347,7 @@ TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
         m->write(f.ino, at, reinterpret_cast<uint8_t const*>(&(*now)[at]), 1),
         1u);
     m->release(f.ino, true);  // queued, compressed behind the readers
-    ASSERT_TRUE(wait_compressed());
+    ASSERT_TRUE(wait_compressed(*m, f.ino));
     std::vector<uint8_t> buf(now->size());
     ASSERT_EQ(m->read(f.ino, 0, buf.size(), buf.data()), buf.size());
     EXPECT_TRUE(fixture::same(*now, 0, buf.data(), buf.size()));
