@@ -209,11 +209,13 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   out.fields = {std::vector<uint64_t>(2, 0),
                 std::vector<uint64_t>(size_t{1} << ebits, 0),
                 std::vector<uint64_t>(size_t{1} << mbits, 0)};
+  out.sign_exponent.assign(size_t{1} << (ebits + 1), 0);
   uint64_t* const lo = out.planes[0].data();
   uint64_t* const hi = out.planes[1].data();
   uint64_t* const sign = out.fields[0].data();
   uint64_t* const exponent = out.fields[1].data();
   uint64_t* const mantissa = out.fields[2].data();
+  uint64_t* const sign_exponent = out.sign_exponent.data();
   uint32_t const mmask = (1u << mbits) - 1;
   uint32_t const emask = (1u << ebits) - 1;
   // The symbols are in increasing order, so the high byte (and the sign
@@ -238,6 +240,7 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
     if ((sym >> mbits) != se_key) {
       sign[se_key >> ebits] += se_run;
       exponent[se_key & emask] += se_run;
+      sign_exponent[se_key] += se_run;
       se_run = 0, se_key = sym >> mbits;
     }
     se_run += c;
@@ -245,6 +248,7 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   hi[hi_key] += hi_run;
   sign[se_key >> ebits] += se_run;
   exponent[se_key & emask] += se_run;
+  sign_exponent[se_key] += se_run;
   out.count = n;
   out.terms = terms;
   out.zeros = !h.empty() && h.front().first == 0 ? h.front().second : 0;

@@ -76,10 +76,13 @@ own_table own_table_leaf(sparse_hist const& h);
 
 /// What order-0 programs of 16-bit floats read of their histogram, in one
 /// pass over it: the byte planes' and float fields' histograms (dense, as
-/// split_histogram gives them) and a few statistics.
+/// split_histogram gives them), the sign and exponent together (the
+/// element's bits above the mantissa, one bitfields symbol) and a few
+/// statistics.
 struct float16_marginals {
   std::vector<std::vector<uint64_t>> planes;  // low, high byte
   std::vector<std::vector<uint64_t>> fields;  // sign, exponent, mantissa
+  std::vector<uint64_t> sign_exponent;        // element >> mantissa bits
   uint64_t count = 0;                         // elements
   double terms = 0;        // sum of c log2 c over the elements' counts
   uint64_t zeros = 0;      // elements equal to 0
