@@ -50,9 +50,9 @@ sparse_hist sparse_of(std::span<uint64_t const> counts) {
 // with 32 interleaved states (rans0: of at least htscodecs_rans'
 // x32_threshold bytes; rans_static: of at least wide_from symbols) where
 // the estimates count fewer, once. Measured on bf16 weights: rans0 codes
-// 88 bytes more a chunk; rans_static's states are 4 bytes each, a chunk.
-// Without them, fields' two rans0 leaves look cheaper than bitfields' one
-// static leaf.
+// 88 bytes more a chunk, rans_static 72 (its 24 more states' 96 bytes,
+// less what they hold of the last symbols). Without them, fields' two rans0
+// leaves look cheaper than bitfields' one static leaf.
 double wide_framing_bytes(opcode leaf, uint64_t symbols, double chunks) {
   double const per_chunk = static_cast<double>(symbols) / std::max(1.0, chunks);
   if (leaf == opcode::rans0 &&
@@ -61,10 +61,51 @@ double wide_framing_bytes(opcode leaf, uint64_t symbols, double chunks) {
   }
   if (leaf == opcode::rans_static &&
       per_chunk >= static_cast<double>(rans_static::wide_from)) {
-    return 4.0 * (rans_static::wide_lanes * std::max(1.0, chunks) -
-                  rans_static::lanes);
+    // Each chunk codes its own framing; the estimates count it once.
+    return 72 * std::max(1.0, chunks) + 32 * (std::max(1.0, chunks) - 1);
   }
   return 0;
+}
+
+// rANS with 32-bit states and 16-bit words codes a symbol in about
+// 0.0047 * 4^(scale - 16) bits more than its frequency says: the states'
+// precision against the table's (measured on bf16 fields and 16-bit
+// elements: 0.0047 bits at 2^16, 0.0012 at 2^15, 0.0002 at 2^14).
+double state_loss_bytes(uint64_t symbols, unsigned scale) {
+  return 0.0047 / 8 * static_cast<double>(symbols) *
+         std::ldexp(1.0, 2 * (static_cast<int>(scale) - 16));
+}
+
+// Alphabets up to this many symbols get the precision that codes them
+// smallest rather than rans_static_scale_for's (2^16 for large values).
+constexpr size_t small_alphabet = 1024;
+
+struct static_cost {
+  double bytes = infinite;
+  unsigned scale = 0;
+};
+
+// A static table of h's own (n symbols): its bytes, blob and framing
+// included, at the precision that codes it smallest (small alphabets; ties
+// to the smaller table, which decodes faster), else rans_static_scale_for's.
+static_cost static_leaf(sparse_hist const& h, uint64_t n, double chunks) {
+  static_cost best;
+  if (h.size() < 2) return best;
+  unsigned const standard = rans_static_scale_for(h.size(), n);
+  unsigned lo = standard;
+  if (h.size() <= small_alphabet) {
+    lo = 10;
+    while ((size_t{1} << lo) < 4 * h.size()) ++lo;
+  }
+  for (unsigned scale = lo; scale <= std::max(lo, standard); ++scale) {
+    double payload_bits = 0;
+    double const blob =
+        estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
+    double const bytes = blob + payload_bits / 8 + state_loss_bytes(n, scale);
+    if (bytes < best.bytes) best = {bytes, scale};
+  }
+  best.bytes += wide_framing_bytes(opcode::rans_static, n, chunks);
+  return best;
 }
 
 // leaf_bytes_from_counts on the present values alone.
@@ -100,10 +141,7 @@ double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
              wide_framing_bytes(opcode::rans0, n * width, chunks);
     }
     case opcode::rans_static:
-      return h.size() < 2
-                 ? infinite
-                 : estimate_table_bytes(h) +
-                       wide_framing_bytes(opcode::rans_static, n, chunks);
+      return static_leaf(h, n, chunks).bytes;
     default:
       return infinite;
   }
@@ -112,6 +150,7 @@ double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
 struct leaf_cost {
   opcode op = opcode::raw;
   double bytes = infinite;
+  unsigned scale = 0;  // rans_static's precision
 };
 
 // The best leaf for a value of `width`-byte lanes whose whole histogram is
@@ -124,8 +163,12 @@ leaf_cost best_leaf(sparse_hist const& h, unsigned width, double chunks,
   for (opcode op : {opcode::raw, opcode::zero, opcode::constant, opcode::rans0,
                     opcode::rans_static}) {
     if (op == opcode::rans_static && !static_allowed) continue;
-    double const b = leaf_bytes(op, h, n, width, chunks);
-    if (b + node_bytes < best.bytes) best = {op, b + node_bytes};
+    static_cost st;
+    if (op == opcode::rans_static) st = static_leaf(h, n, chunks);
+    double const b = op == opcode::rans_static
+                         ? st.bytes
+                         : leaf_bytes(op, h, n, width, chunks);
+    if (b + node_bytes < best.bytes) best = {op, b + node_bytes, st.scale};
   }
   return best;
 }
@@ -143,9 +186,10 @@ std::array<std::vector<uint64_t>, 2> mantissa_planes(
   return out;
 }
 
-// A static table for the dense histogram `counts`, into `leaf` (a
-// rans_static leaf whose table is still empty).
-void fill_table(node& leaf, std::span<uint64_t const> counts) {
+// A static table for the dense histogram `counts` at precision 2^scale
+// (0: rans_static_scale_for's), into `leaf` (a rans_static leaf whose table
+// is still empty).
+void fill_table(node& leaf, std::span<uint64_t const> counts, unsigned scale) {
   if (leaf.op != opcode::rans_static || !leaf.blob.empty()) return;
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> present;
@@ -153,8 +197,10 @@ void fill_table(node& leaf, std::span<uint64_t const> counts) {
     if (counts[s])
       symbols.push_back(static_cast<uint32_t>(s)), present.push_back(counts[s]);
   }
-  leaf.blob =
-      serialize_rans_static_table(choose_rans_static_table(symbols, present));
+  leaf.blob = serialize_rans_static_table(
+      scale == 0 ? choose_rans_static_table(symbols, present)
+                 : quantize_rans_static_table(
+                       rans_static::normalize(symbols, present, scale)));
 }
 
 struct window_stats {
@@ -306,11 +352,16 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   closed_form_choice best;
   best.program = make_leaf(opcode::raw);
   best.estimated_bytes = static_cast<double>(in.data.size()) + node_bytes;
+  // The precisions of the winner's tables, by child (0: the standard).
+  std::vector<unsigned> best_scales;
   auto offer = [&](node program, double bytes) {
     if (bytes < best.estimated_bytes) {
       best.program = std::move(program);
       best.estimated_bytes = bytes;
+      best_scales.clear();
+      return true;
     }
+    return false;
   };
   auto view_of = [&](node elements) {
     return make_op(opcode::view, {2, m_param},
@@ -342,8 +393,14 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   }
   if (in.tables != nullptr) {
     if (auto const use = in.tables->table_for(in.info.offset)) {
+      // Its estimate leaves out the wide framing and the states' loss.
+      uint64_t const n = in.data.size() / 2;
+      unsigned const scale =
+          use->leaf->blob.empty() ? rans_static::max_scale : use->leaf->blob[0];
       offer(view_of(*use->leaf),
-            view_bytes + node_bytes + use->payload_bytes + use->blob_share);
+            view_bytes + node_bytes + use->payload_bytes + use->blob_share +
+                state_loss_bytes(n, scale) +
+                wide_framing_bytes(opcode::rans_static, n, chunks));
     }
   }
   // Byte planes (low, high), float fields (sign, exponent, mantissa) and
@@ -352,6 +409,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   unsigned const mbits = m == meaning::bf16 ? 7 : 10;
   for (opcode op : {opcode::planes, opcode::fields, opcode::bitfields}) {
     std::vector<node> leaves;
+    std::vector<unsigned> scales;
     double bytes = view_bytes + node_bytes;
     if (op == opcode::bitfields) bytes += 2;  // its two width parameters
     for (std::vector<uint64_t> const* counts : split_counts(mg, op)) {
@@ -371,11 +429,15 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
         }
       }
       bytes += kid_bytes;
+      scales.push_back(kid.op == opcode::rans_static ? l.scale : 0);
       leaves.push_back(std::move(kid));
     }
     std::vector<uint64_t> params;
     if (op == opcode::bitfields) params = {mbits, 16 - mbits};
-    offer(view_of(make_op(op, std::move(params), std::move(leaves))), bytes);
+    if (offer(view_of(make_op(op, std::move(params), std::move(leaves))),
+              bytes)) {
+      best_scales = std::move(scales);
+    }
   }
   // The elements' own table: its estimate costs O(distinct values) with a
   // large constant (fp16 weights have tens of thousands), so only where it
@@ -385,9 +447,11 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     double const floor = entropy_from_terms(in.data.size() / 2, mg.terms) / 8 +
                          own_table_floor * static_cast<double>(h.size());
     if (view_bytes + node_bytes + floor < best.estimated_bytes) {
+      uint64_t const n = in.data.size() / 2;
       double const tb =
           estimate_table_bytes(h) +
-          wide_framing_bytes(opcode::rans_static, in.data.size() / 2, chunks);
+          state_loss_bytes(n, rans_static_scale_for(h.size(), n)) +
+          wide_framing_bytes(opcode::rans_static, n, chunks);
       offer(view_of(make_leaf(opcode::rans_static)),
             view_bytes + node_bytes + tb);
     }
@@ -407,7 +471,8 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     } else {
       auto const kids = split_counts(mg, e.op);
       for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
-        fill_table(e.children[i], *kids[i]);
+        fill_table(e.children[i], *kids[i],
+                   i < best_scales.size() ? best_scales[i] : 0);
       }
     }
   }
