@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codec/dsl/operator.h"
+#include "codec/ops/bitfields_kernels.h"
 #include "codec/ops/op_util.h"
 
 namespace brevis::codec {
@@ -39,6 +40,11 @@ __attribute__((target_clones("avx2", "default"))) bool insert(
   return true;
 }
 
+// Two fields of 16-bit lanes: what 16-bit floats split into (the kernels).
+bool two_fields_of_16(node const& n, value_type in) {
+  return in.width == 2 && n.params.size() == 2;
+}
+
 class bitfields_op final : public op_def {
  public:
   opcode code() const override { return opcode::bitfields; }
@@ -64,18 +70,33 @@ class bitfields_op final : public op_def {
   }
 
   void encode(node const& n, stream const& in, std::vector<stream>& out,
-              bytes&) const override {
-    std::vector<value_type> const types = child_types(n, in.type);
-    size_t const count = in.count();
+              bytes& side) const override {
+    encode_view(n, in.data, in.type, out, side);
+  }
+
+  // Reads its input once, in place.
+  void encode_view(node const& n, byte_view in, value_type type,
+                   std::vector<stream>& out, bytes&) const override {
+    std::vector<value_type> const types = child_types(n, type);
+    size_t const count = op_util::element_count(in.size(), type);
+    if (two_fields_of_16(n, type)) {  // 16-bit floats: one pass
+      stream low = op_util::make_stream(count * types[0].width, types[0]);
+      stream high = op_util::make_stream(count * types[1].width, types[1]);
+      bitfields_kernels::split16(
+          in.data(), count, static_cast<unsigned>(n.params[0]), types[0].width,
+          low.data.data(), types[1].width, high.data.data());
+      out.push_back(std::move(low));
+      out.push_back(std::move(high));
+      return;
+    }
     unsigned shift = 0;
     for (size_t f = 0; f < types.size(); ++f) {
       unsigned const bits = static_cast<unsigned>(n.params[f]);
       stream field = op_util::make_stream(count * types[f].width, types[f]);
-      op_util::with_lane_pair(in.type.width, types[f].width,
-                              [&]<typename T, typename N>() {
-                                extract<T, N>(in.data.data(), count, shift,
-                                              bits, field.data.data());
-                              });
+      op_util::with_lane_pair(
+          type.width, types[f].width, [&]<typename T, typename N>() {
+            extract<T, N>(in.data(), count, shift, bits, field.data.data());
+          });
       out.push_back(std::move(field));
       shift += bits;
     }
@@ -98,6 +119,17 @@ class bitfields_op final : public op_def {
     byte_reader no_side(side);
     op_util::expect_children(children, child_sizes(n, in, out_size, no_side),
                              name());
+    // Two fields of 16-bit lanes (neither a zero leaf, which the loop below
+    // skips): one pass that checks the widths as it joins.
+    if (two_fields_of_16(n, in) && n.children.size() == 2 &&
+        n.children[1].op != opcode::zero) {
+      fail_if(
+          !bitfields_kernels::join16(
+              children[0].data.data(), types[0].width, children[1].data.data(),
+              types[1].width, count, static_cast<unsigned>(n.params[0]), out),
+          errc::corrupt, "bitfields: value wider than its field");
+      return;
+    }
     unsigned shift = 0;
     for (size_t f = 0; f < types.size(); ++f) {
       unsigned const bits = static_cast<unsigned>(n.params[f]);

@@ -13,6 +13,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   ops/low_zero.cpp
   ops/split.cpp
   ops/bitfields.cpp
+  ops/bitfields_kernels.cpp
   ops/bitplanes.cpp
   ops/repeat.cpp
   ops/sparse.cpp)
