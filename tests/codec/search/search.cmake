@@ -1,4 +1,5 @@
 brevis_add_test(search_test codec/search/search_test.cpp
                 codec/search/decode_speed_test.cpp
                 codec/search/segment_test.cpp
-                codec/search/closed_form_test.cpp)
+                codec/search/closed_form_test.cpp
+                codec/search/closed_form_bitfields_test.cpp)
