@@ -88,21 +88,30 @@ struct static_cost {
 // A static table of h's own (n symbols): its bytes, blob and framing
 // included, at the precision that codes it smallest (small alphabets; ties
 // to the smaller table, which decodes faster), else rans_static_scale_for's.
+// The smallest is at most 2^14 (2^15 loses more than 2^14 to the states
+// wherever 2^14 holds the alphabet), and the costs fall toward it: they are
+// tried downward from there until one grows.
 static_cost static_leaf(sparse_hist const& h, uint64_t n, double chunks) {
   static_cost best;
   if (h.size() < 2) return best;
-  unsigned const standard = rans_static_scale_for(h.size(), n);
-  unsigned lo = standard;
-  if (h.size() <= small_alphabet) {
-    lo = 10;
-    while ((size_t{1} << lo) < 4 * h.size()) ++lo;
-  }
-  for (unsigned scale = lo; scale <= std::max(lo, standard); ++scale) {
+  auto cost = [&](unsigned scale) {
     double payload_bits = 0;
     double const blob =
         estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
-    double const bytes = blob + payload_bits / 8 + state_loss_bytes(n, scale);
-    if (bytes < best.bytes) best = {bytes, scale};
+    return blob + payload_bits / 8 + state_loss_bytes(n, scale);
+  };
+  unsigned const standard = rans_static_scale_for(h.size(), n);
+  if (h.size() > small_alphabet || standard <= 10) {
+    best = {cost(standard), standard};
+  } else {
+    unsigned lo = 10;
+    while ((size_t{1} << lo) < 4 * h.size()) ++lo;
+    for (unsigned scale = std::max(lo, std::min(standard, 14u)); scale >= lo;
+         --scale) {
+      double const bytes = cost(scale);
+      if (bytes > best.bytes) break;
+      best = {bytes, scale};
+    }
   }
   best.bytes += wide_framing_bytes(opcode::rans_static, n, chunks);
   return best;
