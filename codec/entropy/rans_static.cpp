@@ -261,8 +261,15 @@ void coder::build_encoder() const {
     e.cmpl = static_cast<uint16_t>(total - f);
     start += f;
   }
-  bool const direct = width_ == 1;
-  size_t const entries = direct ? 256 : enc_.size();
+  // 16-bit symbols of a small range (bf16's sign and exponent: below 512)
+  // are indexed by the symbol too, which saves the vector code a gather.
+  enc_direct_end_ = width_ == 2 && table_.symbols.back() < direct16_end
+                        ? table_.symbols.back() + 1
+                        : 0;
+  bool const direct = width_ == 1 || enc_direct_end_ > 0;
+  size_t const entries = width_ == 1           ? 256
+                         : enc_direct_end_ > 0 ? enc_direct_end_
+                                               : enc_.size();
   enc_bias_cmpl_.assign(entries, 0);
   enc_inverse_.assign(entries, 0.0f);
   for (size_t i = 0; i < enc_.size(); ++i) {
@@ -410,7 +417,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
     absent |= simd::encode_rounds_avx512(
         sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-        enc_bias_cmpl_.data(), enc_inverse_.data());
+        enc_bias_cmpl_.data(), enc_inverse_.data(), enc_direct_end_);
     i = 0;
   }
   while (i > 0) {

@@ -143,6 +143,10 @@ class coder {
   // inverse 0 for the absent ones), so the vector code needs no index gather.
   mutable std::vector<uint32_t> enc_bias_cmpl_;
   mutable std::vector<float> enc_inverse_;
+  // 16-bit symbols all below direct16_end get those by the symbol too:
+  // 1 + the largest symbol, else 0.
+  static constexpr uint32_t direct16_end = 4096;
+  mutable uint32_t enc_direct_end_ = 0;
   // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
   // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
   // when the table has more than one symbol), and the symbol, with one

@@ -307,8 +307,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) bool
 encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
                           size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* bias_cmpl,
-                          float const* inverse) {
+                          float const* inverse, uint32_t direct_end) {
   constexpr unsigned groups = wide_lanes / 16;
+  __m512i const direct_ends = _mm512_set1_epi32(static_cast<int>(direct_end));
   __m512i state[groups];
   for (unsigned g = 0; g < groups; ++g)
     state[g] = _mm512_loadu_si512(x + 16 * g);
@@ -336,7 +337,12 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
             _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
       }
       __m512i idx = symbols;
-      if constexpr (sizeof(sym) == 2) {
+      if (sizeof(sym) == 2 && direct_end > 0) {
+        // By the symbol, as 8-bit ones: those past the tables are absent.
+        __mmask16 const past = _mm512_cmpge_epu32_mask(symbols, direct_ends);
+        absent |= past;
+        idx = _mm512_mask_mov_epi32(idx, past, _mm512_setzero_si512());
+      } else if constexpr (sizeof(sym) == 2) {
         idx = _mm512_i32gather_epi32(symbols, index, 4);
         __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
         absent |= bad;
@@ -344,7 +350,7 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
       }
       __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
       __m512 const inv = _mm512_i32gather_ps(idx, inverse, 4);
-      if constexpr (sizeof(sym) == 1) {
+      if (sizeof(sym) == 1 || direct_end > 0) {
         absent |= _mm512_cmpeq_epi32_mask(_mm512_castps_si512(inv),
                                           _mm512_setzero_si512());
       }
@@ -478,12 +484,13 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* bias_cmpl,
-                          float const* inverse) {
+                          float const* inverse, uint32_t direct_end) {
   return width == 1
              ? encode_rounds_avx512_impl<uint8_t>(x, p, in, rounds_end, total,
-                                                  index, bias_cmpl, inverse)
+                                                  index, bias_cmpl, inverse, 0)
              : encode_rounds_avx512_impl<uint16_t>(x, p, in, rounds_end, total,
-                                                   index, bias_cmpl, inverse);
+                                                   index, bias_cmpl, inverse,
+                                                   direct_end);
 }
 
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol) {
@@ -517,7 +524,7 @@ size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
 }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
                           size_t, uint32_t, uint32_t const*, uint32_t const*,
-                          float const*) {
+                          float const*, uint32_t) {
   return false;
 }
 void fill_slots_avx512(table const&, uint32_t*, uint16_t*) {}

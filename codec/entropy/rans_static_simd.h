@@ -54,10 +54,12 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 /// symbols by the symbol itself (`index` unused, inverse 0 when absent),
 /// which saves a gather. Returns true if some symbol is absent from the table
 /// (the payload is then junk).
+/// 16-bit symbols with direct_end > 0 are indexed like 8-bit ones, by the
+/// symbol, in tables of direct_end entries (symbols past them absent).
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* bias_cmpl,
-                          float const* inverse);
+                          float const* inverse, uint32_t direct_end = 0);
 
 /// Writes the decode slots of table `t` (2^scale of each array).
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);
