@@ -427,7 +427,8 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
       node kid = make_leaf(l.op);
       double kid_bytes = l.bytes;
       if (width == 2 && op != opcode::bitfields) {
-        // fp16's mantissa: also its byte planes, order 0 each.
+        // fp16's mantissa: also its byte planes, order 0 each (not under
+        // bitfields, whose point is a symbol fewer per element).
         auto const planes = mantissa_planes(*counts);
         leaf_cost const lo = best_leaf(sparse_of(planes[0]), 1, chunks, false);
         leaf_cost const hi = best_leaf(sparse_of(planes[1]), 1, chunks, false);
