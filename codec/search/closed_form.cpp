@@ -85,13 +85,18 @@ struct static_cost {
   unsigned scale = 0;
 };
 
-// A static table of h's own (n symbols): its bytes, blob and framing
-// included, at the precision that codes it smallest (small alphabets; ties
-// to the smaller table, which decodes faster), else rans_static_scale_for's.
-// The smallest is at most 2^14 (2^15 loses more than 2^14 to the states
-// wherever 2^14 holds the alphabet), and the costs fall toward it: they are
-// tried downward from there until one grows.
-static_cost static_leaf(sparse_hist const& h, uint64_t n, double chunks) {
+// A static table of h's own (n symbols of `width` bytes): its bytes, blob
+// and framing included, at the precision that codes it smallest among those
+// that decode fast (small alphabets), else rans_static_scale_for's. Tables
+// of 2^12 slots or fewer stay in L1; above, 8-bit symbols decode faster
+// from the compact tables of 2^15 and 2^16 slots, and 16-bit ones slow
+// down with every doubling (measured on bf16 and fp16 weights, ns a symbol:
+// 8-bit 0.59 at 2^12, 0.80 at 2^14, 0.78 at 2^15; 16-bit 0.58 at 2^12,
+// 0.68 at 2^13, 0.81 at 2^14). So 8-bit tables try 2^15 and 2^12 down,
+// 16-bit ones 2^13 down, each downward until the cost grows (the states'
+// loss falls and the frequencies' rounding grows as the table shrinks).
+static_cost static_leaf(sparse_hist const& h, uint64_t n, unsigned width,
+                        double chunks) {
   static_cost best;
   if (h.size() < 2) return best;
   auto cost = [&](unsigned scale) {
@@ -106,12 +111,15 @@ static_cost static_leaf(sparse_hist const& h, uint64_t n, double chunks) {
   } else {
     unsigned lo = 10;
     while ((size_t{1} << lo) < 4 * h.size()) ++lo;
-    for (unsigned scale = std::max(lo, std::min(standard, 14u)); scale >= lo;
-         --scale) {
+    if (width == 1 && standard >= 15) best = {cost(15), 15};
+    unsigned const top = std::min(standard, width == 1 ? 12u : 13u);
+    static_cost down;
+    for (unsigned scale = std::max(lo, top); scale >= lo; --scale) {
       double const bytes = cost(scale);
-      if (bytes > best.bytes) break;
-      best = {bytes, scale};
+      if (bytes > down.bytes) break;
+      down = {bytes, scale};
     }
+    if (down.bytes <= best.bytes) best = down;
   }
   best.bytes += wide_framing_bytes(opcode::rans_static, n, chunks);
   return best;
@@ -150,7 +158,7 @@ double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
              wide_framing_bytes(opcode::rans0, n * width, chunks);
     }
     case opcode::rans_static:
-      return static_leaf(h, n, chunks).bytes;
+      return static_leaf(h, n, width, chunks).bytes;
     default:
       return infinite;
   }
@@ -173,7 +181,7 @@ leaf_cost best_leaf(sparse_hist const& h, unsigned width, double chunks,
                     opcode::rans_static}) {
     if (op == opcode::rans_static && !static_allowed) continue;
     static_cost st;
-    if (op == opcode::rans_static) st = static_leaf(h, n, chunks);
+    if (op == opcode::rans_static) st = static_leaf(h, n, width, chunks);
     double const b = op == opcode::rans_static
                          ? st.bytes
                          : leaf_bytes(op, h, n, width, chunks);
