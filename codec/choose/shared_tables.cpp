@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
 #include "codec/leaves/rans_static.h"
 
@@ -89,7 +90,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
       continue;
     }
+    double const t0 = thread_cpu_ms();
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
+    count_ms_[r.offset] = thread_cpu_ms() - t0;
     float16_marginals mg =
         float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
     auto const [median, own] = median_and_own(mg, m.hist.size());
@@ -135,6 +138,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
         0.9 * keep_factor * est.blob_bytes) {
       continue;
     }
+    double const build_start = thread_cpu_ms();
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
     symbols.reserve(group.size()), counts.reserve(group.size());
@@ -142,6 +146,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
     n.blob = serialize_rans_static_table(tab);
+    double const build_ms = thread_cpu_ms() - build_start;
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =
           tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
@@ -160,7 +165,8 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     for (size_t i = 0; i < members.size(); ++i) {
       table_of_[members[i].offset] = {tables_.size(), member_bits[i] / 8};
     }
-    tables_.push_back(shared_table{std::move(n), share});
+    tables_.push_back(shared_table{std::move(n), share,
+                                   build_ms / static_cast<double>(users)});
   }
   // choose() reuses the histograms (same region bytes).
   for (auto& [key, members] : groups) {
@@ -179,7 +185,12 @@ std::optional<file_tables::use> file_tables::table_for(
   auto it = table_of_.find(region_offset);
   if (it == table_of_.end()) return std::nullopt;
   shared_table const& t = tables_[it->second.first];
-  return use{&t.leaf, t.blob_share, it->second.second};
+  return use{&t.leaf, t.blob_share, it->second.second, t.build_ms};
+}
+
+double file_tables::count_ms(uint64_t region_offset) const {
+  auto it = count_ms_.find(region_offset);
+  return it == count_ms_.end() ? 0 : it->second;
 }
 
 sparse_hist const* file_tables::histogram_of(uint64_t region_offset) const {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
 #include "codec/core/bytes.h"
 #include "codec/leaves/rans_static.h"
@@ -339,6 +340,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     }
   }
   // The winner's tables, from the same histograms.
+  double const build_start = thread_cpu_ms();
   node& p = best.program;
   if (p.op == opcode::view && !p.children.empty()) {
     node& e = p.children[0];
@@ -357,6 +359,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
       }
     }
   }
+  best.table_ms = thread_cpu_ms() - build_start;
   return best;
 }
 
