@@ -46,6 +46,18 @@ sparse_hist sparse_of(std::span<uint64_t const> counts) {
   return h;
 }
 
+// rANS order 0 on lanes whose bytes' histogram is `bytes`: htscodecs order
+// 0, a table per chunk, as the cost model estimates it (cost_model.cpp).
+double rans0_bytes(std::array<uint64_t, 256> const& bytes, double chunks) {
+  uint64_t total = 0;
+  double terms = 0, present = 0;
+  for (uint64_t c : bytes) {
+    total += c, terms += c_log2_c(c), present += c > 0;
+  }
+  return entropy_from_terms(total, terms) / 8 +
+         (1.25 * present + 12) * std::max(1.0, chunks);
+}
+
 // leaf_bytes_from_counts on the present values alone.
 double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
                   double chunks) {
@@ -57,21 +69,13 @@ double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
     case opcode::constant:
       return h.size() == 1 ? width * chunks : infinite;
     case opcode::rans0: {
-      // htscodecs order 0 on the lanes' bytes, a table per chunk: the cost
-      // model's estimate (cost_model.cpp).
       if (n == 0) return infinite;
       std::array<uint64_t, 256> bytes{};
       for (auto const& [s, c] : h) {
         bytes[s & 255] += c;
         if (width == 2) bytes[s >> 8] += c;
       }
-      uint64_t total = 0;
-      double terms = 0, present = 0;
-      for (uint64_t c : bytes) {
-        total += c, terms += c_log2_c(c), present += c > 0;
-      }
-      return entropy_from_terms(total, terms) / 8 +
-             (1.25 * present + 12) * std::max(1.0, chunks);
+      return rans0_bytes(bytes, chunks);
     }
     case opcode::rans_static:
       return h.size() < 2 ? infinite : estimate_table_bytes(h);
@@ -86,17 +90,45 @@ struct leaf_cost {
 };
 
 // The best leaf for a value of `width`-byte lanes whose whole histogram is
-// `counts`, among those the search would try on it.
-leaf_cost best_leaf(sparse_hist const& h, unsigned width, double chunks,
-                    bool static_allowed) {
+// `counts` (dense, indexed by value), among those the search would try on
+// it. Called for each byte plane and float field of every region, so it
+// makes no sparse copy (leaf_bytes' costs, from the same sums in the same
+// order); only the static table's estimate reads the present values, from a
+// reused buffer.
+leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
+                    double chunks, bool static_allowed) {
   uint64_t n = 0;
-  for (auto const& [s, c] : h) n += c;
+  size_t present = 0;
+  uint32_t first = 0;
+  std::array<uint64_t, 256> bytes{};
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s] == 0) continue;
+    uint64_t const c = entry_count(counts[s]);  // as sparse_of holds it
+    if (present++ == 0) first = static_cast<uint32_t>(s);
+    n += c;
+    bytes[s & 255] += c;
+    if (width == 2) bytes[s >> 8] += c;
+  }
   leaf_cost best;
-  for (opcode op : {opcode::raw, opcode::zero, opcode::constant, opcode::rans0,
-                    opcode::rans_static}) {
-    if (op == opcode::rans_static && !static_allowed) continue;
-    double const b = leaf_bytes(op, h, n, width, chunks);
+  auto consider = [&](opcode op, double b) {
     if (b + node_bytes < best.bytes) best = {op, b + node_bytes};
+  };
+  consider(opcode::raw, static_cast<double>(n * width));
+  consider(opcode::zero, present == 1 && first == 0 ? 0 : infinite);
+  consider(opcode::constant, present == 1 ? width * chunks : infinite);
+  consider(opcode::rans0, n == 0 ? infinite : rans0_bytes(bytes, chunks));
+  if (static_allowed) {
+    double b = infinite;
+    if (present >= 2) {
+      thread_local sparse_hist h;
+      h.clear();
+      for (size_t s = 0; s < counts.size(); ++s) {
+        if (counts[s])
+          h.emplace_back(static_cast<uint32_t>(s), entry_count(counts[s]));
+      }
+      b = estimate_table_bytes(h);
+    }
+    consider(opcode::rans_static, b);
   }
   return best;
 }
@@ -307,14 +339,14 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     double bytes = view_bytes + node_bytes;
     for (size_t i = 0; i < kids.size(); ++i) {
       unsigned const width = kids[i].size() > 256 ? 2 : 1;
-      leaf_cost const l = best_leaf(sparse_of(kids[i]), width, chunks, statics);
+      leaf_cost const l = best_leaf(kids[i], width, chunks, statics);
       node kid = make_leaf(l.op);
       double kid_bytes = l.bytes;
       if (width == 2) {
         // fp16's mantissa: also its byte planes, order 0 each.
         auto const planes = mantissa_planes(kids[i]);
-        leaf_cost const lo = best_leaf(sparse_of(planes[0]), 1, chunks, false);
-        leaf_cost const hi = best_leaf(sparse_of(planes[1]), 1, chunks, false);
+        leaf_cost const lo = best_leaf(planes[0], 1, chunks, false);
+        leaf_cost const hi = best_leaf(planes[1], 1, chunks, false);
         if (node_bytes + lo.bytes + hi.bytes < kid_bytes) {
           kid_bytes = node_bytes + lo.bytes + hi.bytes;
           kid =
