@@ -122,20 +122,23 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
-    // gets its table built and its gain checked exactly.
-    table_estimate const est = estimate_table_code_bits(group, sym_bits);
-    // No table can save the members its blob: no pass over them. (A
-    // one-symbol table codes in no bytes, framing neither.)
+    // gets its table built and its gain checked exactly. Its blob first:
+    // where no table can save the members that much, no pass over them,
+    // nor code lengths. (A one-symbol table codes in no bytes, framing
+    // neither.)
+    double const blob_bytes = estimate_table_blob_bytes(group);
+    bool const single_symbol = group.size() == 1;
     double most_saved = 0;
     for (member const& m : members) most_saved += m.most_saved;
-    if (!est.single_symbol && most_saved < 0.9 * keep_factor * est.blob_bytes) {
+    if (!single_symbol && most_saved < 0.9 * keep_factor * blob_bytes) {
       continue;
     }
+    estimate_table_code_lengths(group, sym_bits);
     // (On the blazepose files the estimated gain ran up to a few percent
     // above the exact one and the estimated blob within 10% of the built
     // one: the 0.9 margin skipped no group the exact check kept.)
-    if (shared_gain(members, sym_bits, est.single_symbol) <
-        0.9 * keep_factor * est.blob_bytes) {
+    if (shared_gain(members, sym_bits, single_symbol) <
+        0.9 * keep_factor * blob_bytes) {
       continue;
     }
     double const build_start = thread_cpu_ms();
