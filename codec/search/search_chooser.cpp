@@ -203,8 +203,17 @@ class search_file_chooser final : public program_chooser {
     sparse_hist const* hist = float16_histogram(r, data, own);
     if (hist == nullptr) return false;
     double const own_count_ms = tables_ ? 0 : thread_cpu_ms() - count_start;
+    // Without the file's, the marginals once, for the gate and the program.
+    float16_marginals own_marginals;
+    float16_marginals const* marginals = nullptr;
+    if (tables_) {
+      marginals = tables_->marginals_of(r.offset);
+    } else if (!hist->empty() && data.size() % 2 == 0) {
+      own_marginals = float16_marginals_of(*hist, search::meaning_of(r.type));
+      marginals = &own_marginals;
+    }
     region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist,
-                          tables_ ? tables_->marginals_of(r.offset) : nullptr};
+                          marginals};
     auto choice = search::closed_form_program(in, tables_.has_value());
     if (!choice) return false;
     program = std::move(choice->program);
