@@ -108,6 +108,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
   std::vector<double> sym_bits(65536);  // read only at the group's symbols
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
+    // The group's count: what its table is built from (encoding work, as
+    // building it is, where the table is kept: shared_table::build_ms).
+    double const count_start = thread_cpu_ms();
     for (member const& m : members) {
       for (auto const& [s, c] : m.hist) total[s] += c;
     }
@@ -119,6 +122,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
       group.emplace_back(s, entry_count(total[s]));
       total[s] = 0;
     }
+    double const count_ms = thread_cpu_ms() - count_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
@@ -149,7 +153,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
     n.blob = serialize_rans_static_table(tab);
-    double const build_ms = thread_cpu_ms() - build_start;
+    double const build_ms = count_ms + (thread_cpu_ms() - build_start);
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =
           tab.scale - std::log2(static_cast<double>(tab.freqs[i]));

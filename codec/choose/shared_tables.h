@@ -26,7 +26,8 @@ class file_tables {
     node const* leaf;      // the rans_static leaf holding the table
     double blob_share;     // table bytes charged to each tensor using it
     double payload_bytes;  // the whole region's payload under the table
-    double build_ms;       // CPU time building the table, per tensor using it
+    double build_ms;       // CPU time counting its group and building it,
+                           // per tensor using it
   };
   /// The table for the region starting at `region_offset`, if any.
   std::optional<use> table_for(uint64_t region_offset) const;
