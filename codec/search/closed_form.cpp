@@ -101,13 +101,20 @@ leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
   size_t present = 0;
   uint32_t first = 0;
   std::array<uint64_t, 256> bytes{};
-  for (size_t s = 0; s < counts.size(); ++s) {
-    if (counts[s] == 0) continue;
-    uint64_t const c = entry_count(counts[s]);  // as sparse_of holds it
-    if (present++ == 0) first = static_cast<uint32_t>(s);
-    n += c;
-    bytes[s & 255] += c;
-    if (width == 2) bytes[s >> 8] += c;
+  // By blocks of 256 values: a 16-bit value's high byte is the block's,
+  // summed in a register (an increment a value of one counter would wait
+  // on the previous one).
+  for (size_t b = 0; b < counts.size(); b += 256) {
+    uint64_t high = 0;
+    for (size_t s = b; s < std::min(counts.size(), b + 256); ++s) {
+      if (counts[s] == 0) continue;
+      uint64_t const c = entry_count(counts[s]);  // as sparse_of holds it
+      if (present++ == 0) first = static_cast<uint32_t>(s);
+      n += c;
+      bytes[s & 255] += c;
+      high += c;
+    }
+    if (width == 2) bytes[b >> 8] += high;
   }
   leaf_cost best;
   auto consider = [&](opcode op, double b) {
@@ -139,9 +146,15 @@ std::array<std::vector<uint64_t>, 2> mantissa_planes(
     std::span<uint64_t const> m) {
   std::array<std::vector<uint64_t>, 2> out{std::vector<uint64_t>(256, 0),
                                            std::vector<uint64_t>(256, 0)};
-  for (size_t s = 0; s < m.size(); ++s) {
-    out[0][s & 255] += m[s];
-    out[1][s >> 8] += m[s];
+  // The high byte's counts summed in a register: an increment a value of
+  // the same counter would wait on the previous one.
+  for (size_t b = 0; b < m.size(); b += 256) {
+    uint64_t high = 0;
+    for (size_t s = b; s < std::min(m.size(), b + 256); ++s) {
+      out[0][s & 255] += m[s];
+      high += m[s];
+    }
+    out[1][b >> 8] += high;
   }
   return out;
 }
