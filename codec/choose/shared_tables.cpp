@@ -106,6 +106,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
   // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
   std::vector<double> sym_bits(65536);  // read only at the group's symbols
+  // Reused by every group: fp16 groups have tens of thousands of symbols,
+  // and growing a fresh one each would page in new memory at every step.
+  sparse_hist group;
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
     // The group's count: what its table is built from (encoding work, as
@@ -116,7 +119,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     }
     // In symbol order by a scan, cheaper than sorting the tens of
     // thousands of symbols of large groups.
-    sparse_hist group;
+    group.clear();
     for (uint32_t s = 0; s < total.size(); ++s) {
       if (total[s] == 0) continue;
       group.emplace_back(s, entry_count(total[s]));
