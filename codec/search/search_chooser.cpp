@@ -224,13 +224,13 @@ class search_file_chooser final : public program_chooser {
   }
 
   // CPU time of the closed-form choice `program` of region `r` that was
-  // encoding work: where the program codes with static tables, they were
-  // built from the region's histogram (its own, its marginals, or the file's
+  // encoding work. Where the program codes with static tables, they were
+  // built from the region's histogram (its own, its marginals, or the file
   // table it contributed to), which is then the count the coder needs, as
-  // rANS order 0 counts its input while it encodes; the winner's table
-  // building (`own_ms`, with the count when the region counted its own) and
-  // its share of a file table's too. Where no
-  // static table codes it, counting was choosing alone.
+  // rANS order 0 counts its input while it encodes: that count, the
+  // winner's table building (`own_ms`, with the count when the region
+  // counted its own) and its share of a file table's. Where no static table
+  // codes it, counting was choosing alone.
   double coding_ms(region const& r, node const& program, double own_ms) const {
     if (!uses_static_table(program)) return 0;
     double ms = own_ms;
