@@ -69,7 +69,16 @@ sparse_histogram16 histogram16(byte_view data) {
   if (n >= symbols) {
     // Large inputs: scanning the counters (skipping empty blocks a vector
     // at a time) costs less than marking the symbols seen.
-    for (size_t i = 0; i < n; ++i) ++count[load_le<uint16_t>(p + 2 * i)];
+    // A cache line at a time, fetching the line `ahead` bytes on: the
+    // input is usually a file's mapped pages, 4 KiB apart in memory, where
+    // the hardware prefetcher stops at every page's end.
+    constexpr size_t ahead = 2048;
+    size_t i = 0;
+    for (; 2 * i + 64 + ahead <= data.size(); i += 32) {
+      __builtin_prefetch(p + 2 * i + ahead);
+      for (size_t j = i; j < i + 32; ++j) ++count[load_le<uint16_t>(p + 2 * j)];
+    }
+    for (; i < n; ++i) ++count[load_le<uint16_t>(p + 2 * i)];
     // Filled without a branch a symbol (fp16 weights' alphabets are dense
     // and irregular): every counter of a nonempty block is written at the
     // next entry, which only a nonzero count keeps. Then copied out at its
