@@ -40,9 +40,18 @@ void read_all(int fd, codec::bytes& out) {
   }
 }
 
+// Whether a file of `size` bytes may be read in whole when mapped: it stays
+// well inside the machine's memory.
+bool fits_in_memory(uint64_t size) {
+  long const pages = ::sysconf(_SC_PHYS_PAGES);
+  long const page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return false;
+  return size <= static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4;
+}
+
 }  // namespace
 
-input load_input(std::string const& path) {
+input load_input(std::string const& path, bool whole) {
   input in;
   in.path = path;
   in.is_stdin = path == "-";
@@ -58,7 +67,8 @@ input load_input(std::string const& path) {
   if (S_ISREG(st.st_mode)) {
     in.is_regular = true;
     in.st = st;
-    in.map = mapped_file(fd, static_cast<size_t>(st.st_size));
+    auto const size = static_cast<size_t>(st.st_size);
+    in.map = mapped_file(fd, size, whole && fits_in_memory(size));
   } else {
     read_all(fd, in.buffer);
   }

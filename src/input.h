@@ -26,7 +26,10 @@ struct input {
   }
 };
 
-input load_input(std::string const& path);
+/// The bytes of `path`. With `whole` the caller reads every byte (compress):
+/// a mapped file is then read in when mapped, not a page fault at a time
+/// (unless it is large against the machine's memory).
+input load_input(std::string const& path, bool whole = false);
 
 /// Deletes an input after its output was committed (--rm). Nothing happens
 /// for stdin or when the output went to stdout. Throws codec::error(errc::io).

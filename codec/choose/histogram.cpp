@@ -141,10 +141,17 @@ table_estimate estimate_table_code_bits(sparse_hist const& h,
   table_estimate e;
   if (h.empty()) return e;
   e.blob_bytes = estimate_table_blob_bytes(h);
+  e.single_symbol = h.size() == 1;
+  e.payload_bytes = estimate_table_code_lengths(h, bits);
+  return e;
+}
+
+double estimate_table_code_lengths(sparse_hist const& h,
+                                   std::vector<double>& bits) {
+  if (h.empty()) return 0;
   if (h.size() == 1) {
-    e.single_symbol = true;
     bits[h.front().first] = 0;
-    return e;
+    return 0;
   }
   uint64_t n = 0;
   for (auto const& [s, c] : h) n += c;
@@ -170,8 +177,7 @@ table_estimate estimate_table_code_bits(sparse_hist const& h,
     bits[s] += log2_sum;
     payload += static_cast<double>(c) * bits[s];
   }
-  e.payload_bytes = payload / 8;
-  return e;
+  return payload / 8;
 }
 
 // Payload bits of `h` under `t` (symbols of h all in t), framing included.

@@ -63,6 +63,12 @@ struct table_estimate {
 table_estimate estimate_table_code_bits(sparse_hist const& h,
                                         std::vector<double>& bits);
 
+/// The code lengths alone (into `bits`, as estimate_table_code_bits writes
+/// them) and the payload bytes: for callers that first check the blob
+/// (estimate_table_blob_bytes) and skip the rest when it costs too much.
+double estimate_table_code_lengths(sparse_hist const& h,
+                                   std::vector<double>& bits);
+
 /// Payload bits of `h` under `t` (symbols of h all in t), framing included.
 double table_bits(sparse_hist const& h, rans_static::table const& t);
 

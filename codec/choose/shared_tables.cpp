@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
 #include "codec/leaves/rans_static.h"
 
@@ -89,7 +90,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
       continue;
     }
+    double const t0 = thread_cpu_ms();
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
+    count_ms_[r.offset] = thread_cpu_ms() - t0;
     float16_marginals mg =
         float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
     auto const [median, own] = median_and_own(mg, m.hist.size());
@@ -103,38 +106,49 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
   // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
   std::vector<double> sym_bits(65536);  // read only at the group's symbols
+  // Reused by every group: fp16 groups have tens of thousands of symbols,
+  // and growing a fresh one each would page in new memory at every step.
+  sparse_hist group;
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
+    // The group's count: what its table is built from (encoding work, as
+    // building it is, where the table is kept: shared_table::build_ms).
+    double const count_start = thread_cpu_ms();
     for (member const& m : members) {
       for (auto const& [s, c] : m.hist) total[s] += c;
     }
     // In symbol order by a scan, cheaper than sorting the tens of
     // thousands of symbols of large groups.
-    sparse_hist group;
+    group.clear();
     for (uint32_t s = 0; s < total.size(); ++s) {
       if (total[s] == 0) continue;
       group.emplace_back(s, entry_count(total[s]));
       total[s] = 0;
     }
+    double const count_ms = thread_cpu_ms() - count_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
-    // gets its table built and its gain checked exactly.
-    table_estimate const est = estimate_table_code_bits(group, sym_bits);
-    // No table can save the members its blob: no pass over them. (A
-    // one-symbol table codes in no bytes, framing neither.)
+    // gets its table built and its gain checked exactly. Its blob first:
+    // where no table can save the members that much, no pass over them,
+    // nor code lengths. (A one-symbol table codes in no bytes, framing
+    // neither.)
+    double const blob_bytes = estimate_table_blob_bytes(group);
+    bool const single_symbol = group.size() == 1;
     double most_saved = 0;
     for (member const& m : members) most_saved += m.most_saved;
-    if (!est.single_symbol && most_saved < 0.9 * keep_factor * est.blob_bytes) {
+    if (!single_symbol && most_saved < 0.9 * keep_factor * blob_bytes) {
       continue;
     }
+    estimate_table_code_lengths(group, sym_bits);
     // (On the blazepose files the estimated gain ran up to a few percent
     // above the exact one and the estimated blob within 10% of the built
     // one: the 0.9 margin skipped no group the exact check kept.)
-    if (shared_gain(members, sym_bits, est.single_symbol) <
-        0.9 * keep_factor * est.blob_bytes) {
+    if (shared_gain(members, sym_bits, single_symbol) <
+        0.9 * keep_factor * blob_bytes) {
       continue;
     }
+    double const build_start = thread_cpu_ms();
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
     symbols.reserve(group.size()), counts.reserve(group.size());
@@ -142,6 +156,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
     n.blob = serialize_rans_static_table(tab);
+    double const build_ms = count_ms + (thread_cpu_ms() - build_start);
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =
           tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
@@ -160,7 +175,8 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     for (size_t i = 0; i < members.size(); ++i) {
       table_of_[members[i].offset] = {tables_.size(), member_bits[i] / 8};
     }
-    tables_.push_back(shared_table{std::move(n), share});
+    tables_.push_back(shared_table{std::move(n), share,
+                                   build_ms / static_cast<double>(users)});
   }
   // choose() reuses the histograms (same region bytes).
   for (auto& [key, members] : groups) {
@@ -179,7 +195,12 @@ std::optional<file_tables::use> file_tables::table_for(
   auto it = table_of_.find(region_offset);
   if (it == table_of_.end()) return std::nullopt;
   shared_table const& t = tables_[it->second.first];
-  return use{&t.leaf, t.blob_share, it->second.second};
+  return use{&t.leaf, t.blob_share, it->second.second, t.build_ms};
+}
+
+double file_tables::count_ms(uint64_t region_offset) const {
+  auto it = count_ms_.find(region_offset);
+  return it == count_ms_.end() ? 0 : it->second;
 }
 
 sparse_hist const* file_tables::histogram_of(uint64_t region_offset) const {

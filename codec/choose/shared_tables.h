@@ -26,6 +26,8 @@ class file_tables {
     node const* leaf;      // the rans_static leaf holding the table
     double blob_share;     // table bytes charged to each tensor using it
     double payload_bytes;  // the whole region's payload under the table
+    double build_ms;       // CPU time counting its group and building it,
+                           // per tensor using it
   };
   /// The table for the region starting at `region_offset`, if any.
   std::optional<use> table_for(uint64_t region_offset) const;
@@ -33,6 +35,10 @@ class file_tables {
   sparse_hist const* histogram_of(uint64_t region_offset) const;
   /// Its marginals (computed with it, while it is in cache), if computed.
   float16_marginals const* marginals_of(uint64_t region_offset) const;
+
+  /// CPU time spent counting the histogram of the region at
+  /// `region_offset` (0 when not computed).
+  double count_ms(uint64_t region_offset) const;
 
   /// 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
   static int shared_kind(region const& r);
@@ -42,12 +48,14 @@ class file_tables {
   struct shared_table {
     node leaf;
     double blob_share = 0;
+    double build_ms = 0;  // per tensor using it
   };
   std::vector<shared_table> tables_;
   // region offset -> shared table, its estimated payload bytes
   std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
   std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
   std::unordered_map<uint64_t, float16_marginals> marginals_of_;
+  std::unordered_map<uint64_t, double> count_ms_;  // region offset
 };
 
 }  // namespace brevis::codec

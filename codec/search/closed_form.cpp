@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
 #include "codec/core/bytes.h"
 #include "codec/entropy/htscodecs_rans.h"
@@ -125,6 +126,23 @@ static_cost static_leaf(sparse_hist const& h, uint64_t n, unsigned width,
   return best;
 }
 
+// rANS order 0 on lanes whose bytes' histogram is `bytes`: htscodecs order
+// 0, a table per chunk, as the cost model estimates it (cost_model.cpp).
+double rans0_bytes(std::array<uint64_t, 256> const& bytes, double chunks) {
+  uint64_t total = 0;
+  double terms = 0, present = 0;
+  for (uint64_t c : bytes) {
+    total += c, terms += c_log2_c(c), present += c > 0;
+  }
+  // Its frequencies' coarse precision costs about 5e-5 bits a byte per
+  // distinct byte (measured on bf16 fields: 0.006 bits a byte with 128
+  // distinct, 0.0013 with 23).
+  return entropy_from_terms(total, terms) / 8 +
+         (1.25 * present + 12) * std::max(1.0, chunks) +
+         5e-5 / 8 * present * static_cast<double>(total) +
+         wide_framing_bytes(opcode::rans0, total, chunks);
+}
+
 // leaf_bytes_from_counts on the present values alone.
 double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
                   double chunks) {
@@ -136,26 +154,13 @@ double leaf_bytes(opcode leaf, sparse_hist const& h, uint64_t n, unsigned width,
     case opcode::constant:
       return h.size() == 1 ? width * chunks : infinite;
     case opcode::rans0: {
-      // htscodecs order 0 on the lanes' bytes, a table per chunk: the cost
-      // model's estimate (cost_model.cpp).
       if (n == 0) return infinite;
       std::array<uint64_t, 256> bytes{};
       for (auto const& [s, c] : h) {
         bytes[s & 255] += c;
         if (width == 2) bytes[s >> 8] += c;
       }
-      uint64_t total = 0;
-      double terms = 0, present = 0;
-      for (uint64_t c : bytes) {
-        total += c, terms += c_log2_c(c), present += c > 0;
-      }
-      // Its frequencies' coarse precision costs about 5e-5 bits a byte per
-      // distinct byte (measured on bf16 fields: 0.006 bits a byte with 128
-      // distinct, 0.0013 with 23).
-      return entropy_from_terms(total, terms) / 8 +
-             (1.25 * present + 12) * std::max(1.0, chunks) +
-             5e-5 / 8 * present * static_cast<double>(total) +
-             wide_framing_bytes(opcode::rans0, n * width, chunks);
+      return rans0_bytes(bytes, chunks);
     }
     case opcode::rans_static:
       return static_leaf(h, n, width, chunks).bytes;
@@ -171,21 +176,54 @@ struct leaf_cost {
 };
 
 // The best leaf for a value of `width`-byte lanes whose whole histogram is
-// `counts`, among those the search would try on it.
-leaf_cost best_leaf(sparse_hist const& h, unsigned width, double chunks,
-                    bool static_allowed) {
+// `counts` (dense, indexed by value), among those the search would try on
+// it. Called for each byte plane and float field of every region, so it
+// makes no sparse copy (leaf_bytes' costs, from the same sums in the same
+// order); only the static table's estimate reads the present values, from a
+// reused buffer.
+leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
+                    double chunks, bool static_allowed) {
   uint64_t n = 0;
-  for (auto const& [s, c] : h) n += c;
+  size_t present = 0;
+  uint32_t first = 0;
+  std::array<uint64_t, 256> bytes{};
+  // By blocks of 256 values: a 16-bit value's high byte is the block's,
+  // summed in a register (an increment a value of one counter would wait
+  // on the previous one).
+  for (size_t b = 0; b < counts.size(); b += 256) {
+    uint64_t high = 0;
+    for (size_t s = b; s < std::min(counts.size(), b + 256); ++s) {
+      if (counts[s] == 0) continue;
+      uint64_t const c = entry_count(counts[s]);  // as sparse_of holds it
+      if (present++ == 0) first = static_cast<uint32_t>(s);
+      n += c;
+      bytes[s & 255] += c;
+      high += c;
+    }
+    if (width == 2) bytes[b >> 8] += high;
+  }
   leaf_cost best;
-  for (opcode op : {opcode::raw, opcode::zero, opcode::constant, opcode::rans0,
-                    opcode::rans_static}) {
-    if (op == opcode::rans_static && !static_allowed) continue;
+  auto consider = [&](opcode op, double b) {
+    if (b + node_bytes < best.bytes) best = {op, b + node_bytes, 0};
+  };
+  consider(opcode::raw, static_cast<double>(n * width));
+  consider(opcode::zero, present == 1 && first == 0 ? 0 : infinite);
+  consider(opcode::constant, present == 1 ? width * chunks : infinite);
+  consider(opcode::rans0, n == 0 ? infinite : rans0_bytes(bytes, chunks));
+  if (static_allowed) {
     static_cost st;
-    if (op == opcode::rans_static) st = static_leaf(h, n, width, chunks);
-    double const b = op == opcode::rans_static
-                         ? st.bytes
-                         : leaf_bytes(op, h, n, width, chunks);
-    if (b + node_bytes < best.bytes) best = {op, b + node_bytes, st.scale};
+    if (present >= 2) {
+      thread_local sparse_hist h;
+      h.clear();
+      for (size_t s = 0; s < counts.size(); ++s) {
+        if (counts[s])
+          h.emplace_back(static_cast<uint32_t>(s), entry_count(counts[s]));
+      }
+      st = static_leaf(h, n, width, chunks);
+    }
+    if (st.bytes + node_bytes < best.bytes) {
+      best = {opcode::rans_static, st.bytes + node_bytes, st.scale};
+    }
   }
   return best;
 }
@@ -196,9 +234,15 @@ std::array<std::vector<uint64_t>, 2> mantissa_planes(
     std::span<uint64_t const> m) {
   std::array<std::vector<uint64_t>, 2> out{std::vector<uint64_t>(256, 0),
                                            std::vector<uint64_t>(256, 0)};
-  for (size_t s = 0; s < m.size(); ++s) {
-    out[0][s & 255] += m[s];
-    out[1][s >> 8] += m[s];
+  // The high byte's counts summed in a register: an increment a value of
+  // the same counter would wait on the previous one.
+  for (size_t b = 0; b < m.size(); b += 256) {
+    uint64_t high = 0;
+    for (size_t s = b; s < std::min(m.size(), b + 256); ++s) {
+      out[0][s & 255] += m[s];
+      high += m[s];
+    }
+    out[1][b >> 8] += high;
   }
   return out;
 }
@@ -431,15 +475,15 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     if (op == opcode::bitfields) bytes += 2;  // its two width parameters
     for (std::vector<uint64_t> const* counts : split_counts(mg, op)) {
       unsigned const width = counts->size() > 256 ? 2 : 1;
-      leaf_cost const l = best_leaf(sparse_of(*counts), width, chunks, statics);
+      leaf_cost const l = best_leaf(*counts, width, chunks, statics);
       node kid = make_leaf(l.op);
       double kid_bytes = l.bytes;
       if (width == 2 && op != opcode::bitfields) {
         // fp16's mantissa: also its byte planes, order 0 each (not under
         // bitfields, whose point is a symbol fewer per element).
         auto const planes = mantissa_planes(*counts);
-        leaf_cost const lo = best_leaf(sparse_of(planes[0]), 1, chunks, false);
-        leaf_cost const hi = best_leaf(sparse_of(planes[1]), 1, chunks, false);
+        leaf_cost const lo = best_leaf(planes[0], 1, chunks, false);
+        leaf_cost const hi = best_leaf(planes[1], 1, chunks, false);
         if (node_bytes + lo.bytes + hi.bytes < kid_bytes) {
           kid_bytes = node_bytes + lo.bytes + hi.bytes;
           kid =
@@ -475,6 +519,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     }
   }
   // The winner's tables, from the same histograms.
+  double const build_start = thread_cpu_ms();
   node& p = best.program;
   if (p.op == opcode::view && !p.children.empty()) {
     node& e = p.children[0];
@@ -494,6 +539,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
       }
     }
   }
+  best.table_ms = thread_cpu_ms() - build_start;
   return best;
 }
 

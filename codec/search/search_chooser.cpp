@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codec/choose/cpu_clock.h"
 #include "codec/choose/histogram.h"
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
@@ -27,15 +28,6 @@ using search::find_program;
 using search::prior;
 using search::region_input;
 using search::search_result;
-
-// CPU time of the calling thread: what a choice cost, whatever else the
-// machine runs.
-double thread_cpu_ms() {
-  timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) +
-         1e-6 * static_cast<double>(t.tv_nsec);
-}
 
 bool all_bytes_equal(byte_view data) {
   return std::all_of(data.begin(), data.end(),
@@ -207,16 +199,60 @@ class search_file_chooser final : public program_chooser {
     if (!opt_.closed_form) return false;
     if (tables_ && !closed_.contains(r.offset)) return false;  // gated
     sparse_hist own;
+    double const count_start = thread_cpu_ms();
     sparse_hist const* hist = float16_histogram(r, data, own);
     if (hist == nullptr) return false;
+    double const own_count_ms = tables_ ? 0 : thread_cpu_ms() - count_start;
+    // Without the file's, the marginals once, for the gate and the program.
+    float16_marginals own_marginals;
+    float16_marginals const* marginals = nullptr;
+    if (tables_) {
+      marginals = tables_->marginals_of(r.offset);
+    } else if (!hist->empty() && data.size() % 2 == 0) {
+      own_marginals = float16_marginals_of(*hist, search::meaning_of(r.type));
+      marginals = &own_marginals;
+    }
     region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist,
-                          tables_ ? tables_->marginals_of(r.offset) : nullptr};
+                          marginals};
     auto choice = search::closed_form_program(in, tables_.has_value());
     if (!choice) return false;
     program = std::move(choice->program);
     how.estimated_bytes = choice->estimated_bytes;
     how.expansions = 0;
+    how.coding_ms = coding_ms(r, program, choice->table_ms + own_count_ms);
     return true;
+  }
+
+  // CPU time of the closed-form choice `program` of region `r` that was
+  // encoding work. Where the program codes with static tables, they were
+  // built from the region's histogram (its own, its marginals, or the file
+  // table it contributed to), which is then the count the coder needs, as
+  // rANS order 0 counts its input while it encodes: that count, the
+  // winner's table building (`own_ms`, with the count when the region
+  // counted its own) and its share of a file table's. Where no static table
+  // codes it, counting was choosing alone.
+  double coding_ms(region const& r, node const& program, double own_ms) const {
+    if (!uses_static_table(program)) return 0;
+    double ms = own_ms;
+    if (tables_) {
+      ms += tables_->count_ms(r.offset);
+      if (auto const use = tables_->table_for(r.offset)) {
+        if (contains_leaf(program, *use->leaf)) ms += use->build_ms;
+      }
+    }
+    return ms;
+  }
+
+  static bool uses_static_table(node const& n) {
+    if (n.op == opcode::rans_static && !n.blob.empty()) return true;
+    return std::any_of(n.children.begin(), n.children.end(),
+                       [](node const& c) { return uses_static_table(c); });
+  }
+
+  static bool contains_leaf(node const& n, node const& leaf) {
+    if (n == leaf) return true;
+    return std::any_of(n.children.begin(), n.children.end(),
+                       [&](node const& c) { return contains_leaf(c, leaf); });
   }
 
   // The file's bf16/fp16 tensors that the closed form decides (its gate),

@@ -200,6 +200,10 @@ TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
         sum += static_cast<double>(c) * bits[s];
       }
       EXPECT_NEAR(sum / 8, e.payload_bytes, 1e-6 * e.payload_bytes);
+      // The code lengths alone (after a check of the blob) are the same.
+      std::vector<double> alone(65536, -1);
+      EXPECT_EQ(estimate_table_code_lengths(h, alone), e.payload_bytes);
+      for (auto const& [s, c] : h) EXPECT_EQ(alone[s], bits[s]);
     }
   }
 }

@@ -434,6 +434,44 @@ TEST(search, the_index_records_how_each_program_was_chosen) {
   for (region_entry const& e : rd.regions()) EXPECT_FALSE(e.how.has_value());
 }
 
+// The time spent on what the encoder takes as input (choice_record::
+// coding_ms: the count and tables a static table is built from) is told
+// apart only for programs coding with a static table; the archive does not
+// store it.
+TEST(search, coding_work_is_told_apart_only_for_static_tables) {
+  size_t const n = 256 * 1024;
+  bytes const file =
+      make_safetensors({{"w", "BF16", {n}, pack(gaussian_bf16(n, 31))},
+                        {"f", "F32", {n / 4}, pack(gaussian(n / 4, 1, 32))}});
+  auto chooser = make_search_chooser();
+  archive_writer w(file, "m", *chooser);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  bool saw_static = false, saw_other = false;
+  for (size_t r = 0; r < w.region_count(); ++r) {
+    region_entry const& e = w.regions()[r];
+    if (!e.how) continue;
+    node const& p = w.programs()[e.program];
+    bool const static_table = uses(p, opcode::rans_static);
+    EXPECT_GE(e.how->coding_ms, 0) << e.info.name;
+    if (static_table) {
+      saw_static = true;
+    } else {
+      saw_other = true;
+      EXPECT_EQ(e.how->coding_ms, 0) << e.info.name << " " << program_text(p);
+    }
+  }
+  EXPECT_TRUE(saw_static);
+  EXPECT_TRUE(saw_other);
+  bytes const a = write_archive(file, "m", *chooser);
+  archive_reader rd{byte_view(a)};
+  for (region_entry const& e : rd.regions()) {
+    if (e.how) {
+      EXPECT_EQ(e.how->coding_ms, 0);
+    }
+  }
+}
+
 TEST(search, per_region_choice_depends_only_on_the_region) {
   // The store's chooser: the same tensor in two different files codes the
   // same, so that the store keeps it once.
