@@ -131,10 +131,11 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 
 // The rounds of 8-bit symbols: the slot's symbol from the byte table, then
 // its freq | start << 16 from the per-symbol table.
+template <typename sym>
 __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
-    uint8_t* out) {
+    uint32_t const* symbol16, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
@@ -160,10 +161,16 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
                                               _mm256_srl_epi32(s, shift)),
                            slot),
           _mm256_srli_epi32(fs, 16));
-      __m128i const b = _mm256_castsi256_si128(_mm256_permute4x64_epi64(
-          _mm256_packus_epi32(symbols, symbols), 0x08));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i + 8 * g),
-                       _mm_packus_epi16(b, b));
+      __m256i const values =
+          sizeof(sym) == 2 ? gather_avx2<4>(symbol16, symbols) : symbols;
+      __m128i const b = _mm256_castsi256_si128(
+          _mm256_permute4x64_epi64(_mm256_packus_epi32(values, values), 0x08));
+      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), b);
+      } else {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+      }
       state[g] = renormalize_avx2(next, q);
     }
     i += wide_lanes;
@@ -283,11 +290,11 @@ lookup_freq_start(__m512i const* table, __m512i symbols) {
 // symbol, from a byte table mostly in L1), then the symbol's freq | start
 // << 16 from registers: 32 symbols a pair of registers, `pairs` pairs (a
 // second gather instead, even from L1, measured slower).
-template <unsigned pairs, bool ifma>
+template <typename sym, unsigned pairs, bool ifma>
 __attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds8_avx512_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
-    uint8_t* out) {
+    uint32_t const* symbol16, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 16;
   __m512i state[groups];
   for (unsigned g = 0; g < groups; ++g)
@@ -295,6 +302,11 @@ __attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds8_avx512_impl(
   __m512i table[2 * pairs];
   for (unsigned t = 0; t < 2 * pairs; ++t)
     table[t] = _mm512_loadu_si512(freq_start + 16 * t);
+  // 16-bit symbols by their key, the same way.
+  constexpr unsigned values = sizeof(sym) == 2 ? 2 * pairs : 0;
+  __m512i value_table[values + 1];
+  for (unsigned t = 0; t < values; ++t)
+    value_table[t] = _mm512_loadu_si512(symbol16 + 16 * t);
   __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
   __m512i const low16 = _mm512_set1_epi32(0xffff);
   __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
@@ -313,8 +325,14 @@ __attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds8_avx512_impl(
       __m512i const next =
           mul_add<ifma>(_mm512_and_si512(fs, low16), _mm512_srl_epi32(s, shift),
                         _mm512_sub_epi32(slot, _mm512_srli_epi32(fs, 16)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16 * g),
-                       _mm512_cvtepi32_epi8(symbols));
+      if constexpr (sizeof(sym) == 2) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * (i + 16 * g)),
+                            _mm512_cvtepi32_epi16(lookup_freq_start<pairs>(
+                                value_table, symbols)));
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16 * g),
+                         _mm512_cvtepi32_epi8(symbols));
+      }
       __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
       __m512i const words = _mm512_maskz_expand_epi32(
           need, _mm512_cvtepu16_epi32(
@@ -331,37 +349,38 @@ __attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds8_avx512_impl(
   return i;
 }
 
-template <bool ifma>
+template <typename sym, bool ifma>
 size_t decode_rounds8_avx512_by_reach(uint32_t* x, uint8_t const*& p,
                                       uint8_t const* end, size_t count,
                                       unsigned scale, uint8_t const* symbol8,
                                       uint32_t const* freq_start,
+                                      uint32_t const* symbol16,
                                       unsigned symbol_end, uint8_t* out) {
   switch ((symbol_end + 31) / 32) {
     case 1:
-      return decode_rounds8_avx512_impl<1, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 1, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 2:
-      return decode_rounds8_avx512_impl<2, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 2, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 3:
-      return decode_rounds8_avx512_impl<3, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 3, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 4:
-      return decode_rounds8_avx512_impl<4, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 4, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 5:
-      return decode_rounds8_avx512_impl<5, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 5, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 6:
-      return decode_rounds8_avx512_impl<6, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 6, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     case 7:
-      return decode_rounds8_avx512_impl<7, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 7, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
     default:
-      return decode_rounds8_avx512_impl<8, ifma>(x, p, end, count, scale,
-                                                 symbol8, freq_start, out);
+      return decode_rounds8_avx512_impl<sym, 8, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
   }
 }
 
@@ -525,22 +544,35 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
 
 size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                            size_t count, unsigned scale, uint8_t const* symbol8,
-                           uint32_t const* freq_start, uint8_t* out) {
-  return decode_rounds8_avx2_impl(x, p, end, count, scale, symbol8, freq_start,
-                                  out);
+                           uint32_t const* freq_start, uint32_t const* symbol16,
+                           uint8_t* out) {
+  return symbol16
+             ? decode_rounds8_avx2_impl<uint16_t>(
+                   x, p, end, count, scale, symbol8, freq_start, symbol16, out)
+             : decode_rounds8_avx2_impl<uint8_t>(
+                   x, p, end, count, scale, symbol8, freq_start, symbol16, out);
 }
 
 size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              size_t count, unsigned scale,
                              uint8_t const* symbol8, uint32_t const* freq_start,
-                             unsigned symbol_end, uint8_t* out) {
-  return avx512_ifma_cpu()
-             ? decode_rounds8_avx512_by_reach<true>(x, p, end, count, scale,
-                                                    symbol8, freq_start,
-                                                    symbol_end, out)
-             : decode_rounds8_avx512_by_reach<false>(x, p, end, count, scale,
-                                                     symbol8, freq_start,
-                                                     symbol_end, out);
+                             uint32_t const* symbol16, unsigned key_end,
+                             uint8_t* out) {
+  bool const ifma = avx512_ifma_cpu();
+  if (symbol16) {
+    return ifma ? decode_rounds8_avx512_by_reach<uint16_t, true>(
+                      x, p, end, count, scale, symbol8, freq_start, symbol16,
+                      key_end, out)
+                : decode_rounds8_avx512_by_reach<uint16_t, false>(
+                      x, p, end, count, scale, symbol8, freq_start, symbol16,
+                      key_end, out);
+  }
+  return ifma ? decode_rounds8_avx512_by_reach<uint8_t, true>(
+                    x, p, end, count, scale, symbol8, freq_start, symbol16,
+                    key_end, out)
+              : decode_rounds8_avx512_by_reach<uint8_t, false>(
+                    x, p, end, count, scale, symbol8, freq_start, symbol16,
+                    key_end, out);
 }
 
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -575,12 +607,12 @@ size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
 }
 size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
                            unsigned, uint8_t const*, uint32_t const*,
-                           uint8_t*) {
+                           uint32_t const*, uint8_t*) {
   return 0;
 }
 size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
                              unsigned, uint8_t const*, uint32_t const*,
-                             unsigned, uint8_t*) {
+                             uint32_t const*, unsigned, uint8_t*) {
   return 0;
 }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
