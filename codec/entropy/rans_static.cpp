@@ -240,7 +240,8 @@ coder::coder(table const& t, unsigned width)
     : table_(t),
       width_(width),
       scale_(t.scale),
-      single_(t.symbols.size() == 1) {
+      single_(t.symbols.size() == 1),
+      compact_(compact_layout(t, width)) {
   fail_if(width != 1 && width != 2, errc::bad_program,
           "rans_static: symbols are 8 or 16 bits");
   if (single_) single_symbol_ = t.symbols[0];
@@ -333,18 +334,22 @@ coder::~coder() {
 
 void coder::build_decoder() const {
   uint32_t const total = 1u << scale_;
-  if (compact_layout(width_, scale_)) {
+  if (compact_) {
     dec_symbol8_ = std::make_unique_for_overwrite<uint8_t[]>(total + 3);
     std::memset(dec_symbol8_.get() + total, 0, 3);
     uint32_t start = 0;
     for (size_t i = 0; i < table_.symbols.size(); ++i) {
       uint32_t const f = table_.freqs[i];
-      auto const s = static_cast<uint8_t>(table_.symbols[i]);
-      std::memset(dec_symbol8_.get() + start, s, f);
-      dec_freq_start_[s] = f | start << 16;
+      auto const key =
+          static_cast<uint8_t>(width_ == 1 ? table_.symbols[i] : i);
+      std::memset(dec_symbol8_.get() + start, key, f);
+      dec_freq_start_[key] = f | start << 16;
+      if (width_ == 2) dec_symbol16_[key] = table_.symbols[i];
       start += f;
     }
-    dec_symbol_end_ = table_.symbols.back() + 1;
+    dec_symbol_end_ = width_ == 1
+                          ? table_.symbols.back() + 1
+                          : static_cast<unsigned>(table_.symbols.size());
     return;
   }
   std::vector<decode_arrays>& pool = pooled();
@@ -414,7 +419,10 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
     --i;
     step(x[i % n_lanes], load_le<sym>(in + i * sizeof(sym)));
   }
-  if (n_lanes == wide_lanes && i > 0 && simd::avx512_bw_vl()) {
+  // The vector encoder divides in float, exact after its correction only
+  // while quotients (below 2^(32 - scale)) stay below 2^22: at smaller
+  // precisions it wrote payloads that decoded to other symbols.
+  if (n_lanes == wide_lanes && i > 0 && scale_ >= 10 && simd::avx512_bw_vl()) {
     absent |= simd::encode_rounds_avx512(
         sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
         enc_bias_cmpl_.data(), enc_inverse_.data(), enc_direct_end_);
@@ -437,7 +445,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 
 void limit_simd(unsigned level) { simd::set_cap(level); }
 
-template <typename sym, unsigned n_lanes, unsigned fixed_scale>
+template <typename sym, unsigned n_lanes, unsigned fixed_scale, bool compact>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   size_t const head = 4 * n_lanes;
   fail_if(payload.size() < head, errc::truncated,
@@ -458,14 +466,15 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   uint16_t const* const symbol_tab = dec_symbol_.get();
   uint8_t const* const symbol8_tab = dec_symbol8_.get();
   uint32_t const* const freq_start = dec_freq_start_.data();
+  uint32_t const* const symbol16 =
+      sizeof(sym) == 2 ? dec_symbol16_.data() : nullptr;
   // The symbol of a slot, and its state step as freq | (slot - start) << 16.
-  // fixed_scale is the scale whenever compact_layout holds.
-  constexpr bool compact = compact_layout(sizeof(sym), fixed_scale);
   auto lookup = [&](uint32_t slot, uint32_t& e) -> sym {
     if constexpr (compact) {
       uint8_t const v = symbol8_tab[slot];
       uint32_t const fs = freq_start[v];
       e = (fs & 0xffff) | (slot - (fs >> 16)) << 16;
+      if constexpr (sizeof(sym) == 2) return static_cast<sym>(symbol16[v]);
       return v;
     } else {
       e = step_tab[slot];
@@ -477,10 +486,11 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
   if constexpr (compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds8_avx512(x, p, end, count, scale, symbol8_tab,
-                                      freq_start, dec_symbol_end_, out);
+                                      freq_start, symbol16, dec_symbol_end_,
+                                      out);
     } else if (n_lanes == wide_lanes && simd::avx2()) {
       i = simd::decode_rounds8_avx2(x, p, end, count, scale, symbol8_tab,
-                                    freq_start, out);
+                                    freq_start, symbol16, out);
     }
   } else {
     if (n_lanes == wide_lanes && simd::avx512()) {
@@ -530,23 +540,33 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
 template <typename sym, unsigned n_lanes>
 void coder::dispatch_decode(byte_view payload, size_t count,
                             uint8_t* out) const {
+  if (compact_) {  // at 2^14 to 2^16 slots
+    switch (scale_) {
+      case 16:
+        return decode_impl<sym, n_lanes, 16, true>(payload, count, out);
+      case 15:
+        return decode_impl<sym, n_lanes, 15, true>(payload, count, out);
+      default:
+        return decode_impl<sym, n_lanes, 14, true>(payload, count, out);
+    }
+  }
   switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
-      return decode_impl<sym, n_lanes, 16>(payload, count, out);
+      return decode_impl<sym, n_lanes, 16, false>(payload, count, out);
     case 15:
-      return decode_impl<sym, n_lanes, 15>(payload, count, out);
+      return decode_impl<sym, n_lanes, 15, false>(payload, count, out);
     case 14:
-      return decode_impl<sym, n_lanes, 14>(payload, count, out);
+      return decode_impl<sym, n_lanes, 14, false>(payload, count, out);
     case 13:
-      return decode_impl<sym, n_lanes, 13>(payload, count, out);
+      return decode_impl<sym, n_lanes, 13, false>(payload, count, out);
     case 12:
-      return decode_impl<sym, n_lanes, 12>(payload, count, out);
+      return decode_impl<sym, n_lanes, 12, false>(payload, count, out);
     case 11:
-      return decode_impl<sym, n_lanes, 11>(payload, count, out);
+      return decode_impl<sym, n_lanes, 11, false>(payload, count, out);
     case 10:
-      return decode_impl<sym, n_lanes, 10>(payload, count, out);
+      return decode_impl<sym, n_lanes, 10, false>(payload, count, out);
     default:
-      return decode_impl<sym, n_lanes, 0>(payload, count, out);
+      return decode_impl<sym, n_lanes, 0, false>(payload, count, out);
   }
 }
 

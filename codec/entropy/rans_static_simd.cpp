@@ -61,6 +61,22 @@ __attribute__((target("avx2"), always_inline)) inline __m256i renormalize_avx2(
       next, _mm256_or_si256(_mm256_slli_epi32(next, 16), words), need);
 }
 
+// Gathers from a zeroed merge source. The plain intrinsics leave the
+// destination's previous contents as a source, and GCC 12 picks a register
+// last written on another chain: a false dependency that serialized the
+// groups' gathers (AVX2 rounds ran 1.5x slower).
+template <int bytes>
+__attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
+    void const* base, __m256i index) {
+  // Both hidden from GCC, which otherwise sees that every lane is loaded
+  // and drops the source again.
+  __m256i zero = _mm256_setzero_si256();
+  __m256i all = _mm256_set1_epi32(-1);
+  asm("" : "+x"(zero), "+x"(all));
+  return _mm256_mask_i32gather_epi32(zero, static_cast<int const*>(base), index,
+                                     all, bytes);
+}
+
 // Whole rounds of wide_lanes symbols, 8 states to a vector; the same
 // arithmetic as the scalar loop. Stops where fewer than a round of symbols
 // or of the words a round may read remain; returns the symbols decoded.
@@ -84,13 +100,10 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
-      __m256i const e = _mm256_i32gather_epi32(
-          reinterpret_cast<int const*>(step_tab), slot, 4);
+      __m256i const e = gather_avx2<4>(step_tab, slot);
       // Reads 4 bytes at each symbol (the table has one entry of padding).
-      __m256i const symbols = _mm256_and_si256(
-          _mm256_i32gather_epi32(reinterpret_cast<int const*>(symbol_tab), slot,
-                                 2),
-          low16);
+      __m256i const symbols =
+          _mm256_and_si256(gather_avx2<2>(symbol_tab, slot), low16);
       __m256i const next =
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
                                               _mm256_srl_epi32(s, shift)),
@@ -118,10 +131,11 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 
 // The rounds of 8-bit symbols: the slot's symbol from the byte table, then
 // its freq | start << 16 from the per-symbol table.
+template <typename sym>
 __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
-    uint8_t* out) {
+    uint32_t const* symbol16, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
@@ -140,20 +154,23 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
       __m256i const slot = _mm256_and_si256(s, slot_mask);
       // Reads 4 bytes at each slot (the table has 3 bytes of padding).
       __m256i const symbols =
-          _mm256_and_si256(_mm256_i32gather_epi32(
-                               reinterpret_cast<int const*>(symbol8), slot, 1),
-                           low8);
-      __m256i const fs = _mm256_i32gather_epi32(
-          reinterpret_cast<int const*>(freq_start), symbols, 4);
+          _mm256_and_si256(gather_avx2<1>(symbol8, slot), low8);
+      __m256i const fs = gather_avx2<4>(freq_start, symbols);
       __m256i const next = _mm256_sub_epi32(
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(fs, low16),
                                               _mm256_srl_epi32(s, shift)),
                            slot),
           _mm256_srli_epi32(fs, 16));
-      __m128i const b = _mm256_castsi256_si128(_mm256_permute4x64_epi64(
-          _mm256_packus_epi32(symbols, symbols), 0x08));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i + 8 * g),
-                       _mm_packus_epi16(b, b));
+      __m256i const values =
+          sizeof(sym) == 2 ? gather_avx2<4>(symbol16, symbols) : symbols;
+      __m128i const b = _mm256_castsi256_si128(
+          _mm256_permute4x64_epi64(_mm256_packus_epi32(values, values), 0x08));
+      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
+      if constexpr (sizeof(sym) == 2) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), b);
+      } else {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+      }
       state[g] = renormalize_avx2(next, q);
     }
     i += wide_lanes;
@@ -173,10 +190,31 @@ bool avx512_cpu() {
 // GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// freq * x + add in every 32-bit lane (products below 2^32). With IFMA, two
+// 52-bit multiply-adds (even lanes, then odd lanes moved down) and a shuffle:
+// 6 cycles of latency on the state's chain instead of 11 (vpmulld takes 10),
+// which bounds the rounds with the gather's. The kernels below are compiled
+// for IFMA, but only the ifma instances use it (through this function).
+template <bool ifma>
+__attribute__((target("avx512f,avx512ifma"), always_inline)) inline __m512i
+mul_add(__m512i freq, __m512i x, __m512i add) {
+  if constexpr (ifma) {
+    // The low 32 bits of a 64-bit lane's product and sum depend only on the
+    // low 32 bits of its operands: the odd lane above them does not matter.
+    __m512i const even = _mm512_madd52lo_epu64(add, freq, x);
+    __m512i const odd = _mm512_madd52lo_epu64(_mm512_srli_epi64(add, 32),
+                                              _mm512_srli_epi64(freq, 32),
+                                              _mm512_srli_epi64(x, 32));
+    return _mm512_mask_shuffle_epi32(even, 0xaaaa, odd, _MM_PERM_CDAB);
+  } else {
+    return _mm512_add_epi32(_mm512_mullo_epi32(freq, x), add);
+  }
+}
+
 // The same rounds 16 lanes at a time; the lanes that renormalize take their
 // words in order through an expand, with no shuffle table.
-template <typename sym>
-__attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
+template <typename sym, bool ifma>
+__attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds_avx512_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
     uint8_t* out) {
@@ -200,9 +238,8 @@ __attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
       __m512i const symbols =
           _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
       __m512i const next =
-          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(e, low16),
-                                              _mm512_srl_epi32(s, shift)),
-                           _mm512_srli_epi32(e, 16));
+          mul_add<ifma>(_mm512_and_si512(e, low16), _mm512_srl_epi32(s, shift),
+                        _mm512_srli_epi32(e, 16));
       uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
       if constexpr (sizeof(sym) == 2) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
@@ -227,15 +264,37 @@ __attribute__((target("avx512f"))) size_t decode_rounds_avx512_impl(
   return i;
 }
 
+// The symbols' freq | start << 16 from the table kept in `pairs` register
+// pairs (32 symbols a pair): every pair permuted at once, then chosen by the
+// symbol's bits 5 to 7 in a tree of blends.
+template <unsigned pairs>
+__attribute__((target("avx512f"), always_inline)) inline __m512i
+lookup_freq_start(__m512i const* table, __m512i symbols) {
+  __m512i r[pairs];
+  for (unsigned k = 0; k < pairs; ++k)
+    r[k] = _mm512_permutex2var_epi32(table[2 * k], symbols, table[2 * k + 1]);
+  unsigned n = pairs;
+  for (int bit = 5; n > 1; ++bit) {
+    __mmask16 const high =
+        _mm512_test_epi32_mask(symbols, _mm512_set1_epi32(1 << bit));
+    for (unsigned k = 0; 2 * k < n; ++k) {
+      r[k] = 2 * k + 1 < n ? _mm512_mask_mov_epi32(r[2 * k], high, r[2 * k + 1])
+                           : r[2 * k];
+    }
+    n = (n + 1) / 2;
+  }
+  return r[0];
+}
+
 // The rounds of 8-bit symbols, 16 lanes at a time: one gather (the slot's
 // symbol, from a byte table mostly in L1), then the symbol's freq | start
 // << 16 from registers: 32 symbols a pair of registers, `pairs` pairs (a
 // second gather instead, even from L1, measured slower).
-template <unsigned pairs>
-__attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
+template <typename sym, unsigned pairs, bool ifma>
+__attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds8_avx512_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
-    uint8_t* out) {
+    uint32_t const* symbol16, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 16;
   __m512i state[groups];
   for (unsigned g = 0; g < groups; ++g)
@@ -243,8 +302,12 @@ __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
   __m512i table[2 * pairs];
   for (unsigned t = 0; t < 2 * pairs; ++t)
     table[t] = _mm512_loadu_si512(freq_start + 16 * t);
+  // 16-bit symbols by their key, the same way.
+  constexpr unsigned values = sizeof(sym) == 2 ? 2 * pairs : 0;
+  __m512i value_table[values + 1];
+  for (unsigned t = 0; t < values; ++t)
+    value_table[t] = _mm512_loadu_si512(symbol16 + 16 * t);
   __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
-  __m512i const low8 = _mm512_set1_epi32(0xff);
   __m512i const low16 = _mm512_set1_epi32(0xffff);
   __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
@@ -255,25 +318,21 @@ __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
     for (unsigned g = 0; g < groups; ++g) {
       __m512i const s = state[g];
       __m512i const slot = _mm512_and_si512(s, slot_mask);
-      // Reads 4 bytes at each slot (the table has 3 bytes of padding).
-      __m512i const symbols =
-          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol8, 1), low8);
-      __m512i fs = _mm512_permutex2var_epi32(table[0], symbols, table[1]);
-      for (unsigned k = 1; k < pairs; ++k) {
-        __mmask16 const here =
-            _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(symbols, 5),
-                                    _mm512_set1_epi32(static_cast<int>(k)));
-        fs = _mm512_mask_mov_epi32(
-            fs, here,
-            _mm512_permutex2var_epi32(table[2 * k], symbols, table[2 * k + 1]));
+      // Reads 4 bytes at each slot (the table has 3 bytes of padding); the
+      // neighbours' bytes above bit 7 stay (every use reads the low bits).
+      __m512i const symbols = _mm512_i32gather_epi32(slot, symbol8, 1);
+      __m512i const fs = lookup_freq_start<pairs>(table, symbols);
+      __m512i const next =
+          mul_add<ifma>(_mm512_and_si512(fs, low16), _mm512_srl_epi32(s, shift),
+                        _mm512_sub_epi32(slot, _mm512_srli_epi32(fs, 16)));
+      if constexpr (sizeof(sym) == 2) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * (i + 16 * g)),
+                            _mm512_cvtepi32_epi16(lookup_freq_start<pairs>(
+                                value_table, symbols)));
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16 * g),
+                         _mm512_cvtepi32_epi8(symbols));
       }
-      __m512i const next = _mm512_sub_epi32(
-          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(fs, low16),
-                                              _mm512_srl_epi32(s, shift)),
-                           slot),
-          _mm512_srli_epi32(fs, 16));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16 * g),
-                       _mm512_cvtepi32_epi8(symbols));
       __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
       __m512i const words = _mm512_maskz_expand_epi32(
           need, _mm512_cvtepu16_epi32(
@@ -288,6 +347,47 @@ __attribute__((target("avx512f"))) size_t decode_rounds8_avx512_impl(
     _mm512_storeu_si512(x + 16 * g, state[g]);
   p = q;
   return i;
+}
+
+template <typename sym, bool ifma>
+size_t decode_rounds8_avx512_by_reach(uint32_t* x, uint8_t const*& p,
+                                      uint8_t const* end, size_t count,
+                                      unsigned scale, uint8_t const* symbol8,
+                                      uint32_t const* freq_start,
+                                      uint32_t const* symbol16,
+                                      unsigned symbol_end, uint8_t* out) {
+  switch ((symbol_end + 31) / 32) {
+    case 1:
+      return decode_rounds8_avx512_impl<sym, 1, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 2:
+      return decode_rounds8_avx512_impl<sym, 2, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 3:
+      return decode_rounds8_avx512_impl<sym, 3, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 4:
+      return decode_rounds8_avx512_impl<sym, 4, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 5:
+      return decode_rounds8_avx512_impl<sym, 5, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 6:
+      return decode_rounds8_avx512_impl<sym, 6, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    case 7:
+      return decode_rounds8_avx512_impl<sym, 7, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+    default:
+      return decode_rounds8_avx512_impl<sym, 8, ifma>(
+          x, p, end, count, scale, symbol8, freq_start, symbol16, out);
+  }
+}
+
+bool avx512_ifma_cpu() {
+  static bool const yes =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
+  return yes;
 }
 
 bool avx512_bw_vl_cpu() {
@@ -436,49 +536,49 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out) {
-  return width == 1 ? decode_rounds_avx512_impl<uint8_t>(
+  if (avx512_ifma_cpu()) {
+    return width == 1 ? decode_rounds_avx512_impl<uint8_t, true>(
+                            x, p, end, count, scale, step, symbol, out)
+                      : decode_rounds_avx512_impl<uint16_t, true>(
+                            x, p, end, count, scale, step, symbol, out);
+  }
+  return width == 1 ? decode_rounds_avx512_impl<uint8_t, false>(
                           x, p, end, count, scale, step, symbol, out)
-                    : decode_rounds_avx512_impl<uint16_t>(
+                    : decode_rounds_avx512_impl<uint16_t, false>(
                           x, p, end, count, scale, step, symbol, out);
 }
 
 size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                            size_t count, unsigned scale, uint8_t const* symbol8,
-                           uint32_t const* freq_start, uint8_t* out) {
-  return decode_rounds8_avx2_impl(x, p, end, count, scale, symbol8, freq_start,
-                                  out);
+                           uint32_t const* freq_start, uint32_t const* symbol16,
+                           uint8_t* out) {
+  return symbol16
+             ? decode_rounds8_avx2_impl<uint16_t>(
+                   x, p, end, count, scale, symbol8, freq_start, symbol16, out)
+             : decode_rounds8_avx2_impl<uint8_t>(
+                   x, p, end, count, scale, symbol8, freq_start, symbol16, out);
 }
 
 size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              size_t count, unsigned scale,
                              uint8_t const* symbol8, uint32_t const* freq_start,
-                             unsigned symbol_end, uint8_t* out) {
-  switch ((symbol_end + 31) / 32) {
-    case 1:
-      return decode_rounds8_avx512_impl<1>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 2:
-      return decode_rounds8_avx512_impl<2>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 3:
-      return decode_rounds8_avx512_impl<3>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 4:
-      return decode_rounds8_avx512_impl<4>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 5:
-      return decode_rounds8_avx512_impl<5>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 6:
-      return decode_rounds8_avx512_impl<6>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    case 7:
-      return decode_rounds8_avx512_impl<7>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
-    default:
-      return decode_rounds8_avx512_impl<8>(x, p, end, count, scale, symbol8,
-                                           freq_start, out);
+                             uint32_t const* symbol16, unsigned key_end,
+                             uint8_t* out) {
+  bool const ifma = avx512_ifma_cpu();
+  if (symbol16) {
+    return ifma ? decode_rounds8_avx512_by_reach<uint16_t, true>(
+                      x, p, end, count, scale, symbol8, freq_start, symbol16,
+                      key_end, out)
+                : decode_rounds8_avx512_by_reach<uint16_t, false>(
+                      x, p, end, count, scale, symbol8, freq_start, symbol16,
+                      key_end, out);
   }
+  return ifma ? decode_rounds8_avx512_by_reach<uint8_t, true>(
+                    x, p, end, count, scale, symbol8, freq_start, symbol16,
+                    key_end, out)
+              : decode_rounds8_avx512_by_reach<uint8_t, false>(
+                    x, p, end, count, scale, symbol8, freq_start, symbol16,
+                    key_end, out);
 }
 
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -514,12 +614,12 @@ size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
 }
 size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
                            unsigned, uint8_t const*, uint32_t const*,
-                           uint8_t*) {
+                           uint32_t const*, uint8_t*) {
   return 0;
 }
 size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
                              unsigned, uint8_t const*, uint32_t const*,
-                             unsigned, uint8_t*) {
+                             uint32_t const*, unsigned, uint8_t*) {
   return 0;
 }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,

@@ -36,17 +36,20 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out);
 
-/// The same for 8-bit symbols from the coder's compact tables: `symbol8`
-/// the symbol of each slot (3 bytes of padding), `freq_start` per symbol
-/// freq | start << 16; `symbol_end` is 1 + the largest symbol (the AVX-512
-/// kernel keeps freq_start up to it in registers).
+/// The same from the coder's compact tables: `symbol8` the key of each
+/// slot's symbol (3 bytes of padding), `freq_start` per key
+/// freq | start << 16; the key is the symbol if `symbol16` is null (8-bit
+/// symbols), else 16-bit symbols are symbol16[key]. `key_end` is 1 + the
+/// largest key (the AVX-512 kernel keeps the tables up to it in registers).
 size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                            size_t count, unsigned scale, uint8_t const* symbol8,
-                           uint32_t const* freq_start, uint8_t* out);
+                           uint32_t const* freq_start, uint32_t const* symbol16,
+                           uint8_t* out);
 size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              size_t count, unsigned scale,
                              uint8_t const* symbol8, uint32_t const* freq_start,
-                             unsigned symbol_end, uint8_t* out);
+                             uint32_t const* symbol16, unsigned key_end,
+                             uint8_t* out);
 
 /// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
 /// after the scalar tail) backwards from the states `x`, writing words below

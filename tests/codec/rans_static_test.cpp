@@ -483,3 +483,125 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
 
 }  // namespace
 }  // namespace brevis::codec
+
+namespace brevis::codec {
+namespace {
+
+// Wide payloads at every precision, both widths, alphabets from two symbols
+// to the whole 16-bit range, decode alike on every path (the vector rounds
+// compute the state's step with IFMA where the CPU has it, and at every
+// precision the products must stay exact), and a cut one is refused.
+TEST(rans_static_test, wide_payloads_decode_on_every_path_at_every_scale) {
+  std::mt19937 rng(29);
+  auto check = [&](bytes const& d, unsigned width, unsigned scale) {
+    std::vector<uint64_t> hist;
+    rs::histogram(d, width, hist);
+    rs::coder const c(rs::normalize(hist, scale), width);
+    bytes payload;
+    c.encode(d, payload);
+    size_t const count = d.size() / width;
+    for (unsigned simd : {0u, 1u, 2u}) {
+      rs::limit_simd(simd);
+      bytes back(d.size());
+      c.decode(payload, count, back.data());
+      EXPECT_EQ(back, d) << width << " " << scale << " " << simd;
+      EXPECT_THROW(c.decode(byte_view(payload).first(payload.size() - 2), count,
+                            back.data()),
+                   error);
+    }
+    rs::limit_simd(2);
+  };
+  for (unsigned width : {1u, 2u}) {
+    for (unsigned scale = 1; scale <= rs::max_scale; ++scale) {
+      // At most 2^scale symbols (and 256 of 8 bits), one of them dominant.
+      uint32_t const alphabet =
+          std::min<uint32_t>(1u << std::min(scale, 8u * width), 1u << 12);
+      bytes d;
+      for (size_t i = 0; i < rs::wide_from + 45; ++i) {
+        uint32_t const v = rng() % 3 == 0 ? rng() % alphabet : 1;
+        if (width == 1) {
+          d.push_back(static_cast<uint8_t>(v));
+        } else {
+          testing::append<uint16_t>(d, static_cast<uint16_t>(v * 13));
+        }
+      }
+      check(d, width, scale);
+    }
+  }
+  bytes all;  // every 16-bit symbol, then a skewed tail
+  for (uint32_t s = 0; s < 65536; ++s) testing::append<uint16_t>(all, s);
+  for (int i = 0; i < 30000; ++i) {
+    testing::append<uint16_t>(all, static_cast<uint16_t>(rng() % 64));
+  }
+  check(all, 2, 16);
+}
+
+}  // namespace
+}  // namespace brevis::codec
+
+namespace brevis::codec {
+namespace {
+
+// 16-bit symbols of tables of at most 256 decode from compact tables (by
+// their index) from 2^14 slots; the AVX-512 kernel keeps the per-index
+// tables in 1 to 8 register pairs. Every alphabet size around those limits
+// (and past 256, where the slots take over), at every such precision, on
+// every path, with a tail after the rounds; then every short length.
+TEST(rans_static_test, small_16bit_alphabets_decode_on_every_path) {
+  std::mt19937 rng(31);
+  for (uint32_t n :
+       {2u, 31u, 32u, 33u, 64u, 100u, 128u, 129u, 200u, 255u, 256u, 257u}) {
+    // Distinct values spread over the whole range, both ends included.
+    std::vector<uint16_t> values{0, 65535};
+    while (values.size() < n) {
+      auto const v = static_cast<uint16_t>(rng());
+      if (std::find(values.begin(), values.end(), v) == values.end())
+        values.push_back(v);
+    }
+    bytes d;
+    for (uint16_t v : values) testing::append<uint16_t>(d, v);
+    while (d.size() < 2 * (rs::wide_from + 45)) {
+      uint32_t const k = rng() % 4 == 0 ? rng() % n : rng() % std::min(n, 3u);
+      testing::append<uint16_t>(d, values[k]);
+    }
+    std::vector<uint64_t> hist;
+    rs::histogram(d, 2, hist);
+    for (unsigned scale : {12u, 14u, 15u, 16u}) {
+      rs::coder const c(rs::normalize(hist, scale), 2);
+      bytes payload;
+      c.encode(d, payload);
+      for (unsigned simd : {0u, 1u, 2u}) {
+        rs::limit_simd(simd);
+        bytes back(d.size());
+        c.decode(payload, d.size() / 2, back.data());
+        EXPECT_EQ(back, d) << n << " " << scale << " " << simd;
+        EXPECT_THROW(c.decode(byte_view(payload).first(payload.size() - 2),
+                              d.size() / 2, back.data()),
+                     error);
+      }
+      rs::limit_simd(2);
+    }
+  }
+  // Every length up to 4099 (8 states, scalar rounds and tails).
+  bytes d;
+  for (int i = 0; i < 4099; ++i) {
+    testing::append<uint16_t>(d, static_cast<uint16_t>(rng() % 40 * 1601));
+  }
+  std::vector<uint64_t> hist;
+  rs::histogram(d, 2, hist);
+  for (unsigned scale : {14u, 16u}) {
+    rs::coder const c(rs::normalize(hist, scale), 2);
+    for (size_t count = 0; count <= 4099; ++count) {
+      byte_view const part = byte_view(d).first(2 * count);
+      bytes payload;
+      c.encode(part, payload);
+      bytes back(part.size());
+      c.decode(payload, count, back.data());
+      ASSERT_TRUE(std::equal(back.begin(), back.end(), part.begin()))
+          << scale << " " << count;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
