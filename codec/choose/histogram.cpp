@@ -218,43 +218,50 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   out.sign_exponent.assign(size_t{1} << (ebits + 1), 0);
   uint64_t* const lo = out.planes[0].data();
   uint64_t* const hi = out.planes[1].data();
-  uint64_t* const sign = out.fields[0].data();
-  uint64_t* const exponent = out.fields[1].data();
   uint64_t* const mantissa = out.fields[2].data();
   uint64_t* const sign_exponent = out.sign_exponent.data();
   uint32_t const mmask = (1u << mbits) - 1;
-  uint32_t const emask = (1u << ebits) - 1;
-  // The symbols are in increasing order, so the high byte (and the sign
-  // and exponent) only grow: they are summed over runs in a register.
-  uint32_t hi_key = h.empty() ? 0 : h.front().first >> 8;
-  uint32_t se_key = h.empty() ? 0 : h.front().first >> mbits;
-  uint64_t hi_run = 0, se_run = 0, n = 0;
+  // One scatter and one run per entry; the other marginals follow from
+  // them after the loop. fp16: the low byte is the mantissa's low 8 bits,
+  // the sign and exponent the high byte's top 6. bf16: the mantissa is the
+  // low byte's low 7 bits, the high byte the sign and exponent's top 8.
+  bool const fp16 = mbits > 8;
+  uint64_t* const scattered = fp16 ? mantissa : lo;
+  uint32_t const scatter_mask = fp16 ? mmask : 255;
+  uint64_t* const runs = fp16 ? hi : sign_exponent;
+  unsigned const run_shift = fp16 ? 8 : mbits;
+  // The symbols are in increasing order, so the run key (the high byte, or
+  // the sign and exponent) only grows: summed over runs in a register.
+  uint32_t key = h.empty() ? 0 : h.front().first >> run_shift;
+  uint64_t run = 0, n = 0;
   double terms = 0;
   uint32_t ored = 0;
   bool singleton = false;
   for (auto const& [sym, c] : h) {
-    lo[sym & 255] += c;
-    mantissa[sym & mmask] += c;
+    scattered[sym & scatter_mask] += c;
     terms += c_log2_c(c);
     n += c;
     ored |= sym;
     singleton |= c == 1;
-    if ((sym >> 8) != hi_key) {
-      hi[hi_key] += hi_run, hi_run = 0, hi_key = sym >> 8;
-    }
-    hi_run += c;
-    if ((sym >> mbits) != se_key) {
-      sign[se_key >> ebits] += se_run;
-      exponent[se_key & emask] += se_run;
-      sign_exponent[se_key] += se_run;
-      se_run = 0, se_key = sym >> mbits;
-    }
-    se_run += c;
+    if ((sym >> run_shift) != key)
+      runs[key] += run, run = 0, key = sym >> run_shift;
+    run += c;
   }
-  hi[hi_key] += hi_run;
-  sign[se_key >> ebits] += se_run;
-  exponent[se_key & emask] += se_run;
-  sign_exponent[se_key] += se_run;
+  runs[key] += run;
+  if (fp16) {
+    for (uint32_t v = 0; v <= mmask; ++v) lo[v & 255] += mantissa[v];
+    for (uint32_t b = 0; b < 256; ++b) sign_exponent[b >> 2] += hi[b];
+  } else {
+    for (uint32_t b = 0; b < 256; ++b) mantissa[b & mmask] += lo[b];
+    for (uint32_t k = 0; k < out.sign_exponent.size(); ++k) {
+      hi[k >> 1] += sign_exponent[k];
+    }
+  }
+  uint32_t const emask = (1u << ebits) - 1;
+  for (uint32_t k = 0; k < out.sign_exponent.size(); ++k) {
+    out.fields[0][k >> ebits] += sign_exponent[k];
+    out.fields[1][k & emask] += sign_exponent[k];
+  }
   out.count = n;
   out.terms = terms;
   out.zeros = !h.empty() && h.front().first == 0 ? h.front().second : 0;

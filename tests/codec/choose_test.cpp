@@ -172,6 +172,43 @@ TEST(choose_test, split_histogram_equals_the_operators_outputs) {
   }
 }
 
+// The marginals derive some histograms from others (fp16's low byte from
+// the mantissa, bf16's mantissa from the low byte, the high byte and the
+// sign and exponent from one another): each must equal split_histogram's,
+// and the sign and exponent together the elements' bits above the mantissa.
+TEST(choose_test, float16_marginals_equal_the_split_histograms) {
+  std::mt19937 rng(31);
+  std::vector<bytes> inputs(2);
+  for (uint32_t v : {0u, 0x8000u, 0x7fffu, 0xffffu, 0x7f80u, 0x7c00u, 0x0001u,
+                     0x8001u, 0x03ffu, 0xfc00u, 0x0001u}) {
+    testing::append(inputs[0], static_cast<uint16_t>(v));
+  }
+  for (int i = 0; i < 20000; ++i) {
+    testing::append(inputs[1], static_cast<uint16_t>(rng()));
+  }
+  for (bytes const& data : inputs) {
+    sparse_hist const h = sparse_histogram(data);
+    for (meaning m : {meaning::bf16, meaning::fp16}) {
+      unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+      float16_marginals const mg = float16_marginals_of(h, m);
+      EXPECT_EQ(mg.planes, split_histogram(h, opcode::planes, m));
+      EXPECT_EQ(mg.fields, split_histogram(h, opcode::fields, m));
+      std::vector<uint64_t> se(size_t{1} << (16 - mbits), 0);
+      uint64_t n = 0;
+      uint32_t ored = 0;
+      bool once = false;
+      for (auto const& [s, c] : h) {
+        se[s >> mbits] += c, n += c, ored |= s, once |= c == 1;
+      }
+      EXPECT_EQ(mg.sign_exponent, se);
+      EXPECT_EQ(mg.count, n);
+      EXPECT_EQ(mg.ored, ored);
+      EXPECT_EQ(mg.zeros, h.front().first == 0 ? h.front().second : 0u);
+      EXPECT_EQ(mg.singleton, once);
+    }
+  }
+}
+
 // The code lengths estimated for a histogram's own table follow the built
 // table's: the bits of the histogram under them within 0.5% (and a few
 // bytes) of its payload under the table.
