@@ -16,4 +16,9 @@ double const* c_log2_c_table() {
   return table.data();
 }
 
+double c_log2_c_large(uint64_t c) {
+  double const x = static_cast<double>(c);
+  return x * std::log2(x);
+}
+
 }  // namespace brevis::codec::detail

@@ -12,14 +12,19 @@ namespace brevis::codec {
 namespace detail {
 inline constexpr uint64_t c_log2_c_table_size = 4096;
 double const* c_log2_c_table();
+// Initialized before main (no guard to check in the loops that read it).
+inline double const* const c_log2_c_small = c_log2_c_table();
+// Out of line and cold: the loops summing terms keep their accumulators in
+// registers rather than saving them around a call on every entry.
+[[gnu::cold, gnu::noinline]] double c_log2_c_large(uint64_t c);
 }  // namespace detail
 
 /// c * log2(c) (0 for c = 0).
 inline double c_log2_c(uint64_t c) {
-  static double const* const table = detail::c_log2_c_table();
-  if (c < detail::c_log2_c_table_size) return table[c];
-  double const x = static_cast<double>(c);
-  return x * std::log2(x);
+  if (c < detail::c_log2_c_table_size) [[likely]] {
+    return detail::c_log2_c_small[c];
+  }
+  return detail::c_log2_c_large(c);
 }
 
 /// Order-0 entropy in bits of counts whose sum is `total` and whose
