@@ -22,3 +22,13 @@ double c_log2_c_large(uint64_t c) {
 }
 
 }  // namespace brevis::codec::detail
+
+namespace brevis::codec {
+
+void c_log2_c_each(std::span<std::pair<uint32_t, uint32_t> const> h,
+                   std::vector<double>& out) {
+  out.resize(h.size());
+  for (size_t i = 0; i < h.size(); ++i) out[i] = c_log2_c(h[i].second);
+}
+
+}  // namespace brevis::codec

@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
 
 namespace brevis::codec {
 
@@ -26,6 +29,12 @@ inline double c_log2_c(uint64_t c) {
   }
   return detail::c_log2_c_large(c);
 }
+
+/// c_log2_c of the count of each (symbol, count) entry of `h`, in order,
+/// into `out`: loops that then sum them (in the same order, to the same
+/// bits) make no call and keep their accumulators in registers.
+void c_log2_c_each(std::span<std::pair<uint32_t, uint32_t> const> h,
+                   std::vector<double>& out);
 
 /// Order-0 entropy in bits of counts whose sum is `total` and whose
 /// c log2 c terms sum to `sum_c_log2_c`.

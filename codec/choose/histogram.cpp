@@ -237,9 +237,12 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   double terms = 0;
   uint32_t ored = 0;
   bool singleton = false;
+  thread_local std::vector<double> term;
+  c_log2_c_each(h, term);
+  double const* t = term.data();
   for (auto const& [sym, c] : h) {
     scattered[sym & scatter_mask] += c;
-    terms += c_log2_c(c);
+    terms += *t++;
     n += c;
     ored |= sym;
     singleton |= c == 1;

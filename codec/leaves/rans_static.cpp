@@ -445,11 +445,13 @@ double estimate_rans_static_blob_bytes(
   // The payload: a symbol gets c * per_count slots, at least one; above one,
   // log2(c * per_count) = log2(c) + log2(per_count), c log2 c from a table.
   double sum_f = 0, terms = 0, scaled = 0;
+  thread_local std::vector<double> term;
+  c_log2_c_each(hist, term);
   for (size_t i = 0; i < k; ++i) {
     auto const [s, c] = hist[i];
     double const exact = static_cast<double>(c) * per_count;
     if (exact > 1) {
-      sum_f += exact, terms += c_log2_c(c), scaled += static_cast<double>(c);
+      sum_f += exact, terms += term[i], scaled += static_cast<double>(c);
     } else {
       sum_f += 1;
     }
@@ -479,12 +481,19 @@ double estimate_rans_static_blob_bytes(
   }
   double const plain = 2 + static_cast<double>(set_size + k - 1);
   if (k - 1 < 64) return plain;
-  std::array<uint64_t, 256> delta_hist{};
+  // The codes' deltas, mostly the same few: counted into four histograms by
+  // turns, so that an increment seldom waits on the previous one's store.
+  std::array<std::array<uint32_t, 256>, 4> deltas{};
   uint8_t last = 0;
   for (size_t i = 0; i < k; ++i) {
     if (i == rem) continue;
-    ++delta_hist[static_cast<uint8_t>(codes[i] - last)];
+    ++deltas[i & 3][static_cast<uint8_t>(codes[i] - last)];
     last = codes[i];
+  }
+  std::array<uint64_t, 256> delta_hist{};
+  for (size_t b = 0; b < 256; ++b) {
+    delta_hist[b] =
+        uint64_t{deltas[0][b]} + deltas[1][b] + deltas[2][b] + deltas[3][b];
   }
   double const coded = 3 + static_cast<double>(varint_size(set_size)) +
                        estimate_packed_bytes(set_hist, set_size) +
