@@ -468,6 +468,9 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   // bit fields (mantissa, sign and exponent together: a symbol fewer per
   // element than fields, and never more entropy).
   unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+  // The mantissa is a child of both fields and bitfields: its leaf once.
+  std::vector<uint64_t> const* costed = nullptr;
+  leaf_cost costed_leaf;
   for (opcode op : {opcode::planes, opcode::fields, opcode::bitfields}) {
     std::vector<node> leaves;
     std::vector<unsigned> scales;
@@ -475,7 +478,11 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     if (op == opcode::bitfields) bytes += 2;  // its two width parameters
     for (std::vector<uint64_t> const* counts : split_counts(mg, op)) {
       unsigned const width = counts->size() > 256 ? 2 : 1;
-      leaf_cost const l = best_leaf(*counts, width, chunks, statics);
+      if (counts != costed) {
+        costed_leaf = best_leaf(*counts, width, chunks, statics);
+        costed = counts;
+      }
+      leaf_cost const l = costed_leaf;
       node kid = make_leaf(l.op);
       double kid_bytes = l.bytes;
       if (width == 2 && op != opcode::bitfields) {
