@@ -212,9 +212,10 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   unsigned const ebits = 15 - mbits;
   float16_marginals out;
   out.planes.assign(2, std::vector<uint64_t>(256, 0));
-  out.fields = {std::vector<uint64_t>(2, 0),
-                std::vector<uint64_t>(size_t{1} << ebits, 0),
-                std::vector<uint64_t>(size_t{1} << mbits, 0)};
+  out.fields.resize(3);  // built in place (a braced list would copy them)
+  out.fields[0].assign(2, 0);
+  out.fields[1].assign(size_t{1} << ebits, 0);
+  out.fields[2].assign(size_t{1} << mbits, 0);
   out.sign_exponent.assign(size_t{1} << (ebits + 1), 0);
   uint64_t* const lo = out.planes[0].data();
   uint64_t* const hi = out.planes[1].data();
