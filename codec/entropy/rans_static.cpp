@@ -663,17 +663,18 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
   simd::slot_stream sb = stream(b, xb);
   // Bad states would renormalize wrongly: such payloads decode alone.
   bool const states_ok =
-      std::all_of(xa, xa + wide_lanes, [](uint32_t v) { return v >= state_low; }) &&
-      std::all_of(xb, xb + wide_lanes, [](uint32_t v) { return v >= state_low; });
+      std::all_of(xa, xa + wide_lanes,
+                  [](uint32_t v) { return v >= state_low; }) &&
+      std::all_of(xb, xb + wide_lanes,
+                  [](uint32_t v) { return v >= state_low; });
   size_t const done = states_ok ? simd::decode_pair_rounds_avx512(sa, sb) : 0;
   resume_point const ra{done, xa, sa.p}, rb{done, xb, sb.p};
   auto const finish = [done](decode_job const& j, resume_point const& r) {
     resume_point const* const from = done ? &r : nullptr;
-    j.c->width_ == 1
-        ? j.c->dispatch_decode<uint8_t, wide_lanes>(j.payload, j.count, j.out,
-                                                    from)
-        : j.c->dispatch_decode<uint16_t, wide_lanes>(j.payload, j.count, j.out,
-                                                     from);
+    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, wide_lanes>(
+                           j.payload, j.count, j.out, from)
+                     : j.c->dispatch_decode<uint16_t, wide_lanes>(
+                           j.payload, j.count, j.out, from);
   };
   finish(a, ra);
   finish(b, rb);

@@ -277,8 +277,8 @@ struct slot_lanes {
   uint8_t const* q;
   uint8_t* out;
 
-  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void
-  load(slot_stream const& s) {
+  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void load(
+      slot_stream const& s) {
     for (unsigned g = 0; g < wide_lanes / 16; ++g)
       state[g] = _mm512_loadu_si512(s.x + 16 * g);
     slot_mask = _mm512_set1_epi32((1 << s.scale) - 1);
@@ -294,8 +294,8 @@ struct slot_lanes {
       _mm512_storeu_si512(s.x + 16 * g, state[g]);
     s.p = q;
   }
-  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void
-  step(unsigned g, size_t i) {
+  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void step(
+      unsigned g, size_t i) {
     __m512i const low16 = _mm512_set1_epi32(0xffff);
     __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
     __m512i const s = state[g];
