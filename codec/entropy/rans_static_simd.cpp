@@ -326,8 +326,9 @@ struct slot_lanes {
 
 // Two streams' rounds in one loop: each stream's groups wait on their
 // gathers, one round after another, but the other stream's are independent,
-// so twice as many gathers are in flight (measured 1.4x the throughput of
-// two chains alone).
+// so twice as many gathers are in flight (measured, an 8-bit stream at
+// 2^10 slots beside a 16-bit one: 0.48 against 0.61 ns a symbol at 2^13
+// slots, 0.55 against 0.78 at 2^16).
 template <typename sym_a, typename sym_b, bool ifma>
 __attribute__((target("avx512f,avx512ifma"))) size_t decode_pair_rounds_impl(
     slot_stream& a, slot_stream& b) {
