@@ -632,8 +632,8 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
 bool coder::pairs_slot_rounds(byte_view payload, size_t count) const {
   // A malformed payload decodes alone (and throws there).
   return count >= wide_from && !single_ && !compact_ &&
-         payload.size() >= 4 * wide_lanes + 4 * wide_lanes &&
-         payload.size() % 2 == 0 && simd::avx512();
+         payload.size() >= 4 * wide_lanes && payload.size() % 2 == 0 &&
+         simd::avx512();
 }
 
 void coder::decode_pair(decode_job const& a, decode_job const& b) {
