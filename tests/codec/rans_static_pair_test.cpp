@@ -21,7 +21,7 @@ namespace rs = rans_static;
 // `count` symbols of `width` bytes from `symbols` distinct values, skewed.
 bytes skewed(size_t count, unsigned width, unsigned symbols, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::geometric_distribution<unsigned> g(4.0 / symbols);
+  std::geometric_distribution<unsigned> g(std::min(0.9, 4.0 / symbols));
   bytes d(count * width);
   for (size_t i = 0; i < count; ++i) {
     unsigned v = g(rng) % symbols;
