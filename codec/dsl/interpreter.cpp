@@ -160,6 +160,9 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
             "child size is not a whole number of elements");
     mem.take(sizes[i]);
   }
+  // rans_static leaves decode in pairs once all are read (their rounds
+  // wait on table lookups: two streams keep twice as many in flight).
+  std::vector<leaf_def::decode_job> deferred;
   for (size_t i = 0; i < kids.size(); ++i) {
     node const& child = n.children[i];
     kids[i].type = types[i];
@@ -172,8 +175,24 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
     }
     held.push_back(scratch::take_buffer(sizes[i]));
     uint8_t* const at = held.back().data.get();
-    decode_node(child, types[i], r, sizes[i], at, mem);
     kids[i].data = byte_view(at, sizes[i]);
+    if (child.op == opcode::rans_static) {
+      byte_view const coded = r.blob(r.remaining(), "leaf payload length");
+      deferred.push_back({&child, types[i], coded, sizes[i], at});
+      continue;
+    }
+    decode_node(child, types[i], r, sizes[i], at, mem);
+  }
+  if (!deferred.empty()) {
+    leaf_def const& leaf = leaf_for(opcode::rans_static);
+    size_t k = 0;
+    for (; k + 1 < deferred.size(); k += 2) {
+      leaf.decode_pair(deferred[k], deferred[k + 1]);
+    }
+    if (k < deferred.size()) {
+      leaf_def::decode_job const& j = deferred[k];
+      leaf.decode(*j.n, j.in, j.payload, j.out_size, j.out);
+    }
   }
   op.decode(n, in, std::span<value_view const>(kids), out_size, side, out);
 }

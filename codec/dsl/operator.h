@@ -103,6 +103,19 @@ class leaf_def {
   /// Decodes exactly `out_size` bytes from `payload` into `out`.
   virtual void decode(node const& n, value_type in, byte_view payload,
                       size_t out_size, uint8_t* out) const = 0;
+
+  /// The arguments of one decode() call.
+  struct decode_job {
+    node const* n;
+    value_type in;
+    byte_view payload;
+    size_t out_size;
+    uint8_t* out;
+  };
+  /// decode() of two values of this leaf (siblings, which the interpreter
+  /// has in hand together): the default decodes `a` then `b`; leaves whose
+  /// decode waits on memory (rans_static) may overlap the two.
+  virtual void decode_pair(decode_job const& a, decode_job const& b) const;
 };
 
 /// The operator or leaf for an opcode, or nullptr if there is none.

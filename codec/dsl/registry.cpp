@@ -37,6 +37,11 @@ void leaf_def::encode_view(node const& n, byte_view in, value_type type,
   scratch::give(std::move(s.data));
 }
 
+void leaf_def::decode_pair(decode_job const& a, decode_job const& b) const {
+  decode(*a.n, a.in, a.payload, a.out_size, a.out);
+  decode(*b.n, b.in, b.payload, b.out_size, b.out);
+}
+
 // Defined in codec/ops/all_ops.cpp and codec/leaves/all_leaves.cpp.
 std::span<op_def const* const> all_ops() noexcept;
 std::span<leaf_def const* const> all_leaves() noexcept;

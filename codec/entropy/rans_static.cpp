@@ -446,7 +446,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 void limit_simd(unsigned level) { simd::set_cap(level); }
 
 template <typename sym, unsigned n_lanes, unsigned fixed_scale, bool compact>
-void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
+void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
+                        resume_point const* from) const {
   size_t const head = 4 * n_lanes;
   fail_if(payload.size() < head, errc::truncated,
           "rans_static: payload shorter than its states");
@@ -454,11 +455,12 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
           "rans_static: odd payload length");
   uint32_t x[n_lanes];
   for (unsigned j = 0; j < n_lanes; ++j) {
-    x[j] = load_le<uint32_t>(payload.data() + 4 * j);
+    x[j] = from ? from->x[j] : load_le<uint32_t>(payload.data() + 4 * j);
     fail_if(x[j] < state_low, errc::corrupt, "rans_static: bad state");
   }
-  uint8_t const* p = payload.data() + head;
+  uint8_t const* p = from ? from->p : payload.data() + head;
   uint8_t const* const end = payload.data() + payload.size();
+  size_t const done = from ? from->i : 0;
   // A compile-time precision turns the shifts into immediates.
   unsigned const scale = fixed_scale ? fixed_scale : scale_;
   uint32_t const mask = (1u << scale) - 1;
@@ -482,25 +484,29 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
     }
   };
 
+  // The kernels decode from `done` on (a whole number of rounds).
+  size_t const rest = count - done;
+  uint8_t* const rest_out = out + done * sizeof(sym);
   size_t i = 0;
   if constexpr (compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {
-      i = simd::decode_rounds8_avx512(x, p, end, count, scale, symbol8_tab,
+      i = simd::decode_rounds8_avx512(x, p, end, rest, scale, symbol8_tab,
                                       freq_start, symbol16, dec_symbol_end_,
-                                      out);
+                                      rest_out);
     } else if (n_lanes == wide_lanes && simd::avx2()) {
-      i = simd::decode_rounds8_avx2(x, p, end, count, scale, symbol8_tab,
-                                    freq_start, symbol16, out);
+      i = simd::decode_rounds8_avx2(x, p, end, rest, scale, symbol8_tab,
+                                    freq_start, symbol16, rest_out);
     }
   } else {
     if (n_lanes == wide_lanes && simd::avx512()) {
-      i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, count, scale,
-                                     step_tab, symbol_tab, out);
+      i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, rest, scale,
+                                     step_tab, symbol_tab, rest_out);
     } else if (n_lanes == wide_lanes && simd::avx2()) {
-      i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, count, scale,
-                                   step_tab, symbol_tab, out);
+      i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, rest, scale,
+                                   step_tab, symbol_tab, rest_out);
     }
   }
+  i += done;
   // Fast rounds: enough words remain for every lane to renormalize once.
   while (count - i >= n_lanes && static_cast<size_t>(end - p) >= 2 * n_lanes) {
     for (unsigned j = 0; j < n_lanes; ++j) {
@@ -538,35 +544,35 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out) const {
 }
 
 template <typename sym, unsigned n_lanes>
-void coder::dispatch_decode(byte_view payload, size_t count,
-                            uint8_t* out) const {
+void coder::dispatch_decode(byte_view payload, size_t count, uint8_t* out,
+                            resume_point const* from) const {
   if (compact_) {  // at 2^14 to 2^16 slots
     switch (scale_) {
       case 16:
-        return decode_impl<sym, n_lanes, 16, true>(payload, count, out);
+        return decode_impl<sym, n_lanes, 16, true>(payload, count, out, from);
       case 15:
-        return decode_impl<sym, n_lanes, 15, true>(payload, count, out);
+        return decode_impl<sym, n_lanes, 15, true>(payload, count, out, from);
       default:
-        return decode_impl<sym, n_lanes, 14, true>(payload, count, out);
+        return decode_impl<sym, n_lanes, 14, true>(payload, count, out, from);
     }
   }
   switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
-      return decode_impl<sym, n_lanes, 16, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 16, false>(payload, count, out, from);
     case 15:
-      return decode_impl<sym, n_lanes, 15, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 15, false>(payload, count, out, from);
     case 14:
-      return decode_impl<sym, n_lanes, 14, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 14, false>(payload, count, out, from);
     case 13:
-      return decode_impl<sym, n_lanes, 13, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 13, false>(payload, count, out, from);
     case 12:
-      return decode_impl<sym, n_lanes, 12, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 12, false>(payload, count, out, from);
     case 11:
-      return decode_impl<sym, n_lanes, 11, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 11, false>(payload, count, out, from);
     case 10:
-      return decode_impl<sym, n_lanes, 10, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 10, false>(payload, count, out, from);
     default:
-      return decode_impl<sym, n_lanes, 0, false>(payload, count, out);
+      return decode_impl<sym, n_lanes, 0, false>(payload, count, out, from);
   }
 }
 
@@ -621,6 +627,57 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
     wide ? dispatch_decode<uint16_t, wide_lanes>(payload, count, out)
          : dispatch_decode<uint16_t, lanes>(payload, count, out);
   }
+}
+
+bool coder::pairs_slot_rounds(byte_view payload, size_t count) const {
+  // A malformed payload decodes alone (and throws there).
+  return count >= wide_from && !single_ && !compact_ &&
+         payload.size() >= 4 * wide_lanes && payload.size() % 2 == 0 &&
+         simd::avx512();
+}
+
+void coder::decode_pair(decode_job const& a, decode_job const& b) {
+  if (!a.c->pairs_slot_rounds(a.payload, a.count) ||
+      !b.c->pairs_slot_rounds(b.payload, b.count)) {
+    a.c->decode(a.payload, a.count, a.out);
+    b.c->decode(b.payload, b.count, b.out);
+    return;
+  }
+  uint32_t xa[wide_lanes], xb[wide_lanes];
+  auto const stream = [](decode_job const& j, uint32_t* x) {
+    std::call_once(j.c->dec_once_, [&j] { j.c->build_decoder(); });
+    for (unsigned k = 0; k < wide_lanes; ++k) {
+      x[k] = load_le<uint32_t>(j.payload.data() + 4 * k);
+    }
+    return simd::slot_stream{j.c->width_,
+                             x,
+                             j.payload.data() + 4 * wide_lanes,
+                             j.payload.data() + j.payload.size(),
+                             j.count,
+                             j.c->scale_,
+                             j.c->dec_step_.get(),
+                             j.c->dec_symbol_.get(),
+                             j.out};
+  };
+  simd::slot_stream sa = stream(a, xa);
+  simd::slot_stream sb = stream(b, xb);
+  // Bad states would renormalize wrongly: such payloads decode alone.
+  bool const states_ok =
+      std::all_of(xa, xa + wide_lanes,
+                  [](uint32_t v) { return v >= state_low; }) &&
+      std::all_of(xb, xb + wide_lanes,
+                  [](uint32_t v) { return v >= state_low; });
+  size_t const done = states_ok ? simd::decode_pair_rounds_avx512(sa, sb) : 0;
+  resume_point const ra{done, xa, sa.p}, rb{done, xb, sb.p};
+  auto const finish = [done](decode_job const& j, resume_point const& r) {
+    resume_point const* const from = done ? &r : nullptr;
+    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, wide_lanes>(
+                           j.payload, j.count, j.out, from)
+                     : j.c->dispatch_decode<uint16_t, wide_lanes>(
+                           j.payload, j.count, j.out, from);
+  };
+  finish(a, ra);
+  finish(b, rb);
 }
 
 }  // namespace brevis::codec::rans_static

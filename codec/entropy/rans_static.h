@@ -103,7 +103,29 @@ class coder {
   /// reading outside it.
   void decode(byte_view payload, size_t count, uint8_t* out) const;
 
+  /// The arguments of one decode call.
+  struct decode_job {
+    coder const* c;
+    byte_view payload;
+    size_t count;
+    uint8_t* out;
+  };
+  /// a.c->decode(...) then b.c->decode(...), with the same output and
+  /// errors, but where both are wide and decode from slot tables with
+  /// AVX-512, their vector rounds alternate: a stream's rounds wait on their
+  /// gathers, the other stream's fill the wait.
+  static void decode_pair(decode_job const& a, decode_job const& b);
+
  private:
+  // Where a decode continues after rounds decoded elsewhere (decode_pair):
+  // the symbols done, the states and the next word.
+  struct resume_point {
+    size_t i;
+    uint32_t const* x;
+    uint8_t const* p;
+  };
+  // Whether decode_pair can take this decode's wide rounds.
+  bool pairs_slot_rounds(byte_view payload, size_t count) const;
   struct enc_entry {
     uint64_t rcp;    // ceil(2^63 / freq): exact division for 32-bit states
     uint32_t x_max;  // renormalize when state >= x_max
@@ -114,9 +136,11 @@ class coder {
   template <typename sym, unsigned n_lanes>
   void encode_impl(uint8_t const* in, size_t count, bytes& out) const;
   template <typename sym, unsigned n_lanes, unsigned fixed_scale, bool compact>
-  void decode_impl(byte_view payload, size_t count, uint8_t* out) const;
+  void decode_impl(byte_view payload, size_t count, uint8_t* out,
+                   resume_point const* from) const;
   template <typename sym, unsigned n_lanes>
-  void dispatch_decode(byte_view payload, size_t count, uint8_t* out) const;
+  void dispatch_decode(byte_view payload, size_t count, uint8_t* out,
+                       resume_point const* from = nullptr) const;
 
   // 8-bit symbols at 2^15 and 2^16 slots decode from compact tables (below,
   // measured faster there: the 6-byte slots no longer fit L2 comfortably and

@@ -264,6 +264,93 @@ __attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds_avx512_impl(
   return i;
 }
 
+// One wide stream of a pair decoded from its slot tables: the rounds of
+// decode_rounds_avx512_impl, a group at a time, so that the pair kernel
+// can alternate two streams' groups.
+template <typename sym, bool ifma>
+struct slot_lanes {
+  __m512i state[wide_lanes / 16];
+  __m512i slot_mask;
+  __m128i shift;
+  uint32_t const* step_tab;
+  uint16_t const* symbol_tab;
+  uint8_t const* q;
+  uint8_t* out;
+
+  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void load(
+      slot_stream const& s) {
+    for (unsigned g = 0; g < wide_lanes / 16; ++g)
+      state[g] = _mm512_loadu_si512(s.x + 16 * g);
+    slot_mask = _mm512_set1_epi32((1 << s.scale) - 1);
+    shift = _mm_cvtsi32_si128(static_cast<int>(s.scale));
+    step_tab = s.step;
+    symbol_tab = s.symbol;
+    q = s.p;
+    out = s.out;
+  }
+  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void
+  store(slot_stream& s) const {
+    for (unsigned g = 0; g < wide_lanes / 16; ++g)
+      _mm512_storeu_si512(s.x + 16 * g, state[g]);
+    s.p = q;
+  }
+  __attribute__((target("avx512f,avx512ifma"), always_inline)) inline void step(
+      unsigned g, size_t i) {
+    __m512i const low16 = _mm512_set1_epi32(0xffff);
+    __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
+    __m512i const s = state[g];
+    __m512i const slot = _mm512_and_si512(s, slot_mask);
+    __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
+    __m512i const symbols =
+        _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
+    __m512i const next =
+        mul_add<ifma>(_mm512_and_si512(e, low16), _mm512_srl_epi32(s, shift),
+                      _mm512_srli_epi32(e, 16));
+    uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
+    if constexpr (sizeof(sym) == 2) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                          _mm512_cvtepi32_epi16(symbols));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                       _mm512_cvtepi32_epi8(symbols));
+    }
+    __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
+    __m512i const words = _mm512_maskz_expand_epi32(
+        need, _mm512_cvtepu16_epi32(
+                  _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
+    state[g] =
+        _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
+    q += 2 * static_cast<unsigned>(__builtin_popcount(need));
+  }
+};
+
+// Two streams' rounds in one loop: each stream's groups wait on their
+// gathers, one round after another, but the other stream's are independent,
+// so twice as many gathers are in flight (measured, an 8-bit stream at
+// 2^10 slots beside a 16-bit one: 0.48 against 0.61 ns a symbol at 2^13
+// slots, 0.55 against 0.78 at 2^16).
+template <typename sym_a, typename sym_b, bool ifma>
+__attribute__((target("avx512f,avx512ifma"))) size_t decode_pair_rounds_impl(
+    slot_stream& a, slot_stream& b) {
+  slot_lanes<sym_a, ifma> la;
+  slot_lanes<sym_b, ifma> lb;
+  la.load(a);
+  lb.load(b);
+  size_t i = 0;
+  while (a.count - i >= wide_lanes && b.count - i >= wide_lanes &&
+         static_cast<size_t>(a.end - la.q) >= 2 * wide_lanes &&
+         static_cast<size_t>(b.end - lb.q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < wide_lanes / 16; ++g) {
+      la.step(g, i);
+      lb.step(g, i);
+    }
+    i += wide_lanes;
+  }
+  la.store(a);
+  lb.store(b);
+  return i;
+}
+
 // The symbols' freq | start << 16 from the table kept in `pairs` register
 // pairs (32 symbols a pair): every pair permuted at once, then chosen by the
 // symbol's bits 5 to 7 in a tree of blends.
@@ -581,6 +668,17 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                     key_end, out);
 }
 
+size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
+  if (!avx512_ifma_cpu()) return 0;
+  if (a.width == 1) {
+    return b.width == 1
+               ? decode_pair_rounds_impl<uint8_t, uint8_t, true>(a, b)
+               : decode_pair_rounds_impl<uint8_t, uint16_t, true>(a, b);
+  }
+  return b.width == 1 ? decode_pair_rounds_impl<uint16_t, uint8_t, true>(a, b)
+                      : decode_pair_rounds_impl<uint16_t, uint16_t, true>(a, b);
+}
+
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t const* bias_cmpl,
@@ -622,6 +720,7 @@ size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
                              uint32_t const*, unsigned, uint8_t*) {
   return 0;
 }
+size_t decode_pair_rounds_avx512(slot_stream&, slot_stream&) { return 0; }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
                           size_t, uint32_t, uint32_t const*, uint32_t const*,
                           float const*, uint32_t) {

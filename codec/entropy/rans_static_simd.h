@@ -36,6 +36,25 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out);
 
+/// One of two wide streams decoded together from slot tables: the arguments
+/// of decode_rounds_avx512 (`x` and `p` advanced by the call).
+struct slot_stream {
+  unsigned width;
+  uint32_t* x;
+  uint8_t const* p;
+  uint8_t const* end;
+  size_t count;
+  unsigned scale;
+  uint32_t const* step;
+  uint16_t const* symbol;
+  uint8_t* out;
+};
+/// Whole rounds of both streams, alternating their groups so that twice as
+/// many gathers are in flight; stops where either stream would stop alone.
+/// Returns the symbols decoded from each (as many from both; 0 where the
+/// CPU lacks IFMA): the callers finish each stream alone.
+size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
+
 /// The same from the coder's compact tables: `symbol8` the key of each
 /// slot's symbol (3 bytes of padding), `freq_start` per key
 /// freq | start << 16; the key is the symbol if `symbol16` is null (8-bit

@@ -629,6 +629,21 @@ class rans_static_leaf final : public leaf_def {
             "rans_static: size is not a whole number of lanes");
     coder_for(n.blob, w)->decode(payload, out_size / w, out);
   }
+
+  void decode_pair(decode_job const& a, decode_job const& b) const override {
+    for (decode_job const* j : {&a, &b}) {
+      unsigned const w = j->in.width;
+      fail_if(w != 1 && w != 2, errc::bad_program,
+              "rans_static codes 8- or 16-bit lanes");
+      fail_if(j->out_size % w != 0, errc::corrupt,
+              "rans_static: size is not a whole number of lanes");
+    }
+    auto const ca = coder_for(a.n->blob, a.in.width);
+    auto const cb = coder_for(b.n->blob, b.in.width);
+    rans_static::coder::decode_pair(
+        {ca.get(), a.payload, a.out_size / a.in.width, a.out},
+        {cb.get(), b.payload, b.out_size / b.in.width, b.out});
+  }
 };
 
 }  // namespace

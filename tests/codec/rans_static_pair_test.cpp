@@ -1,0 +1,200 @@
+// rans_static::coder::decode_pair (and the interpreter's pairing of sibling
+// rans_static leaves) decodes exactly what two decode calls do, on every
+// vector path, and throws where they throw.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <memory>
+#include <random>
+
+#include "codec/core/error.h"
+#include "codec/dsl/interpreter.h"
+#include "codec/entropy/rans_static.h"
+#include "codec/leaves/rans_static.h"
+
+namespace brevis::codec {
+namespace {
+
+namespace rs = rans_static;
+
+// `count` symbols of `width` bytes from `symbols` distinct values, skewed.
+bytes skewed(size_t count, unsigned width, unsigned symbols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::geometric_distribution<unsigned> g(std::min(0.9, 4.0 / symbols));
+  bytes d(count * width);
+  for (size_t i = 0; i < count; ++i) {
+    unsigned v = g(rng) % symbols;
+    if (width == 2) v = v * 251 % 65536;  // spread over the 16-bit range
+    d[width * i] = static_cast<uint8_t>(v);
+    if (width == 2) d[width * i + 1] = static_cast<uint8_t>(v >> 8);
+  }
+  return d;
+}
+
+struct coded {
+  std::unique_ptr<rs::coder> c;
+  bytes payload;
+  size_t count;
+};
+
+coded code(bytes const& d, unsigned width, unsigned scale) {
+  std::vector<uint64_t> hist;
+  rs::histogram(d, width, hist);
+  size_t present = 0;
+  for (uint64_t h : hist) present += h != 0;
+  coded r{nullptr, {}, d.size() / width};
+  if (present == 0) hist[0] = 1;  // an empty value still needs a table
+  r.c = std::make_unique<rs::coder>(
+      rs::normalize(hist, std::max(scale, static_cast<unsigned>(
+                                              std::bit_width(present)))),
+      width);
+  r.c->encode(d, r.payload);
+  return r;
+}
+
+// What decoding `a` then `b` alone gives: their outputs, or that one threw.
+struct outcome {
+  bytes a, b;
+  bool threw = false;
+  friend bool operator==(outcome const&, outcome const&) = default;
+};
+
+outcome alone(coded const& a, bytes const& pa, coded const& b,
+              bytes const& pb) {
+  outcome o{bytes(a.count * a.c->width()), bytes(b.count * b.c->width())};
+  try {
+    a.c->decode(pa, a.count, o.a.data());
+    b.c->decode(pb, b.count, o.b.data());
+  } catch (error const&) {
+    o = outcome{{}, {}, true};
+  }
+  return o;
+}
+
+outcome paired(coded const& a, bytes const& pa, coded const& b,
+               bytes const& pb) {
+  outcome o{bytes(a.count * a.c->width()), bytes(b.count * b.c->width())};
+  try {
+    rs::coder::decode_pair({a.c.get(), pa, a.count, o.a.data()},
+                           {b.c.get(), pb, b.count, o.b.data()});
+  } catch (error const&) {
+    o = outcome{{}, {}, true};
+  }
+  return o;
+}
+
+TEST(rans_static_pair_test, pairs_decode_like_two_decodes_on_every_path) {
+  // Counts below and past wide_from, with odd tails, so that either stream
+  // of a pair runs out of rounds first.
+  size_t const w = rs::wide_from;
+  std::vector<size_t> const counts = {0, 1,     31,     4099,    w - 1,
+                                      w, w + 1, w + 33, w + 4099};
+  struct shape {
+    unsigned width, symbols, scale;
+  };
+  // Slot tables (8-bit below 2^15, 16-bit below 2^14 or past 256 symbols),
+  // compact ones, one-symbol and full byte alphabets.
+  std::vector<shape> const shapes = {{1, 100, 10}, {2, 60, 13}, {1, 256, 12},
+                                     {2, 900, 16}, {1, 40, 15}, {2, 200, 14},
+                                     {1, 1, 10},   {2, 1, 12}};
+  uint32_t seed = 1;
+  for (unsigned simd = 0; simd <= 2; ++simd) {
+    rs::limit_simd(simd);
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      shape const sa = shapes[k];
+      for (size_t m = 0; m < shapes.size(); ++m) {
+        shape const sb = shapes[m];
+        // Both wide with odd tails (the pair kernel's case), then counts
+        // from the list.
+        size_t const c = (k * shapes.size() + m + simd) % counts.size();
+        for (auto const& [na, nb] :
+             {std::pair{w + 2 * k + 1, w + 4099 - 3 * m},
+              std::pair{counts[c], counts[(c * 7 + 3) % counts.size()]}}) {
+          bytes const da = skewed(na, sa.width, sa.symbols, seed++);
+          bytes const db = skewed(nb, sb.width, sb.symbols, seed++);
+          coded const a = code(da, sa.width, sa.scale);
+          coded const b = code(db, sb.width, sb.scale);
+          outcome const p = paired(a, a.payload, b, b.payload);
+          ASSERT_FALSE(p.threw) << simd << " " << k << " " << m << " " << na;
+          EXPECT_EQ(p.a, da) << simd << " " << k << " " << m << " " << na;
+          EXPECT_EQ(p.b, db) << simd << " " << k << " " << m << " " << nb;
+        }
+      }
+    }
+  }
+  rs::limit_simd(2);
+}
+
+TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
+  size_t const n = rs::wide_from + 1000;
+  bytes const da = skewed(n, 1, 120, 7);
+  bytes const db = skewed(n + 77, 2, 50, 8);
+  coded const a = code(da, 1, 11);
+  coded const b = code(db, 2, 12);
+  std::mt19937 rng(9);
+  for (unsigned trial = 0; trial < 60; ++trial) {
+    rs::limit_simd(trial % 3);
+    bytes pa = a.payload, pb = b.payload;
+    bytes& victim = trial % 2 ? pa : pb;
+    switch (trial % 4) {
+      case 0:  // cut at an even length, inside or past the states
+        victim.resize(std::uniform_int_distribution<size_t>(
+                          0, victim.size() / 2 - 1)(rng) *
+                      2);
+        break;
+      case 1:  // cut by one byte
+        victim.pop_back();
+        break;
+      case 2:  // a state below 2^16
+        victim[4 * (trial % 32) + 2] = 0;
+        victim[4 * (trial % 32) + 3] = 0;
+        break;
+      default:  // flipped words
+        for (int f = 0; f < 4; ++f) {
+          victim[std::uniform_int_distribution<size_t>(
+              0, victim.size() - 1)(rng)] ^= 0x5a;
+        }
+    }
+    outcome const want = alone(a, pa, b, pb);
+    EXPECT_EQ(paired(a, pa, b, pb), want) << trial;
+    if (trial % 4 != 3) {
+      EXPECT_TRUE(want.threw) << trial;
+    }
+  }
+  rs::limit_simd(2);
+}
+
+// The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:
+// one pair, two pairs, or a pair and a leaf alone beside a raw plane) and
+// decodes chunks exactly.
+TEST(rans_static_pair_test, sibling_leaves_roundtrip_through_the_interpreter) {
+  for (unsigned variant = 0; variant < 3; ++variant) {
+    unsigned const width = variant == 0 ? 2 : 4;
+    size_t const count = rs::wide_from + 4099;
+    bytes chunk(count * width);
+    std::mt19937 rng(variant);
+    std::geometric_distribution<unsigned> g(0.05);
+    for (uint8_t& b : chunk) b = static_cast<uint8_t>(g(rng));
+    std::vector<node> kids;
+    for (unsigned k = 0; k < width; ++k) {
+      bytes plane(count);
+      for (size_t i = 0; i < count; ++i) plane[i] = chunk[i * width + k];
+      kids.push_back(variant == 2 && k == 3
+                         ? make_leaf(opcode::raw)
+                         : make_rans_static(stream{plane, bytes_type}, 1));
+    }
+    node const program = make_op(
+        opcode::view, {width, 0},
+        {make_op(opcode::planes, {}, std::move(kids)), make_leaf(opcode::raw)});
+    check_program(program);
+    for (unsigned simd = 0; simd <= 2; ++simd) {
+      rs::limit_simd(simd);
+      EXPECT_TRUE(roundtrips(program, chunk)) << variant << " " << simd;
+    }
+    rs::limit_simd(2);
+  }
+}
+
+}  // namespace
+}  // namespace brevis::codec
