@@ -78,8 +78,10 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 double entropy_bits(std::span<uint64_t const> hist);
 
 /// Caps the vector code coding may use: 0 scalar, 1 up to AVX2, 2 up to
-/// AVX-512 (the default; each only where the CPU has it). For tests, which
-/// check that every path codes the same.
+/// AVX-512 without IFMA, 3 up to AVX-512 with IFMA (the default; each only
+/// where the CPU has it). For tests, which check that every path codes the
+/// same: a CPU with IFMA would otherwise never run the AVX-512 kernels
+/// that CPUs without it run.
 void limit_simd(unsigned level);
 
 /// Per-table precomputed state for coding; cheap to build (proportional to

@@ -12,7 +12,7 @@
 namespace brevis::codec::rans_static::simd {
 namespace {
 
-std::atomic<unsigned> cap{2};
+std::atomic<unsigned> cap{3};
 
 unsigned allowed() { return cap.load(std::memory_order_relaxed); }
 
@@ -608,6 +608,7 @@ fill_slots_avx512_impl(table const& t, uint32_t* step, uint16_t* symbol) {
 bool avx2() { return avx2_cpu() && allowed() >= 1; }
 bool avx512() { return avx512_cpu() && allowed() >= 2; }
 bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
+bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 
 size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
@@ -623,7 +624,7 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out) {
-  if (avx512_ifma_cpu()) {
+  if (avx512_ifma()) {
     return width == 1 ? decode_rounds_avx512_impl<uint8_t, true>(
                             x, p, end, count, scale, step, symbol, out)
                       : decode_rounds_avx512_impl<uint16_t, true>(
@@ -651,7 +652,7 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              uint8_t const* symbol8, uint32_t const* freq_start,
                              uint32_t const* symbol16, unsigned key_end,
                              uint8_t* out) {
-  bool const ifma = avx512_ifma_cpu();
+  bool const ifma = avx512_ifma();
   if (symbol16) {
     return ifma ? decode_rounds8_avx512_by_reach<uint16_t, true>(
                       x, p, end, count, scale, symbol8, freq_start, symbol16,
@@ -669,7 +670,7 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 }
 
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
-  if (!avx512_ifma_cpu()) return 0;
+  if (!avx512_ifma()) return 0;
   if (a.width == 1) {
     return b.width == 1
                ? decode_pair_rounds_impl<uint8_t, uint8_t, true>(a, b)
@@ -700,6 +701,7 @@ void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol) {
 bool avx2() { return false; }
 bool avx512() { return false; }
 bool avx512_bw_vl() { return false; }
+bool avx512_ifma() { return false; }
 size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
                           size_t, unsigned, uint32_t const*, uint16_t const*,
                           uint8_t*) {

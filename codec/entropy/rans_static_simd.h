@@ -15,10 +15,11 @@ namespace brevis::codec::rans_static::simd {
 inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
 
 /// Whether a kernel may run: the CPU has its instructions, and set_cap
-/// allows them (0 scalar, 1 AVX2, 2 AVX-512; default 2).
+/// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA; default 3).
 bool avx2();          // decode_rounds_avx2
 bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
+bool avx512_ifma();   // the decode kernels' IFMA instances, the pair kernel
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)

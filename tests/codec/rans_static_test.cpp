@@ -114,7 +114,7 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
   EXPECT_EQ(rs::lanes_for(rs::wide_from - 1), rs::lanes);
   EXPECT_EQ(rs::lanes_for(rs::wide_from), rs::wide_lanes);
   bytes const g = gaussian_bf16(rs::wide_from + 40, 11);
-  for (unsigned simd : {0u, 1u, 2u}) {
+  for (unsigned simd : {0u, 1u, 2u, 3u}) {
     rs::limit_simd(simd);
     for (size_t count : {rs::wide_from - 1, rs::wide_from, rs::wide_from + 1,
                          rs::wide_from + 31, rs::wide_from + 33}) {
@@ -143,7 +143,7 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
       EXPECT_EQ(back, d) << scale << " " << simd;
     }
   }
-  rs::limit_simd(2);
+  rs::limit_simd(3);
 }
 
 // A symbol the table lacks is refused wherever it falls (a vector round or
@@ -161,7 +161,7 @@ TEST(rans_static_test, absent_symbols_are_refused_on_every_path) {
     std::vector<uint64_t> hist;
     rs::histogram(d, width, hist);
     rs::coder const c(rs::normalize(hist, 12), width);
-    for (unsigned simd : {0u, 1u, 2u}) {
+    for (unsigned simd : {0u, 1u, 2u, 3u}) {
       rs::limit_simd(simd);
       bytes payload;
       c.encode(d, payload);  // all present: codes
@@ -180,7 +180,7 @@ TEST(rans_static_test, absent_symbols_are_refused_on_every_path) {
         }
       }
     }
-    rs::limit_simd(2);
+    rs::limit_simd(3);
   }
 }
 
@@ -204,23 +204,24 @@ TEST(rans_static_test, vector_and_scalar_encoders_agree) {
       std::vector<uint64_t> hist;
       rs::histogram(d, width, hist);
       rs::table const t = rs::normalize(hist, scale);
-      bytes payload[3];
-      for (unsigned simd : {0u, 1u, 2u}) {
+      bytes payload[4];
+      for (unsigned simd : {0u, 1u, 2u, 3u}) {
         rs::limit_simd(simd);
         rs::coder(t, width).encode(d, payload[simd]);
       }
-      rs::limit_simd(2);
+      rs::limit_simd(3);
       EXPECT_EQ(payload[0], payload[2]) << width << " " << scale;
       EXPECT_EQ(payload[1], payload[2]) << width << " " << scale;
+      EXPECT_EQ(payload[3], payload[2]) << width << " " << scale;
       // A symbol outside the table, deep inside the vector rounds.
       bytes bad = d;
       bad[width * 1000] = width == 1 ? 255 : 0xff;
-      for (unsigned simd : {0u, 2u}) {
+      for (unsigned simd : {0u, 2u, 3u}) {
         rs::limit_simd(simd);
         bytes out;
         EXPECT_THROW(rs::coder(t, width).encode(bad, out), error);
       }
-      rs::limit_simd(2);
+      rs::limit_simd(3);
     }
   }
 }
@@ -242,7 +243,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
   std::mt19937 rng(3);
   int accepted = 0;
   for (int i = 0; i < 30; ++i) {
-    rs::limit_simd(i % 3);
+    rs::limit_simd(i % 4);
     bytes p = payload;
     if (i % 2) {
       p[rng() % p.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
@@ -255,7 +256,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
     } catch (error const&) {
     }
   }
-  rs::limit_simd(2);
+  rs::limit_simd(3);
   EXPECT_LT(accepted, 2);
 }
 
@@ -465,7 +466,7 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
       rs::coder const c(rs::normalize(hist, scale), 1);
       bytes payload;
       c.encode(d, payload);
-      for (unsigned simd : {0u, 1u, 2u}) {
+      for (unsigned simd : {0u, 1u, 2u, 3u}) {
         rs::limit_simd(simd);
         bytes back(d.size());
         c.decode(payload, d.size(), back.data());
@@ -476,7 +477,7 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
                               d.size(), out.data()),
                      error);
       }
-      rs::limit_simd(2);
+      rs::limit_simd(3);
     }
   }
 }
@@ -500,7 +501,7 @@ TEST(rans_static_test, wide_payloads_decode_on_every_path_at_every_scale) {
     bytes payload;
     c.encode(d, payload);
     size_t const count = d.size() / width;
-    for (unsigned simd : {0u, 1u, 2u}) {
+    for (unsigned simd : {0u, 1u, 2u, 3u}) {
       rs::limit_simd(simd);
       bytes back(d.size());
       c.decode(payload, count, back.data());
@@ -509,7 +510,7 @@ TEST(rans_static_test, wide_payloads_decode_on_every_path_at_every_scale) {
                             back.data()),
                    error);
     }
-    rs::limit_simd(2);
+    rs::limit_simd(3);
   };
   for (unsigned width : {1u, 2u}) {
     for (unsigned scale = 1; scale <= rs::max_scale; ++scale) {
@@ -570,7 +571,7 @@ TEST(rans_static_test, small_16bit_alphabets_decode_on_every_path) {
       rs::coder const c(rs::normalize(hist, scale), 2);
       bytes payload;
       c.encode(d, payload);
-      for (unsigned simd : {0u, 1u, 2u}) {
+      for (unsigned simd : {0u, 1u, 2u, 3u}) {
         rs::limit_simd(simd);
         bytes back(d.size());
         c.decode(payload, d.size() / 2, back.data());
@@ -579,7 +580,7 @@ TEST(rans_static_test, small_16bit_alphabets_decode_on_every_path) {
                               d.size() / 2, back.data()),
                      error);
       }
-      rs::limit_simd(2);
+      rs::limit_simd(3);
     }
   }
   // Every length up to 4099 (8 states, scalar rounds and tails).
