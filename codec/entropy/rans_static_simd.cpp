@@ -211,62 +211,10 @@ mul_add(__m512i freq, __m512i x, __m512i add) {
   }
 }
 
-// The same rounds 16 lanes at a time; the lanes that renormalize take their
-// words in order through an expand, with no shuffle table.
-template <typename sym, bool ifma>
-__attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds_avx512_impl(
-    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
-    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
-    uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 16;
-  __m512i state[groups];
-  for (unsigned g = 0; g < groups; ++g)
-    state[g] = _mm512_loadu_si512(x + 16 * g);
-  __m512i const slot_mask = _mm512_set1_epi32((1 << scale) - 1);
-  __m512i const low16 = _mm512_set1_epi32(0xffff);
-  __m512i const state_min = _mm512_set1_epi32(static_cast<int>(state_low));
-  __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
-  uint8_t const* q = p;
-  size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
-    for (unsigned g = 0; g < groups; ++g) {
-      __m512i const s = state[g];
-      __m512i const slot = _mm512_and_si512(s, slot_mask);
-      __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
-      // Reads 4 bytes at each symbol (the table has one entry of padding).
-      __m512i const symbols =
-          _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
-      __m512i const next =
-          mul_add<ifma>(_mm512_and_si512(e, low16), _mm512_srl_epi32(s, shift),
-                        _mm512_srli_epi32(e, 16));
-      uint8_t* const o = out + (i + 16 * g) * sizeof(sym);
-      if constexpr (sizeof(sym) == 2) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                            _mm512_cvtepi32_epi16(symbols));
-      } else {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                         _mm512_cvtepi32_epi8(symbols));
-      }
-      __mmask16 const need = _mm512_cmplt_epu32_mask(next, state_min);
-      __m512i const words = _mm512_maskz_expand_epi32(
-          need, _mm512_cvtepu16_epi32(
-                    _mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))));
-      state[g] =
-          _mm512_mask_or_epi32(next, need, _mm512_slli_epi32(next, 16), words);
-      q += 2 * static_cast<unsigned>(__builtin_popcount(need));
-    }
-    i += wide_lanes;
-  }
-  for (unsigned g = 0; g < groups; ++g)
-    _mm512_storeu_si512(x + 16 * g, state[g]);
-  p = q;
-  return i;
-}
-
-// One wide stream of a pair decoded from its slot tables: the rounds of
-// decode_rounds_avx512_impl, a group at a time, so that the pair kernel
-// can alternate two streams' groups.
+// One wide stream decoded from its slot tables, 16 lanes (a group) at a
+// time; the lanes that renormalize take their words in order through an
+// expand, with no shuffle table. The single-stream kernel runs its groups
+// in turn, the pair kernel alternates two streams' groups.
 template <typename sym, bool ifma>
 struct slot_lanes {
   __m512i state[wide_lanes / 16];
@@ -301,6 +249,7 @@ struct slot_lanes {
     __m512i const s = state[g];
     __m512i const slot = _mm512_and_si512(s, slot_mask);
     __m512i const e = _mm512_i32gather_epi32(slot, step_tab, 4);
+    // Reads 4 bytes at each symbol (the table has one entry of padding).
     __m512i const symbols =
         _mm512_and_si512(_mm512_i32gather_epi32(slot, symbol_tab, 2), low16);
     __m512i const next =
@@ -323,6 +272,27 @@ struct slot_lanes {
     q += 2 * static_cast<unsigned>(__builtin_popcount(need));
   }
 };
+
+// Whole rounds of one stream, its groups in turn.
+template <typename sym, bool ifma>
+__attribute__((target("avx512f,avx512ifma"))) size_t decode_rounds_avx512_impl(
+    uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
+    unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
+    uint8_t* out) {
+  slot_stream s{sizeof(sym), x,        p,          end, count,
+                scale,       step_tab, symbol_tab, out};
+  slot_lanes<sym, ifma> lanes;
+  lanes.load(s);
+  size_t i = 0;
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - lanes.q) >= 2 * wide_lanes) {
+    for (unsigned g = 0; g < wide_lanes / 16; ++g) lanes.step(g, i);
+    i += wide_lanes;
+  }
+  lanes.store(s);
+  p = s.p;
+  return i;
+}
 
 // Two streams' rounds in one loop: each stream's groups wait on their
 // gathers, one round after another, but the other stream's are independent,
