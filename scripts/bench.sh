@@ -120,6 +120,8 @@ def tensors(path):
             if len(raw) >= 4096:
                 yield name, t["shape"], raw
 files = sorted(glob.glob(corpus + "/*.bf16.safetensors") + glob.glob(corpus + "/*.fp32.safetensors"))
+if not files:  # else the loop below never reaches the target size
+    sys.exit("bench: no corpus in %s (scripts/fetch-corpus.sh)" % corpus)
 header, blobs, size, rnd = {}, [], 0, 0
 while size < target:
     for path in files:
