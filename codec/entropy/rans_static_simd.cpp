@@ -12,7 +12,7 @@
 namespace brevis::codec::rans_static::simd {
 namespace {
 
-std::atomic<unsigned> cap{3};
+std::atomic<unsigned> cap{tuned};
 
 unsigned allowed() { return cap.load(std::memory_order_relaxed); }
 
@@ -77,15 +77,15 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
                                      all, bytes);
 }
 
-// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
+// Whole rounds of n_lanes symbols, 8 states to a vector; the same
 // arithmetic as the scalar loop. Stops where fewer than a round of symbols
 // or of the words a round may read remain; returns the symbols decoded.
-template <typename sym>
+template <typename sym, unsigned n_lanes>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
     uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 8;
+  constexpr unsigned groups = n_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
@@ -95,8 +95,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+  while (count - i >= n_lanes && static_cast<size_t>(end - q) >= 2 * n_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
@@ -120,7 +119,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
       }
       state[g] = renormalize_avx2(next, q);
     }
-    i += wide_lanes;
+    i += n_lanes;
   }
   for (unsigned g = 0; g < groups; ++g) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
@@ -131,12 +130,12 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 
 // The rounds of 8-bit symbols: the slot's symbol from the byte table, then
 // its freq | start << 16 from the per-symbol table.
-template <typename sym>
+template <typename sym, unsigned n_lanes>
 __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
     uint32_t const* symbol16, uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 8;
+  constexpr unsigned groups = n_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
@@ -147,8 +146,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+  while (count - i >= n_lanes && static_cast<size_t>(end - q) >= 2 * n_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
@@ -173,7 +171,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
       }
       state[g] = renormalize_avx2(next, q);
     }
-    i += wide_lanes;
+    i += n_lanes;
   }
   for (unsigned g = 0; g < groups; ++g) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
@@ -575,26 +573,49 @@ fill_slots_avx512_impl(table const& t, uint32_t* step, uint16_t* symbol) {
 
 }  // namespace
 
+namespace {
+
+// Zen 5 (measured, ns a symbol at 2^13 to 2^16 slots): vpmulld takes 3
+// cycles there, so the IFMA multiply (two vpmadd52luq and a shuffle) costs
+// the slot kernels more than it saves (0.86 against 0.94 without it); and
+// its gathers are slow enough that the pair kernel keeps no more of them in
+// flight than single streams do (0.80 singly against 0.90 paired). The
+// compact kernel of 16-bit symbols still gains from IFMA (0.77 against
+// 0.92 at 2^16 slots), that of 8-bit ones not (1.17 against 1.06 at 2^15).
+bool zen_tuned() {
+  static bool const amd = __builtin_cpu_is("amd");
+  return amd && allowed() >= tuned;
+}
+
+}  // namespace
+
 bool avx2() { return avx2_cpu() && allowed() >= 1; }
 bool avx512() { return avx512_cpu() && allowed() >= 2; }
 bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
+bool pair_rounds() { return avx512() && !zen_tuned(); }
 
-size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
-                          uint8_t const* end, size_t count, unsigned scale,
-                          uint32_t const* step, uint16_t const* symbol,
-                          uint8_t* out) {
-  return width == 1 ? decode_rounds_avx2_impl<uint8_t>(x, p, end, count, scale,
-                                                       step, symbol, out)
-                    : decode_rounds_avx2_impl<uint16_t>(x, p, end, count, scale,
-                                                        step, symbol, out);
+size_t decode_rounds_avx2(unsigned width, unsigned lanes, uint32_t* x,
+                          uint8_t const*& p, uint8_t const* end, size_t count,
+                          unsigned scale, uint32_t const* step,
+                          uint16_t const* symbol, uint8_t* out) {
+  if (lanes == wide_lanes) {
+    return width == 1 ? decode_rounds_avx2_impl<uint8_t, wide_lanes>(
+                            x, p, end, count, scale, step, symbol, out)
+                      : decode_rounds_avx2_impl<uint16_t, wide_lanes>(
+                            x, p, end, count, scale, step, symbol, out);
+  }
+  return width == 1 ? decode_rounds_avx2_impl<uint8_t, rans_static::lanes>(
+                          x, p, end, count, scale, step, symbol, out)
+                    : decode_rounds_avx2_impl<uint16_t, rans_static::lanes>(
+                          x, p, end, count, scale, step, symbol, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out) {
-  if (avx512_ifma()) {
+  if (avx512_ifma() && !zen_tuned()) {
     return width == 1 ? decode_rounds_avx512_impl<uint8_t, true>(
                             x, p, end, count, scale, step, symbol, out)
                       : decode_rounds_avx512_impl<uint16_t, true>(
@@ -606,14 +627,22 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                           x, p, end, count, scale, step, symbol, out);
 }
 
-size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
-                           size_t count, unsigned scale, uint8_t const* symbol8,
-                           uint32_t const* freq_start, uint32_t const* symbol16,
-                           uint8_t* out) {
+size_t decode_rounds8_avx2(unsigned lanes, uint32_t* x, uint8_t const*& p,
+                           uint8_t const* end, size_t count, unsigned scale,
+                           uint8_t const* symbol8, uint32_t const* freq_start,
+                           uint32_t const* symbol16, uint8_t* out) {
+  if (lanes == wide_lanes) {
+    return symbol16 ? decode_rounds8_avx2_impl<uint16_t, wide_lanes>(
+                          x, p, end, count, scale, symbol8, freq_start,
+                          symbol16, out)
+                    : decode_rounds8_avx2_impl<uint8_t, wide_lanes>(
+                          x, p, end, count, scale, symbol8, freq_start,
+                          symbol16, out);
+  }
   return symbol16
-             ? decode_rounds8_avx2_impl<uint16_t>(
+             ? decode_rounds8_avx2_impl<uint16_t, rans_static::lanes>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out)
-             : decode_rounds8_avx2_impl<uint8_t>(
+             : decode_rounds8_avx2_impl<uint8_t, rans_static::lanes>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out);
 }
 
@@ -622,7 +651,7 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              uint8_t const* symbol8, uint32_t const* freq_start,
                              uint32_t const* symbol16, unsigned key_end,
                              uint8_t* out) {
-  bool const ifma = avx512_ifma();
+  bool const ifma = avx512_ifma() && !(zen_tuned() && !symbol16);
   if (symbol16) {
     return ifma ? decode_rounds8_avx512_by_reach<uint16_t, true>(
                       x, p, end, count, scale, symbol8, freq_start, symbol16,
@@ -639,15 +668,25 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                     key_end, out);
 }
 
-size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
-  if (!avx512_ifma()) return 0;
+namespace {
+
+template <bool ifma>
+size_t decode_pair_rounds_by_width(slot_stream& a, slot_stream& b) {
   if (a.width == 1) {
     return b.width == 1
-               ? decode_pair_rounds_impl<uint8_t, uint8_t, true>(a, b)
-               : decode_pair_rounds_impl<uint8_t, uint16_t, true>(a, b);
+               ? decode_pair_rounds_impl<uint8_t, uint8_t, ifma>(a, b)
+               : decode_pair_rounds_impl<uint8_t, uint16_t, ifma>(a, b);
   }
-  return b.width == 1 ? decode_pair_rounds_impl<uint16_t, uint8_t, true>(a, b)
-                      : decode_pair_rounds_impl<uint16_t, uint16_t, true>(a, b);
+  return b.width == 1 ? decode_pair_rounds_impl<uint16_t, uint8_t, ifma>(a, b)
+                      : decode_pair_rounds_impl<uint16_t, uint16_t, ifma>(a, b);
+}
+
+}  // namespace
+
+size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
+  if (!pair_rounds()) return 0;
+  return avx512_ifma() ? decode_pair_rounds_by_width<true>(a, b)
+                       : decode_pair_rounds_by_width<false>(a, b);
 }
 
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -672,9 +711,10 @@ bool avx2() { return false; }
 bool avx512() { return false; }
 bool avx512_bw_vl() { return false; }
 bool avx512_ifma() { return false; }
-size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
-                          size_t, unsigned, uint32_t const*, uint16_t const*,
-                          uint8_t*) {
+bool pair_rounds() { return false; }
+size_t decode_rounds_avx2(unsigned, unsigned, uint32_t*, uint8_t const*&,
+                          uint8_t const*, size_t, unsigned, uint32_t const*,
+                          uint16_t const*, uint8_t*) {
   return 0;
 }
 size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
@@ -682,8 +722,8 @@ size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
                             uint16_t const*, uint8_t*) {
   return 0;
 }
-size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
-                           unsigned, uint8_t const*, uint32_t const*,
+size_t decode_rounds8_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
+                           size_t, unsigned, uint8_t const*, uint32_t const*,
                            uint32_t const*, uint8_t*) {
   return 0;
 }

@@ -14,12 +14,16 @@ namespace brevis::codec::rans_static::simd {
 
 inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
 
+/// The default level: every kernel the CPU has, each where it was measured
+/// faster on this CPU's kind (AMD: see zen_tuned in the .cpp).
+inline constexpr unsigned tuned = simd_tuned;
 /// Whether a kernel may run: the CPU has its instructions, and set_cap
-/// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA; default 3).
+/// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA, `tuned`).
 bool avx2();          // decode_rounds_avx2
 bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
-bool avx512_ifma();   // the decode kernels' IFMA instances, the pair kernel
+bool avx512_ifma();   // the decode kernels' IFMA instances
+bool pair_rounds();   // decode_pair_rounds_avx512
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -27,11 +31,12 @@ void set_cap(unsigned level);
 /// round of symbols and the words a round may read (2 * wide_lanes bytes)
 /// remain before `count` and `end`. `step` and `symbol` are the coder's
 /// 2^scale decode slots (`symbol` with one entry of padding). Returns the
-/// symbols decoded; the caller finishes the rest.
-size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
-                          uint8_t const* end, size_t count, unsigned scale,
-                          uint32_t const* step, uint16_t const* symbol,
-                          uint8_t* out);
+/// symbols decoded; the caller finishes the rest. The AVX2 kernels also
+/// decode rounds of `lanes` = rans_static::lanes states (narrow payloads).
+size_t decode_rounds_avx2(unsigned width, unsigned lanes, uint32_t* x,
+                          uint8_t const*& p, uint8_t const* end, size_t count,
+                          unsigned scale, uint32_t const* step,
+                          uint16_t const* symbol, uint8_t* out);
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
@@ -52,8 +57,8 @@ struct slot_stream {
 };
 /// Whole rounds of both streams, alternating their groups so that twice as
 /// many gathers are in flight; stops where either stream would stop alone.
-/// Returns the symbols decoded from each (as many from both; 0 where the
-/// CPU lacks IFMA): the callers finish each stream alone.
+/// Returns the symbols decoded from each (as many from both; 0 unless
+/// pair_rounds()): the callers finish each stream alone.
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
 
 /// The same from the coder's compact tables: `symbol8` the key of each
@@ -61,10 +66,10 @@ size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
 /// freq | start << 16; the key is the symbol if `symbol16` is null (8-bit
 /// symbols), else 16-bit symbols are symbol16[key]. `key_end` is 1 + the
 /// largest key (the AVX-512 kernel keeps the tables up to it in registers).
-size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
-                           size_t count, unsigned scale, uint8_t const* symbol8,
-                           uint32_t const* freq_start, uint32_t const* symbol16,
-                           uint8_t* out);
+size_t decode_rounds8_avx2(unsigned lanes, uint32_t* x, uint8_t const*& p,
+                           uint8_t const* end, size_t count, unsigned scale,
+                           uint8_t const* symbol8, uint32_t const* freq_start,
+                           uint32_t const* symbol16, uint8_t* out);
 size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              size_t count, unsigned scale,
                              uint8_t const* symbol8, uint32_t const* freq_start,
