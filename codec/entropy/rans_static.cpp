@@ -528,20 +528,19 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
       i = simd::decode_rounds8_avx512(x, p, end, rest, scale, symbol8_tab,
                                       freq_start, symbol16, dec_symbol_end_,
                                       rest_out);
-    } else if (simd::avx2()) {
-      i = simd::decode_rounds8_avx2(n_lanes, x, p, end, rest, scale,
-                                    symbol8_tab, freq_start, symbol16,
-                                    rest_out);
+    } else if (n_lanes == wide_lanes && simd::avx2()) {
+      i = simd::decode_rounds8_avx2(x, p, end, rest, scale, symbol8_tab,
+                                    freq_start, symbol16, rest_out);
     }
   } else {
-    // Narrow payloads too, in AVX2 rounds of 8 states: latency-bound, but
-    // measured faster than the scalar rounds on Zen 5 (ns a symbol: 2.85
-    // against 3.27 at 2^16 slots, 1.91 against 2.30 at 2^10).
+    // Narrow payloads stay scalar: AVX2 rounds of their 8 states measured
+    // twice as slow on movenet-multipose's (10.5% of its decompress CPU
+    // against 5.0%), their gathers waiting on a 2^16-slot table in L2.
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, rest, scale,
                                      step_tab, symbol_tab, rest_out);
-    } else if (simd::avx2()) {
-      i = simd::decode_rounds_avx2(sizeof(sym), n_lanes, x, p, end, rest, scale,
+    } else if (n_lanes == wide_lanes && simd::avx2()) {
+      i = simd::decode_rounds_avx2(sizeof(sym), x, p, end, rest, scale,
                                    step_tab, symbol_tab, rest_out);
     }
   }

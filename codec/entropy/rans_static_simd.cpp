@@ -77,15 +77,15 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
                                      all, bytes);
 }
 
-// Whole rounds of n_lanes symbols, 8 states to a vector; the same
+// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
 // arithmetic as the scalar loop. Stops where fewer than a round of symbols
 // or of the words a round may read remain; returns the symbols decoded.
-template <typename sym, unsigned n_lanes>
+template <typename sym>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
     uint8_t* out) {
-  constexpr unsigned groups = n_lanes / 8;
+  constexpr unsigned groups = wide_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
@@ -95,7 +95,8 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
-  while (count - i >= n_lanes && static_cast<size_t>(end - q) >= 2 * n_lanes) {
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
@@ -119,7 +120,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
       }
       state[g] = renormalize_avx2(next, q);
     }
-    i += n_lanes;
+    i += wide_lanes;
   }
   for (unsigned g = 0; g < groups; ++g) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
@@ -130,12 +131,12 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 
 // The rounds of 8-bit symbols: the slot's symbol from the byte table, then
 // its freq | start << 16 from the per-symbol table.
-template <typename sym, unsigned n_lanes>
+template <typename sym>
 __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
     uint32_t const* symbol16, uint8_t* out) {
-  constexpr unsigned groups = n_lanes / 8;
+  constexpr unsigned groups = wide_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
@@ -146,7 +147,8 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
-  while (count - i >= n_lanes && static_cast<size_t>(end - q) >= 2 * n_lanes) {
+  while (count - i >= wide_lanes &&
+         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
@@ -171,7 +173,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
       }
       state[g] = renormalize_avx2(next, q);
     }
-    i += n_lanes;
+    i += wide_lanes;
   }
   for (unsigned g = 0; g < groups; ++g) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
@@ -595,20 +597,14 @@ bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
 
-size_t decode_rounds_avx2(unsigned width, unsigned lanes, uint32_t* x,
-                          uint8_t const*& p, uint8_t const* end, size_t count,
-                          unsigned scale, uint32_t const* step,
-                          uint16_t const* symbol, uint8_t* out) {
-  if (lanes == wide_lanes) {
-    return width == 1 ? decode_rounds_avx2_impl<uint8_t, wide_lanes>(
-                            x, p, end, count, scale, step, symbol, out)
-                      : decode_rounds_avx2_impl<uint16_t, wide_lanes>(
-                            x, p, end, count, scale, step, symbol, out);
-  }
-  return width == 1 ? decode_rounds_avx2_impl<uint8_t, rans_static::lanes>(
-                          x, p, end, count, scale, step, symbol, out)
-                    : decode_rounds_avx2_impl<uint16_t, rans_static::lanes>(
-                          x, p, end, count, scale, step, symbol, out);
+size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                          uint8_t const* end, size_t count, unsigned scale,
+                          uint32_t const* step, uint16_t const* symbol,
+                          uint8_t* out) {
+  return width == 1 ? decode_rounds_avx2_impl<uint8_t>(x, p, end, count, scale,
+                                                       step, symbol, out)
+                    : decode_rounds_avx2_impl<uint16_t>(x, p, end, count, scale,
+                                                        step, symbol, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
@@ -627,22 +623,14 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                           x, p, end, count, scale, step, symbol, out);
 }
 
-size_t decode_rounds8_avx2(unsigned lanes, uint32_t* x, uint8_t const*& p,
-                           uint8_t const* end, size_t count, unsigned scale,
-                           uint8_t const* symbol8, uint32_t const* freq_start,
-                           uint32_t const* symbol16, uint8_t* out) {
-  if (lanes == wide_lanes) {
-    return symbol16 ? decode_rounds8_avx2_impl<uint16_t, wide_lanes>(
-                          x, p, end, count, scale, symbol8, freq_start,
-                          symbol16, out)
-                    : decode_rounds8_avx2_impl<uint8_t, wide_lanes>(
-                          x, p, end, count, scale, symbol8, freq_start,
-                          symbol16, out);
-  }
+size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                           size_t count, unsigned scale, uint8_t const* symbol8,
+                           uint32_t const* freq_start, uint32_t const* symbol16,
+                           uint8_t* out) {
   return symbol16
-             ? decode_rounds8_avx2_impl<uint16_t, rans_static::lanes>(
+             ? decode_rounds8_avx2_impl<uint16_t>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out)
-             : decode_rounds8_avx2_impl<uint8_t, rans_static::lanes>(
+             : decode_rounds8_avx2_impl<uint8_t>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out);
 }
 
@@ -712,9 +700,9 @@ bool avx512() { return false; }
 bool avx512_bw_vl() { return false; }
 bool avx512_ifma() { return false; }
 bool pair_rounds() { return false; }
-size_t decode_rounds_avx2(unsigned, unsigned, uint32_t*, uint8_t const*&,
-                          uint8_t const*, size_t, unsigned, uint32_t const*,
-                          uint16_t const*, uint8_t*) {
+size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
+                          size_t, unsigned, uint32_t const*, uint16_t const*,
+                          uint8_t*) {
   return 0;
 }
 size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
@@ -722,8 +710,8 @@ size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
                             uint16_t const*, uint8_t*) {
   return 0;
 }
-size_t decode_rounds8_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
-                           size_t, unsigned, uint8_t const*, uint32_t const*,
+size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
+                           unsigned, uint8_t const*, uint32_t const*,
                            uint32_t const*, uint8_t*) {
   return 0;
 }

@@ -31,12 +31,11 @@ void set_cap(unsigned level);
 /// round of symbols and the words a round may read (2 * wide_lanes bytes)
 /// remain before `count` and `end`. `step` and `symbol` are the coder's
 /// 2^scale decode slots (`symbol` with one entry of padding). Returns the
-/// symbols decoded; the caller finishes the rest. The AVX2 kernels also
-/// decode rounds of `lanes` = rans_static::lanes states (narrow payloads).
-size_t decode_rounds_avx2(unsigned width, unsigned lanes, uint32_t* x,
-                          uint8_t const*& p, uint8_t const* end, size_t count,
-                          unsigned scale, uint32_t const* step,
-                          uint16_t const* symbol, uint8_t* out);
+/// symbols decoded; the caller finishes the rest.
+size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                          uint8_t const* end, size_t count, unsigned scale,
+                          uint32_t const* step, uint16_t const* symbol,
+                          uint8_t* out);
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
@@ -66,10 +65,10 @@ size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
 /// freq | start << 16; the key is the symbol if `symbol16` is null (8-bit
 /// symbols), else 16-bit symbols are symbol16[key]. `key_end` is 1 + the
 /// largest key (the AVX-512 kernel keeps the tables up to it in registers).
-size_t decode_rounds8_avx2(unsigned lanes, uint32_t* x, uint8_t const*& p,
-                           uint8_t const* end, size_t count, unsigned scale,
-                           uint8_t const* symbol8, uint32_t const* freq_start,
-                           uint32_t const* symbol16, uint8_t* out);
+size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
+                           size_t count, unsigned scale, uint8_t const* symbol8,
+                           uint32_t const* freq_start, uint32_t const* symbol16,
+                           uint8_t* out);
 size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              size_t count, unsigned scale,
                              uint8_t const* symbol8, uint32_t const* freq_start,
