@@ -295,39 +295,83 @@ uint8_t* encode_buffer(size_t size) {
   return buffer.get();
 }
 
-// Decode tables of finished coders, for the next ones on this thread.
+// Slot tables of finished coders, for the next ones. Process-wide and
+// bounded in bytes: a fresh table at 2^16 slots (384 KiB) costs a page fault
+// every 4 KiB, ~1.4 ms on a paravirtualized guest, against ~25 us to refill
+// a warm one. Never destroyed: coders in static caches may die after it.
 struct decode_arrays {
   std::unique_ptr<uint32_t[]> step;
   std::unique_ptr<uint16_t[]> symbol;
   uint32_t slots = 0;
 };
-constexpr size_t pooled_tables = 4;
 
-// Coders cached in other thread_locals may be destroyed after the pool at
-// thread exit: they check this (trivially destructible) flag first.
-thread_local bool pool_alive = false;
+size_t slot_bytes(uint32_t slots) {
+  return slots * (sizeof(uint32_t) + sizeof(uint16_t));
+}
 
-struct table_pool {
-  table_pool() { pool_alive = true; }
-  ~table_pool() { pool_alive = false; }
-  std::vector<decode_arrays> free;
+class table_pool {
+ public:
+  // Four tables at 2^16 slots: a coder cache's evictions keep them busy.
+  static constexpr size_t max_bytes = size_t{3} << 19;
+
+  // The smallest pooled table of `slots` to 4 `slots` slots, if any: a
+  // small table taking a large one would leave the next large table to
+  // fresh memory (measured on blazepose-heavy.bf16: 2^13-slot tables took
+  // the 2^16-slot ones, and fill_slots faulted on ~1 MiB).
+  decode_arrays take(uint32_t slots) {
+    std::lock_guard lk(mu_);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->slots >= slots && it->slots / 4 <= slots &&
+          (best == free_.end() || it->slots < best->slots))
+        best = it;
+    }
+    if (best == free_.end()) return {};
+    decode_arrays a = std::move(*best);
+    free_.erase(best);
+    bytes_ -= slot_bytes(a.slots);
+    return a;
+  }
+  // Keeps `a` unless the pool is full, then frees its smallest table (or
+  // `a` itself): large tables are the expensive ones to page in.
+  void give(decode_arrays&& a) {
+    decode_arrays dropped;  // freed unlocked
+    std::lock_guard lk(mu_);
+    free_.push_back(std::move(a));
+    bytes_ += slot_bytes(free_.back().slots);
+    while (bytes_ > max_bytes) {
+      auto smallest = std::min_element(
+          free_.begin(), free_.end(),
+          [](auto const& x, auto const& y) { return x.slots < y.slots; });
+      bytes_ -= slot_bytes(smallest->slots);
+      dropped = std::move(*smallest);
+      free_.erase(smallest);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<decode_arrays> free_;
+  size_t bytes_ = 0;
 };
 
-std::vector<decode_arrays>& pooled() {
-  thread_local table_pool pool;
-  return pool.free;
+table_pool& pool() {
+  static table_pool* const p = new table_pool;
+  return *p;
 }
 
 }  // namespace
 
+size_t coder::decode_table_bytes() const {
+  if (single_) return 0;
+  size_t const slots = size_t{1} << scale_;
+  return compact_ ? slots + 3 : slot_bytes(static_cast<uint32_t>(slots) + 1);
+}
+
 coder::~coder() {
-  if (!dec_step_ || !pool_alive) return;
+  if (!dec_step_) return;
   try {
-    std::vector<decode_arrays>& pool = pooled();
-    if (pool.size() < pooled_tables) {
-      pool.push_back(
-          {std::move(dec_step_), std::move(dec_symbol_), dec_slots_});
-    }
+    pool().give({std::move(dec_step_), std::move(dec_symbol_), dec_slots_});
   } catch (...) {  // no room to pool them: they are simply freed
   }
 }
@@ -352,17 +396,11 @@ void coder::build_decoder() const {
                           : static_cast<unsigned>(table_.symbols.size());
     return;
   }
-  std::vector<decode_arrays>& pool = pooled();
-  for (auto it = pool.begin(); it != pool.end(); ++it) {
-    if (it->slots >= total) {
-      dec_step_ = std::move(it->step);
-      dec_symbol_ = std::move(it->symbol);
-      dec_slots_ = it->slots;
-      pool.erase(it);
-      break;
-    }
-  }
-  if (!dec_step_) {
+  if (decode_arrays a = pool().take(total); a.step) {
+    dec_step_ = std::move(a.step);
+    dec_symbol_ = std::move(a.symbol);
+    dec_slots_ = a.slots;
+  } else {
     dec_step_ = std::make_unique_for_overwrite<uint32_t[]>(total);
     dec_symbol_ = std::make_unique_for_overwrite<uint16_t[]>(total + 1);
     dec_slots_ = total;
@@ -498,6 +536,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
                                     freq_start, symbol16, rest_out);
     }
   } else {
+    // Narrow payloads stay scalar: AVX2 rounds of their 8 states measured
+    // twice as slow on movenet-multipose's (10.5% of its decompress CPU
+    // against 5.0%), their gathers waiting on a 2^16-slot table in L2.
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, rest, scale,
                                      step_tab, symbol_tab, rest_out);
@@ -633,7 +674,7 @@ bool coder::pairs_slot_rounds(byte_view payload, size_t count) const {
   // A malformed payload decodes alone (and throws there).
   return count >= wide_from && !single_ && !compact_ &&
          payload.size() >= 4 * wide_lanes && payload.size() % 2 == 0 &&
-         simd::avx512();
+         simd::pair_rounds();
 }
 
 void coder::decode_pair(decode_job const& a, decode_job const& b) {

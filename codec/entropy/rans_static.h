@@ -36,6 +36,8 @@ inline constexpr unsigned lanes = 8;
 /// States of payloads of at least wide_from symbols.
 inline constexpr unsigned wide_lanes = 32;
 inline constexpr uint64_t wide_from = uint64_t{1} << 16;
+/// limit_simd's default level.
+inline constexpr unsigned simd_tuned = 4;
 
 /// The number of interleaved states for a payload of `count` symbols.
 constexpr unsigned lanes_for(uint64_t count) {
@@ -78,10 +80,11 @@ double coded_bits_of_counts(std::span<uint64_t const> counts, table const& t);
 double entropy_bits(std::span<uint64_t const> hist);
 
 /// Caps the vector code coding may use: 0 scalar, 1 up to AVX2, 2 up to
-/// AVX-512 without IFMA, 3 up to AVX-512 with IFMA (the default; each only
-/// where the CPU has it). For tests, which check that every path codes the
-/// same: a CPU with IFMA would otherwise never run the AVX-512 kernels
-/// that CPUs without it run.
+/// AVX-512 without IFMA, 3 up to AVX-512 with IFMA, 4 (the default) the
+/// kernels measured fastest on this kind of CPU among those (each only where
+/// the CPU has it). For tests, which check that every path codes the same:
+/// a CPU with IFMA would otherwise never run the AVX-512 kernels that CPUs
+/// without it run, nor an AMD CPU those Intel CPUs run.
 void limit_simd(unsigned level);
 
 /// Per-table precomputed state for coding; cheap to build (proportional to
@@ -95,6 +98,8 @@ class coder {
   coder& operator=(coder const&) = delete;
 
   unsigned width() const { return width_; }
+  /// The bytes of the tables decoding builds (whether built yet or not).
+  size_t decode_table_bytes() const;
 
   /// Appends the payload coding data.size() / width symbols (data is a whole
   /// number of lanes). Throws errc::domain on a symbol absent from the table.
@@ -183,7 +188,7 @@ class coder {
   // when the table has more than one symbol), and the symbol, with one
   // padding entry so that 4-byte gathers of the last symbol stay inside.
   // Not vectors: every slot is written once, without a zero-fill first;
-  // and recycled through a per-thread pool, since fresh ones this large
+  // and recycled through a process-wide pool, since fresh ones this large
   // come from mmap and cost a page fault every 4 KiB.
   mutable std::unique_ptr<uint32_t[]> dec_step_;
   mutable std::unique_ptr<uint16_t[]> dec_symbol_;

@@ -12,7 +12,7 @@
 namespace brevis::codec::rans_static::simd {
 namespace {
 
-std::atomic<unsigned> cap{3};
+std::atomic<unsigned> cap{tuned};
 
 unsigned allowed() { return cap.load(std::memory_order_relaxed); }
 
@@ -575,10 +575,27 @@ fill_slots_avx512_impl(table const& t, uint32_t* step, uint16_t* symbol) {
 
 }  // namespace
 
+namespace {
+
+// Zen 5 (measured, ns a symbol at 2^13 to 2^16 slots): vpmulld takes 3
+// cycles there, so the IFMA multiply (two vpmadd52luq and a shuffle) costs
+// the slot kernels more than it saves (0.86 against 0.94 without it); and
+// its gathers are slow enough that the pair kernel keeps no more of them in
+// flight than single streams do (0.80 singly against 0.90 paired). The
+// compact kernel of 16-bit symbols still gains from IFMA (0.77 against
+// 0.92 at 2^16 slots), that of 8-bit ones not (1.17 against 1.06 at 2^15).
+bool zen_tuned() {
+  static bool const amd = __builtin_cpu_is("amd");
+  return amd && allowed() >= tuned;
+}
+
+}  // namespace
+
 bool avx2() { return avx2_cpu() && allowed() >= 1; }
 bool avx512() { return avx512_cpu() && allowed() >= 2; }
 bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
+bool pair_rounds() { return avx512() && !zen_tuned(); }
 
 size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
@@ -594,7 +611,7 @@ size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
                             uint8_t* out) {
-  if (avx512_ifma()) {
+  if (avx512_ifma() && !zen_tuned()) {
     return width == 1 ? decode_rounds_avx512_impl<uint8_t, true>(
                             x, p, end, count, scale, step, symbol, out)
                       : decode_rounds_avx512_impl<uint16_t, true>(
@@ -622,7 +639,7 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              uint8_t const* symbol8, uint32_t const* freq_start,
                              uint32_t const* symbol16, unsigned key_end,
                              uint8_t* out) {
-  bool const ifma = avx512_ifma();
+  bool const ifma = avx512_ifma() && !(zen_tuned() && !symbol16);
   if (symbol16) {
     return ifma ? decode_rounds8_avx512_by_reach<uint16_t, true>(
                       x, p, end, count, scale, symbol8, freq_start, symbol16,
@@ -639,15 +656,25 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                     key_end, out);
 }
 
-size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
-  if (!avx512_ifma()) return 0;
+namespace {
+
+template <bool ifma>
+size_t decode_pair_rounds_by_width(slot_stream& a, slot_stream& b) {
   if (a.width == 1) {
     return b.width == 1
-               ? decode_pair_rounds_impl<uint8_t, uint8_t, true>(a, b)
-               : decode_pair_rounds_impl<uint8_t, uint16_t, true>(a, b);
+               ? decode_pair_rounds_impl<uint8_t, uint8_t, ifma>(a, b)
+               : decode_pair_rounds_impl<uint8_t, uint16_t, ifma>(a, b);
   }
-  return b.width == 1 ? decode_pair_rounds_impl<uint16_t, uint8_t, true>(a, b)
-                      : decode_pair_rounds_impl<uint16_t, uint16_t, true>(a, b);
+  return b.width == 1 ? decode_pair_rounds_impl<uint16_t, uint8_t, ifma>(a, b)
+                      : decode_pair_rounds_impl<uint16_t, uint16_t, ifma>(a, b);
+}
+
+}  // namespace
+
+size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
+  if (!pair_rounds()) return 0;
+  return avx512_ifma() ? decode_pair_rounds_by_width<true>(a, b)
+                       : decode_pair_rounds_by_width<false>(a, b);
 }
 
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -672,6 +699,7 @@ bool avx2() { return false; }
 bool avx512() { return false; }
 bool avx512_bw_vl() { return false; }
 bool avx512_ifma() { return false; }
+bool pair_rounds() { return false; }
 size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
                           size_t, unsigned, uint32_t const*, uint16_t const*,
                           uint8_t*) {

@@ -14,12 +14,16 @@ namespace brevis::codec::rans_static::simd {
 
 inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
 
+/// The default level: every kernel the CPU has, each where it was measured
+/// faster on this CPU's kind (AMD: see zen_tuned in the .cpp).
+inline constexpr unsigned tuned = simd_tuned;
 /// Whether a kernel may run: the CPU has its instructions, and set_cap
-/// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA; default 3).
+/// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA, `tuned`).
 bool avx2();          // decode_rounds_avx2
 bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
-bool avx512_ifma();   // the decode kernels' IFMA instances, the pair kernel
+bool avx512_ifma();   // the decode kernels' IFMA instances
+bool pair_rounds();   // decode_pair_rounds_avx512
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -52,8 +56,8 @@ struct slot_stream {
 };
 /// Whole rounds of both streams, alternating their groups so that twice as
 /// many gathers are in flight; stops where either stream would stop alone.
-/// Returns the symbols decoded from each (as many from both; 0 where the
-/// CPU lacks IFMA): the callers finish each stream alone.
+/// Returns the symbols decoded from each (as many from both; 0 unless
+/// pair_rounds()): the callers finish each stream alone.
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
 
 /// The same from the coder's compact tables: `symbol8` the key of each

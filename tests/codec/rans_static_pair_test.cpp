@@ -99,7 +99,7 @@ TEST(rans_static_pair_test, pairs_decode_like_two_decodes_on_every_path) {
                                      {2, 900, 16}, {1, 40, 15}, {2, 200, 14},
                                      {1, 1, 10},   {2, 1, 12}};
   uint32_t seed = 1;
-  for (unsigned simd = 0; simd <= 3; ++simd) {
+  for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
     rs::limit_simd(simd);
     for (size_t k = 0; k < shapes.size(); ++k) {
       shape const sa = shapes[k];
@@ -123,7 +123,7 @@ TEST(rans_static_pair_test, pairs_decode_like_two_decodes_on_every_path) {
       }
     }
   }
-  rs::limit_simd(3);
+  rs::limit_simd(rs::simd_tuned);
 }
 
 TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
@@ -162,7 +162,7 @@ TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
       EXPECT_TRUE(want.threw) << trial;
     }
   }
-  rs::limit_simd(3);
+  rs::limit_simd(rs::simd_tuned);
 }
 
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:
@@ -188,11 +188,11 @@ TEST(rans_static_pair_test, sibling_leaves_roundtrip_through_the_interpreter) {
         opcode::view, {width, 0},
         {make_op(opcode::planes, {}, std::move(kids)), make_leaf(opcode::raw)});
     check_program(program);
-    for (unsigned simd = 0; simd <= 3; ++simd) {
+    for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
       rs::limit_simd(simd);
       EXPECT_TRUE(roundtrips(program, chunk)) << variant << " " << simd;
     }
-    rs::limit_simd(3);
+    rs::limit_simd(rs::simd_tuned);
   }
 }
 

@@ -41,6 +41,60 @@ size_t roundtrip(bytes const& d, unsigned width) {
   return payload.size();
 }
 
+// Slot tables of finished coders are pooled and taken by later ones, larger
+// than they need (a 2^16-slot table for a 2^10 one) or of other widths:
+// every decode is exact whatever table it lands in, at every vector level.
+TEST(rans_static_test, coders_decode_exactly_from_recycled_tables) {
+  struct shape {
+    unsigned width, scale;
+    size_t count;
+  };
+  // 16-bit symbols past 256 keep slot tables at 2^14 and up.
+  std::vector<shape> const shapes = {
+      {2, 16, rs::wide_from + 9},   {1, 10, 5000},
+      {2, 13, rs::wide_from},       {2, 16, 3000},
+      {1, 12, rs::wide_from + 100}, {2, 15, 40000}};
+  uint32_t seed = 5;
+  for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
+    rs::limit_simd(simd);
+    for (int round = 0; round < 3; ++round) {
+      for (shape const& s : shapes) {
+        bytes const g = gaussian_bf16(s.count, seed++);
+        bytes d;
+        for (size_t i = 0; i < s.count; ++i) {
+          d.push_back(g[2 * i + (s.width == 1 ? 1 : 0)]);
+          if (s.width == 2) d.push_back(g[2 * i + 1]);
+        }
+        std::vector<uint64_t> hist;
+        rs::histogram(d, s.width, hist);
+        rs::coder const c(rs::normalize(hist, s.scale), s.width);
+        bytes payload;
+        c.encode(d, payload);
+        bytes back(d.size());
+        c.decode(payload, s.count, back.data());
+        EXPECT_EQ(back, d) << simd << " " << s.width << " " << s.scale;
+      }
+    }
+  }
+  rs::limit_simd(rs::simd_tuned);
+}
+
+TEST(rans_static_test, decode_table_bytes_follow_the_layout) {
+  rs::table t;
+  t.scale = 16;
+  for (uint32_t s = 0; s < 300; ++s) t.symbols.push_back(s);
+  t.freqs.assign(300, 1);
+  t.freqs[0] = (1u << 16) - 299;
+  // Slots of a 4-byte step and a 2-byte symbol, the symbol padded.
+  EXPECT_EQ(rs::coder(t, 2).decode_table_bytes(), 6 * ((size_t{1} << 16) + 1));
+  t.symbols.resize(200), t.freqs.resize(200);
+  t.freqs[0] = (1u << 16) - 199;
+  // Compact: a byte a slot, 3 of padding.
+  EXPECT_EQ(rs::coder(t, 2).decode_table_bytes(), (size_t{1} << 16) + 3);
+  t.symbols.resize(1), t.freqs.assign(1, 1u << 16);
+  EXPECT_EQ(rs::coder(t, 2).decode_table_bytes(), 0u);
+}
+
 TEST(rans_static_test, gaussian_bf16_is_within_half_a_percent_of_entropy) {
   bytes const d = gaussian_bf16(512 * 1024, 3);
   std::vector<uint64_t> hist;
@@ -114,7 +168,7 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
   EXPECT_EQ(rs::lanes_for(rs::wide_from - 1), rs::lanes);
   EXPECT_EQ(rs::lanes_for(rs::wide_from), rs::wide_lanes);
   bytes const g = gaussian_bf16(rs::wide_from + 40, 11);
-  for (unsigned simd : {0u, 1u, 2u, 3u}) {
+  for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
     rs::limit_simd(simd);
     for (size_t count : {rs::wide_from - 1, rs::wide_from, rs::wide_from + 1,
                          rs::wide_from + 31, rs::wide_from + 33}) {
@@ -143,7 +197,7 @@ TEST(rans_static_test, lane_counts_switch_at_wide_from) {
       EXPECT_EQ(back, d) << scale << " " << simd;
     }
   }
-  rs::limit_simd(3);
+  rs::limit_simd(rs::simd_tuned);
 }
 
 // A symbol the table lacks is refused wherever it falls (a vector round or
@@ -161,7 +215,7 @@ TEST(rans_static_test, absent_symbols_are_refused_on_every_path) {
     std::vector<uint64_t> hist;
     rs::histogram(d, width, hist);
     rs::coder const c(rs::normalize(hist, 12), width);
-    for (unsigned simd : {0u, 1u, 2u, 3u}) {
+    for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
       rs::limit_simd(simd);
       bytes payload;
       c.encode(d, payload);  // all present: codes
@@ -180,7 +234,7 @@ TEST(rans_static_test, absent_symbols_are_refused_on_every_path) {
         }
       }
     }
-    rs::limit_simd(3);
+    rs::limit_simd(rs::simd_tuned);
   }
 }
 
@@ -209,19 +263,19 @@ TEST(rans_static_test, vector_and_scalar_encoders_agree) {
         rs::limit_simd(simd);
         rs::coder(t, width).encode(d, payload[simd]);
       }
-      rs::limit_simd(3);
+      rs::limit_simd(rs::simd_tuned);
       EXPECT_EQ(payload[0], payload[2]) << width << " " << scale;
       EXPECT_EQ(payload[1], payload[2]) << width << " " << scale;
       EXPECT_EQ(payload[3], payload[2]) << width << " " << scale;
       // A symbol outside the table, deep inside the vector rounds.
       bytes bad = d;
       bad[width * 1000] = width == 1 ? 255 : 0xff;
-      for (unsigned simd : {0u, 2u, 3u}) {
+      for (unsigned simd : {0u, 2u, 3u, rs::simd_tuned}) {
         rs::limit_simd(simd);
         bytes out;
         EXPECT_THROW(rs::coder(t, width).encode(bad, out), error);
       }
-      rs::limit_simd(3);
+      rs::limit_simd(rs::simd_tuned);
     }
   }
 }
@@ -243,7 +297,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
   std::mt19937 rng(3);
   int accepted = 0;
   for (int i = 0; i < 30; ++i) {
-    rs::limit_simd(i % 4);
+    rs::limit_simd(i % (rs::simd_tuned + 1));
     bytes p = payload;
     if (i % 2) {
       p[rng() % p.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
@@ -256,7 +310,7 @@ TEST(rans_static_test, wide_payloads_that_are_cut_or_random_throw) {
     } catch (error const&) {
     }
   }
-  rs::limit_simd(3);
+  rs::limit_simd(rs::simd_tuned);
   EXPECT_LT(accepted, 2);
 }
 
@@ -466,7 +520,7 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
       rs::coder const c(rs::normalize(hist, scale), 1);
       bytes payload;
       c.encode(d, payload);
-      for (unsigned simd : {0u, 1u, 2u, 3u}) {
+      for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
         rs::limit_simd(simd);
         bytes back(d.size());
         c.decode(payload, d.size(), back.data());
@@ -477,7 +531,7 @@ TEST(rans_static_test, byte_alphabets_of_every_reach_decode_on_every_path) {
                               d.size(), out.data()),
                      error);
       }
-      rs::limit_simd(3);
+      rs::limit_simd(rs::simd_tuned);
     }
   }
 }
@@ -501,7 +555,7 @@ TEST(rans_static_test, wide_payloads_decode_on_every_path_at_every_scale) {
     bytes payload;
     c.encode(d, payload);
     size_t const count = d.size() / width;
-    for (unsigned simd : {0u, 1u, 2u, 3u}) {
+    for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
       rs::limit_simd(simd);
       bytes back(d.size());
       c.decode(payload, count, back.data());
@@ -510,7 +564,7 @@ TEST(rans_static_test, wide_payloads_decode_on_every_path_at_every_scale) {
                             back.data()),
                    error);
     }
-    rs::limit_simd(3);
+    rs::limit_simd(rs::simd_tuned);
   };
   for (unsigned width : {1u, 2u}) {
     for (unsigned scale = 1; scale <= rs::max_scale; ++scale) {
@@ -571,7 +625,7 @@ TEST(rans_static_test, small_16bit_alphabets_decode_on_every_path) {
       rs::coder const c(rs::normalize(hist, scale), 2);
       bytes payload;
       c.encode(d, payload);
-      for (unsigned simd : {0u, 1u, 2u, 3u}) {
+      for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
         rs::limit_simd(simd);
         bytes back(d.size());
         c.decode(payload, d.size() / 2, back.data());
@@ -580,7 +634,7 @@ TEST(rans_static_test, small_16bit_alphabets_decode_on_every_path) {
                               d.size() / 2, back.data()),
                      error);
       }
-      rs::limit_simd(3);
+      rs::limit_simd(rs::simd_tuned);
     }
   }
   // Every length up to 4099 (8 states, scalar rounds and tails).
