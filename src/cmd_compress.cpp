@@ -58,7 +58,7 @@ void compress_one(compress_options const& opt,
     codec::fail(codec::errc::io,
                 "refusing to write compressed data to a terminal (use -f)");
   }
-  input in = load_input(path, true);
+  input in = load_input(path, input_use::whole);
   // Reading the input (its pages mapped in) is neither choosing nor
   // encoding: the second share of -v leaves it out.
   double const read_cpu = process_cpu_seconds() - start_cpu;

@@ -13,8 +13,8 @@ namespace brevis::cli {
 
 int run_verify(verify_options const& opt) {
   return for_each_input(opt.inputs, [&](std::string const& path) {
-    input in = load_input(path);
-    codec::archive_reader reader = open_archive(in.data());
+    input in = load_input(path, input_use::stream);
+    codec::archive_reader reader = open_archive(in);
     progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                  opt.common.verbosity < 1);
     decode_all(
