@@ -12,6 +12,7 @@
 #include "codec/core/error.h"
 #include "src/archive_io.h"
 #include "src/commands.h"
+#include "src/huge_heap.h"
 #include "src/input.h"
 #include "src/output_file.h"
 #include "src/progress.h"
@@ -45,6 +46,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
   }
   codec::archive_reader reader = open_archive(in);
   output_file out(out_path, opt.common.force, in.is_regular ? &in.st : nullptr);
+  out.reserve(reader.original_size());
   progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                opt.common.verbosity < 1);
   decode_all(
@@ -72,6 +74,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
 }  // namespace
 
 int run_decompress(decompress_options const& opt) {
+  share_main_arena();
   if (!opt.output.empty() && opt.inputs.size() > 1) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;

@@ -43,4 +43,6 @@ void reserve_huge_heap(size_t bytes) {
   (void)kept;  // kept for good; if glibc moved it, the old block was freed
 }
 
+void share_main_arena() { mallopt(M_ARENA_MAX, 1); }
+
 }  // namespace brevis::cli

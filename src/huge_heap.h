@@ -14,4 +14,12 @@ namespace brevis::cli {
 /// cannot grow (sbrk refused): malloc works as before.
 void reserve_huge_heap(size_t bytes);
 
+/// Makes threads started from now on allocate from the main arena (the one
+/// on huge pages) rather than each from an arena of its own on small pages.
+/// For the batch commands, whose threads allocate few, large, reused blocks:
+/// compress -T2 of blazepose-heavy bf16 2390 -> 367 faults, 176 -> 136 ms
+/// CPU; decompress 3230 -> 340, 77 -> 71 ms. Not for the mount daemon, whose
+/// many threads allocate small blocks all the time.
+void share_main_arena();
+
 }  // namespace brevis::cli
