@@ -19,8 +19,13 @@ struct decoded {
 
 }  // namespace
 
-codec::archive_reader open_archive(codec::byte_view archive) {
-  return codec::archive_reader(archive);
+codec::archive_reader open_archive(input const& in) {
+  if (!in.streams()) return codec::archive_reader(in.data());
+  return codec::archive_reader(
+      [&in](uint64_t offset, size_t length, uint8_t* out) {
+        read_at(in, offset, length, out);
+      },
+      static_cast<uint64_t>(in.st.st_size));
 }
 
 void decode_all(codec::archive_reader const& reader, unsigned threads,

@@ -7,12 +7,14 @@
 
 #include "codec/container/archive.h"
 #include "codec/core/bytes.h"
+#include "src/input.h"
 #include "src/progress.h"
 
 namespace brevis::cli {
 
-/// Opens the archive whose bytes are `archive` (which must outlive it).
-codec::archive_reader open_archive(codec::byte_view archive);
+/// Opens the archive `in` holds (which must outlive it): in memory, or,
+/// streamed, read a payload at a time into a reused buffer.
+codec::archive_reader open_archive(input const& in);
 
 /// Which checksums decode_all() checks besides each chunk's.
 enum class whole_file_check { skip, check };

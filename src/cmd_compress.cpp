@@ -17,6 +17,7 @@
 #include "codec/search/search_chooser.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "src/commands.h"
+#include "src/huge_heap.h"
 #include "src/input.h"
 #include "src/output_file.h"
 #include "src/progress.h"
@@ -58,7 +59,7 @@ void compress_one(compress_options const& opt,
     codec::fail(codec::errc::io,
                 "refusing to write compressed data to a terminal (use -f)");
   }
-  input in = load_input(path, true);
+  input in = load_input(path, input_use::whole);
   // Reading the input (its pages mapped in) is neither choosing nor
   // encoding: the second share of -v leaves it out.
   double const read_cpu = process_cpu_seconds() - start_cpu;
@@ -152,6 +153,7 @@ void compress_one(compress_options const& opt,
 }  // namespace
 
 int run_compress(compress_options const& opt) {
+  share_main_arena();
   if (!opt.output.empty() && opt.inputs.size() > 1) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;

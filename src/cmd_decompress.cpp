@@ -1,6 +1,6 @@
 // `brevis decompress FILE.brv...`: FILE.brv -> FILE, keeping FILE.brv unless
-// --rm. The whole archive is needed (its index is at the end): files are
-// mapped, stdin is read into memory.
+// --rm. Files are read a chunk's payload at a time (after the index at their
+// end); stdin is read into memory whole.
 
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include "codec/core/error.h"
 #include "src/archive_io.h"
 #include "src/commands.h"
+#include "src/huge_heap.h"
 #include "src/input.h"
 #include "src/output_file.h"
 #include "src/progress.h"
@@ -36,14 +37,16 @@ std::string output_for(decompress_options const& opt, std::string const& in) {
 void decompress_one(decompress_options const& opt, std::string const& path) {
   auto const start = std::chrono::steady_clock::now();
   std::string const out_path = output_for(opt, path);
-  // Mapped in whole at once (when it fits a quarter of memory): every byte
-  // is read, and one populate costs less than a fault per few pages.
-  input in = load_input(path, true);
+  // Each payload is read into one reused buffer: less CPU than mapping the
+  // archive (blazepose-heavy bf16, 19 MB: MAP_POPULATE ~15 ms, pread ~8 ms)
+  // and memory bounded by a few chunks.
+  input in = load_input(path, input_use::stream);
   if (out_path != "-" && path != "-" && same_file(path, out_path)) {
     codec::fail(codec::errc::io, "input and output are the same file");
   }
-  codec::archive_reader reader = open_archive(in.data());
+  codec::archive_reader reader = open_archive(in);
   output_file out(out_path, opt.common.force, in.is_regular ? &in.st : nullptr);
+  out.reserve(reader.original_size());
   progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                opt.common.verbosity < 1);
   decode_all(
@@ -58,9 +61,11 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     uint64_t size = reader.original_size();
+    uint64_t const archive_size =
+        in.streams() ? static_cast<uint64_t>(in.st.st_size) : in.data().size();
     std::fprintf(stderr, "%s: %s -> %s, %.2f s, %.1f MB/s -> %s\n",
                  path == "-" ? "stdin" : path.c_str(),
-                 human_size(in.data().size()).c_str(), human_size(size).c_str(),
+                 human_size(archive_size).c_str(), human_size(size).c_str(),
                  secs, secs > 0 ? static_cast<double>(size) / 1e6 / secs : 0.0,
                  out_path == "-" ? "stdout" : out_path.c_str());
   }
@@ -69,6 +74,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
 }  // namespace
 
 int run_decompress(decompress_options const& opt) {
+  share_main_arena();
   if (!opt.output.empty() && opt.inputs.size() > 1) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;

@@ -64,7 +64,7 @@ void print_table(std::vector<row> const& rows, bool choices) {
 
 void inspect_one(inspect_options const& opt, std::string const& path) {
   input in = load_input(path);
-  codec::archive_reader reader = open_archive(in.data());
+  codec::archive_reader reader = open_archive(in);
   auto const regions = reader.regions();
   auto const programs = reader.programs();
   auto const chunks = reader.chunks();

@@ -5,6 +5,7 @@
 
 #include "src/archive_io.h"
 #include "src/commands.h"
+#include "src/huge_heap.h"
 #include "src/input.h"
 #include "src/progress.h"
 #include "src/report.h"
@@ -12,9 +13,10 @@
 namespace brevis::cli {
 
 int run_verify(verify_options const& opt) {
+  share_main_arena();
   return for_each_input(opt.inputs, [&](std::string const& path) {
-    input in = load_input(path);
-    codec::archive_reader reader = open_archive(in.data());
+    input in = load_input(path, input_use::stream);
+    codec::archive_reader reader = open_archive(in);
     progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                  opt.common.verbosity < 1);
     decode_all(

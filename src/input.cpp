@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "codec/core/error.h"
 
@@ -16,31 +18,43 @@ namespace {
   codec::fail(codec::errc::io, std::string(what) + std::strerror(e));
 }
 
-// Closes the descriptor on every path out of load_input.
-struct fd_guard {
-  int fd;
-  ~fd_guard() {
-    if (fd > STDIN_FILENO) ::close(fd);
-  }
-};
-
-void read_all(int fd, codec::bytes& out) {
-  size_t const step = 1u << 20;
-  for (;;) {
-    size_t const old = out.size();
-    out.resize(old + step);
-    ssize_t n = ::read(fd, out.data() + old, step);
+// Reads up to `length` bytes at `offset` (or from the current position when
+// `offset` is negative); fewer only at the end of the file.
+size_t read_fully(int fd, uint8_t* out, size_t length, int64_t offset) {
+  size_t done = 0;
+  while (done < length) {
+    // Linux moves at most ~2 GiB per call.
+    size_t const step = std::min<size_t>(length - done, size_t{1} << 30);
+    ssize_t const n =
+        offset < 0
+            ? ::read(fd, out + done, step)
+            : ::pread(fd, out + done, step,
+                      static_cast<off_t>(offset) + static_cast<off_t>(done));
     if (n < 0) {
-      out.resize(old);
       if (errno == EINTR) continue;
       fail_errno("read failed: ");
     }
-    out.resize(old + static_cast<size_t>(n));
-    if (n == 0) return;
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
   }
+  return done;
 }
 
-// Whether a file of `size` bytes may be read in whole when mapped: it stays
+// A stream of unknown length: read into a buffer that doubles (on huge
+// pages, so a large stream is not paged in 4 KiB at a time).
+void read_stream(int fd, codec::page_buffer& out) {
+  size_t used = 0;
+  out.grow(codec::huge_page_size);
+  for (;;) {
+    if (used == out.size()) out.grow(2 * out.size());
+    size_t const n = read_fully(fd, out.data() + used, out.size() - used, -1);
+    used += n;
+    if (used < out.size()) break;  // the stream ended
+  }
+  out.truncate(used);
+}
+
+// Whether a file of `size` bytes may be held in memory whole: it stays
 // well inside the machine's memory.
 bool fits_in_memory(uint64_t size) {
   long const pages = ::sysconf(_SC_PHYS_PAGES);
@@ -51,28 +65,60 @@ bool fits_in_memory(uint64_t size) {
 
 }  // namespace
 
-input load_input(std::string const& path, bool whole) {
+file_descriptor::~file_descriptor() {
+  if (fd_ > STDIN_FILENO) ::close(fd_);
+}
+
+file_descriptor::file_descriptor(file_descriptor&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+file_descriptor& file_descriptor::operator=(file_descriptor&& other) noexcept {
+  if (this != &other) {
+    if (fd_ > STDIN_FILENO) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+input load_input(std::string const& path, input_use use) {
   input in;
   in.path = path;
   in.is_stdin = path == "-";
-  int fd = STDIN_FILENO;
+  file_descriptor fd(STDIN_FILENO);
   if (!in.is_stdin) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail_errno("");
+    fd = file_descriptor(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail_errno("");
   }
-  fd_guard guard{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) fail_errno("");
+  if (::fstat(fd.get(), &st) != 0) fail_errno("");
   if (S_ISDIR(st.st_mode)) codec::fail(codec::errc::io, "is a directory");
-  if (S_ISREG(st.st_mode)) {
-    in.is_regular = true;
-    in.st = st;
-    auto const size = static_cast<size_t>(st.st_size);
-    in.map = mapped_file(fd, size, whole && fits_in_memory(size));
+  if (!S_ISREG(st.st_mode)) {
+    read_stream(fd.get(), in.buffer);
+    return in;
+  }
+  in.is_regular = true;
+  in.st = st;
+  auto const size = static_cast<size_t>(st.st_size);
+  if (use == input_use::stream) {
+    in.file = std::move(fd);
+  } else if (use == input_use::whole && fits_in_memory(size)) {
+    // Read, not mapped and populated: 27 MB in 10 ms of CPU against 16.
+    in.buffer = codec::page_buffer(size);
+    if (read_fully(fd.get(), in.buffer.data(), size, 0) != size) {
+      codec::fail(codec::errc::io, "file shrank while it was read");
+    }
   } else {
-    read_all(fd, in.buffer);
+    in.map = mapped_file(fd.get(), size);
+    in.mapped = true;
   }
   return in;
+}
+
+void read_at(input const& in, uint64_t offset, size_t length, uint8_t* out) {
+  if (read_fully(in.file.get(), out, length, static_cast<int64_t>(offset)) !=
+      length) {
+    codec::fail(codec::errc::truncated, "read past the end of the file");
+  }
 }
 
 std::string base_name(std::string const& path) {

@@ -15,10 +15,8 @@ namespace brevis::cli {
 class mapped_file {
  public:
   mapped_file() = default;
-  /// Maps `size` bytes of the open descriptor `fd` (size 0 maps nothing);
-  /// with `populate`, maps every page now (MAP_POPULATE) rather than at
-  /// each first touch.
-  mapped_file(int fd, size_t size, bool populate = false);
+  /// Maps `size` bytes of the open descriptor `fd` (size 0 maps nothing).
+  mapped_file(int fd, size_t size);
   ~mapped_file();
   mapped_file(mapped_file&& other) noexcept;
   mapped_file& operator=(mapped_file&& other) noexcept;

@@ -1,6 +1,7 @@
 #include "src/output_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,6 +129,13 @@ void output_file::discard() noexcept {
     ::unlink(tmp_.c_str());
     g_tmp_set = 0;
   }
+}
+
+void output_file::reserve(uint64_t size) noexcept {
+  if (tmp_.empty() || fd_ < 0 || size == 0) return;
+  // KEEP_SIZE: a failed run's temporary, and the committed file, have the
+  // size of what was written.
+  (void)::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(size));
 }
 
 void output_file::write(codec::byte_view data) {

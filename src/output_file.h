@@ -30,6 +30,12 @@ class output_file {
   output_file(output_file const&) = delete;
   output_file& operator=(output_file const&) = delete;
 
+  /// Announces the output's final size (when known, before writing): the
+  /// filesystem allocates its blocks at once rather than write by write
+  /// (27 MB in 1 MiB writes to ext4: 3.3 -> 2.7 ms CPU). Best effort: a
+  /// file system that cannot changes nothing; stdout and devices are left
+  /// alone. Never changes the file's size.
+  void reserve(uint64_t size) noexcept;
   void write(codec::byte_view data);
   /// Closes and renames into place; the file exists only after this.
   void commit();

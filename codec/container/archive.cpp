@@ -382,9 +382,13 @@ void archive_reader::decode_stored(chunk_entry const& c, uint8_t* out) const {
                         c.length, out);
     return;
   }
-  bytes payload = scratch::take(c.payload_length);
-  read_at_(c.payload_offset, payload.size(), payload.data());
-  codec::decode_chunk(programs_[c.program], payload, c.length, out);
+  // Uninitialized: the read fills it (a reused `bytes` zero-filled each
+  // growth from one payload's length to a longer one's).
+  scratch::buffer payload = scratch::take_buffer(c.payload_length);
+  read_at_(c.payload_offset, c.payload_length, payload.data.get());
+  codec::decode_chunk(programs_[c.program],
+                      byte_view(payload.data.get(), c.payload_length), c.length,
+                      out);
   scratch::give(std::move(payload));
 }
 

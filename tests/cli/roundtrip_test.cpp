@@ -148,6 +148,27 @@ TEST(cli_roundtrip_test, stdin_and_stdout) {
   EXPECT_FALSE(fs::exists(dir / "b"));
 }
 
+// stdin as a pipe (not a regular file): read until it ends into a buffer
+// that grows, here past its first 2 MiB, both to compress and to decompress.
+TEST(cli_roundtrip_test, stdin_from_a_pipe) {
+  temp_dir dir;
+  std::string const data = bf16_weights(1800000, 13);  // 3.6 MB
+  write_file(dir / "in", data);
+  std::string const b = brevis_binary();
+  std::string const in = (dir / "in").string();
+  std::string const back = (dir / "back").string();
+  run_result r = run_program({"/bin/sh", "-c",
+                              "cat '" + in + "' | '" + b +
+                                  "' compress -T2 -f - | cat | '" + b +
+                                  "' decompress -T2 - > '" + back + "'"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_file(back) == data);
+  run_result e = run_program(
+      {"/bin/sh", "-c", "printf '' | '" + b + "' decompress - > /dev/null"});
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_EQ(e.err_lines(), 1u) << e.err;
+}
+
 // An existing FIFO (like /dev/null, a device) is written in place, with or
 // without -f: never replaced by a regular file.
 TEST(cli_roundtrip_test, output_to_a_fifo_is_written_in_place) {

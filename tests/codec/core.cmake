@@ -1,1 +1,1 @@
-brevis_add_test(core_test codec/core_test.cpp)
+brevis_add_test(core_test codec/core_test.cpp codec/huge_pages_test.cpp)

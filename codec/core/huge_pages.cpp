@@ -1,0 +1,97 @@
+#include "codec/core/huge_pages.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "codec/core/error.h"
+
+namespace brevis::codec {
+namespace {
+
+uintptr_t round_up(uintptr_t v, size_t to) { return (v + to - 1) / to * to; }
+
+[[noreturn]] void fail_map() {
+  fail(errc::io, std::string("cannot allocate: ") + std::strerror(errno));
+}
+
+// A mapping of at least `size` bytes starting on a huge page: over-maps by a
+// huge page and unmaps the unaligned ends.
+uint8_t* map_aligned(size_t size, size_t& mapped) {
+  mapped = round_up(size, huge_page_size);
+  size_t const span = mapped + huge_page_size;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) fail_map();
+  auto const start = reinterpret_cast<uintptr_t>(raw);
+  uintptr_t const aligned = round_up(start, huge_page_size);
+  if (aligned > start) ::munmap(raw, aligned - start);
+  uintptr_t const end = start + span;
+  if (end > aligned + mapped) {
+    ::munmap(reinterpret_cast<void*>(aligned + mapped),
+             end - (aligned + mapped));
+  }
+  auto* p = reinterpret_cast<uint8_t*>(aligned);
+  advise_huge_pages(p, mapped);
+  return p;
+}
+
+}  // namespace
+
+bool advise_huge_pages(void* p, size_t size) noexcept {
+  auto const start = reinterpret_cast<uintptr_t>(p);
+  uintptr_t const first = round_up(start, huge_page_size);
+  uintptr_t const last = (start + size) / huge_page_size * huge_page_size;
+  if (last <= first) return false;
+  return ::madvise(reinterpret_cast<void*>(first), last - first,
+                   MADV_HUGEPAGE) == 0;
+}
+
+page_buffer::page_buffer(size_t size) : size_(size) {
+  if (size > 0) data_ = map_aligned(size, mapped_);
+}
+
+page_buffer::~page_buffer() { release(); }
+
+void page_buffer::release() noexcept {
+  if (data_ != nullptr) ::munmap(data_, mapped_);
+  data_ = nullptr;
+  size_ = mapped_ = 0;
+}
+
+page_buffer::page_buffer(page_buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+page_buffer& page_buffer::operator=(page_buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+void page_buffer::grow(size_t size) {
+  if (size <= mapped_) {
+    size_ = std::max(size_, size);
+    return;
+  }
+  // Doubling keeps a stream's copies linear in its length.
+  size_t const want = std::max(size, 2 * mapped_);
+  size_t mapped = 0;
+  uint8_t* p = map_aligned(want, mapped);
+  if (size_ > 0) std::memcpy(p, data_, size_);
+  release();
+  data_ = p;
+  mapped_ = mapped;
+  size_ = size;
+}
+
+}  // namespace brevis::codec

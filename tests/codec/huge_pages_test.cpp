@@ -1,0 +1,90 @@
+// page_buffer and advise_huge_pages: sizes, alignment, contents kept when a
+// buffer grows, and moves. (Whether the kernel gives huge pages is its
+// business; nothing here depends on it.)
+
+#include "codec/core/huge_pages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace brevis::codec {
+namespace {
+
+TEST(huge_pages_test, empty_buffer_holds_nothing) {
+  page_buffer b;
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_EQ(b.data(), nullptr);
+  page_buffer z(0);
+  EXPECT_EQ(z.size(), 0u);
+}
+
+TEST(huge_pages_test, buffer_is_aligned_zeroed_and_writable) {
+  for (size_t size : {size_t{1}, size_t{4095}, huge_page_size - 1,
+                      huge_page_size, huge_page_size + 1, 3 * huge_page_size}) {
+    SCOPED_TRACE(size);
+    page_buffer b(size);
+    ASSERT_EQ(b.size(), size);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % huge_page_size, 0u);
+    EXPECT_EQ(b.data()[0], 0);
+    EXPECT_EQ(b.data()[size - 1], 0);
+    b.data()[0] = 1;
+    b.data()[size - 1] = 2;
+    EXPECT_EQ(b.data()[size - 1], 2);
+  }
+}
+
+TEST(huge_pages_test, grow_keeps_contents_and_truncate_shrinks) {
+  page_buffer b(1000);
+  for (size_t i = 0; i < 1000; ++i) b.data()[i] = static_cast<uint8_t>(i * 7);
+  b.grow(500);  // never shrinks
+  EXPECT_EQ(b.size(), 1000u);
+  b.grow(huge_page_size);  // within the mapping: stays put
+  EXPECT_EQ(b.size(), huge_page_size);
+  uint8_t const* const before = b.data();
+  b.grow(2 * huge_page_size + 5);  // moves
+  EXPECT_EQ(b.size(), 2 * huge_page_size + 5);
+  EXPECT_NE(b.data(), before);
+  for (size_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(b.data()[i], static_cast<uint8_t>(i * 7)) << i;
+  }
+  b.data()[b.size() - 1] = 9;
+  b.truncate(10);
+  EXPECT_EQ(b.size(), 10u);
+  b.truncate(20);  // truncate never grows
+  EXPECT_EQ(b.size(), 10u);
+  EXPECT_EQ(b.data()[9], static_cast<uint8_t>(63));
+}
+
+TEST(huge_pages_test, moves_hand_over_the_memory) {
+  page_buffer a(100);
+  a.data()[99] = 5;
+  uint8_t* const p = a.data();
+  page_buffer b(std::move(a));
+  EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(b.data(), p);
+  page_buffer c(10);
+  c = std::move(b);
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(c.data()[99], 5);
+  std::vector<page_buffer> many;
+  for (int i = 0; i < 4; ++i) many.emplace_back(size_t{4096});
+  EXPECT_EQ(many.size(), 4u);
+}
+
+TEST(huge_pages_test, advise_needs_a_whole_huge_page) {
+  page_buffer b(3 * huge_page_size);
+  EXPECT_FALSE(advise_huge_pages(b.data() + 1, huge_page_size));
+  EXPECT_FALSE(advise_huge_pages(b.data(), huge_page_size - 1));
+  // A whole one may still be refused by a kernel without THP: only check
+  // that advising (and then using) the memory is harmless.
+  (void)advise_huge_pages(b.data(), 3 * huge_page_size);
+  b.data()[2 * huge_page_size] = 1;
+  EXPECT_EQ(b.data()[2 * huge_page_size], 1);
+}
+
+}  // namespace
+}  // namespace brevis::codec
