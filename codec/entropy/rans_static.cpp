@@ -272,12 +272,65 @@ void coder::build_encoder() const {
                          : enc_direct_end_ > 0 ? enc_direct_end_
                                                : enc_.size();
   enc_bias_cmpl_.assign(entries, 0);
-  enc_inverse_.assign(entries, 0.0f);
   for (size_t i = 0; i < enc_.size(); ++i) {
     size_t const at = direct ? table_.symbols[i] : i;
     enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
-    enc_inverse_[at] = 1.0f / static_cast<float>(table_.freqs[i]);
   }
+  build_keyed_tables();
+}
+
+void coder::build_keyed_tables() const {
+  uint32_t const last = table_.symbols.back();
+  keyed k;
+  if (last < 256) {  // keys are the symbols
+    k.blocks = last / 64 + 1;
+  } else if (enc_direct_end_ > 0 && last < 512) {
+    // bf16's sign and exponent: per sign, the window of 128 exponents that
+    // holds the most frequency; the symbols outside it (zeros, infinities)
+    // must be rare, they take a slower path.
+    uint32_t freq[512] = {};
+    for (size_t i = 0; i < table_.symbols.size(); ++i)
+      freq[table_.symbols[i]] = table_.freqs[i];
+    uint32_t covered = 0, reach = 0;
+    for (unsigned h = 0; h < 2; ++h) {
+      uint32_t const* const f = freq + 256 * h;
+      uint32_t sum = 0, best = 0, best_low = 0;
+      for (uint32_t e = 0; e < 256; ++e) {
+        sum += f[e];
+        if (e >= 128) sum -= f[e - 128];
+        uint32_t const low = e >= 127 ? e - 127 : 0;
+        if (sum > best) best = sum, best_low = low;
+      }
+      // Moved up to the window's first symbol, so that a narrower fold may
+      // do.
+      while (best > 0 && f[best_low] == 0) ++best_low;
+      for (uint32_t e = best_low; e < best_low + 128 && e < 256; ++e) {
+        if (f[e]) reach = std::max(reach, e - best_low + 1);
+      }
+      covered += best;
+      k.low[h] = static_cast<uint16_t>(best_low);
+    }
+    uint32_t const total = 1u << scale_;
+    if (total - covered > total / 256) return;
+    k.fold = reach <= 64 ? 64 : 128;
+    k.blocks = 2 * k.fold / 64;
+  } else {
+    return;
+  }
+  enc_key_bias_.fill(0);
+  enc_key_freq_.fill(0);
+  for (size_t i = 0; i < table_.symbols.size(); ++i) {
+    uint32_t const s = table_.symbols[i];
+    uint32_t key = s;
+    if (k.fold) {
+      uint32_t const offset = (s & 255) - k.low[s >> 8];
+      if (offset >= k.fold) continue;  // escapes
+      key = offset + k.fold * (s >> 8);
+    }
+    enc_key_bias_[key] = enc_[i].bias;
+    enc_key_freq_[key] = static_cast<uint16_t>(table_.freqs[i]);
+  }
+  enc_keyed_ = k;
 }
 
 namespace {
@@ -423,9 +476,21 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   // while quotients (below 2^(32 - scale)) stay below 2^22: at smaller
   // precisions it wrote payloads that decoded to other symbols.
   if (n_lanes == wide_lanes && i > 0 && scale_ >= 10 && simd::avx512_bw_vl()) {
-    absent |= simd::encode_rounds_avx512(
-        sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-        enc_bias_cmpl_.data(), enc_inverse_.data(), enc_direct_end_);
+    if (enc_keyed_.blocks > 0) {
+      simd::keyed_tables const keyed{enc_key_bias_.data(),
+                                     enc_key_freq_.data(),
+                                     enc_keyed_.blocks,
+                                     enc_keyed_.fold,
+                                     {enc_keyed_.low[0], enc_keyed_.low[1]},
+                                     enc_bias_cmpl_.data(),
+                                     enc_direct_end_};
+      absent |= simd::encode_rounds_keyed_avx512(sizeof(sym), x, p, in, i,
+                                                 1u << scale_, keyed);
+    } else {
+      absent |= simd::encode_rounds_avx512(
+          sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
+          enc_bias_cmpl_.data(), enc_direct_end_);
+    }
     i = 0;
   }
   while (i > 0) {
