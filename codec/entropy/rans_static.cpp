@@ -247,9 +247,45 @@ coder::coder(table const& t, unsigned width)
   if (single_) single_symbol_ = t.symbols[0];
 }
 
+namespace {
+
+// Symbol -> index arrays of finished coders, for the next ones on this
+// thread (large ones, 2^16 entries, would each page in fresh memory).
+constexpr size_t pooled_indexes = 4;
+constexpr size_t pooled_index_from = 4096;
+
+// Checked by coders destroyed after the pool at thread exit (as pool_alive).
+thread_local bool index_pool_alive = false;
+
+struct index_pool {
+  index_pool() { index_pool_alive = true; }
+  ~index_pool() { index_pool_alive = false; }
+  std::vector<std::vector<uint32_t>> free;
+};
+
+std::vector<std::vector<uint32_t>>& index_pool_of_thread() {
+  thread_local index_pool pool;
+  return pool.free;
+}
+
+std::vector<uint32_t> pooled_index() {
+  std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
+  if (pool.empty()) return {};
+  std::vector<uint32_t> v = std::move(pool.back());
+  pool.pop_back();
+  return v;
+}
+
+}  // namespace
+
 void coder::build_encoder() const {
   uint32_t const total = 1u << scale_;
-  enc_index_.assign(size_t{1} << (8 * width_), ~uint32_t{0});
+  // Up to the largest symbol (symbols past it are absent): bf16's sign and
+  // exponent need 512 entries, not 2^16 (a fresh 256 KiB a coder, zeroed
+  // and paged in, was 5% of compressing blazepose-heavy bf16). Larger ones
+  // come from the thread's pool.
+  enc_index_ = pooled_index();
+  enc_index_.assign(size_t{table_.symbols.back()} + 1, ~uint32_t{0});
   enc_.resize(table_.symbols.size());
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
@@ -374,6 +410,13 @@ std::vector<decode_arrays>& pooled() {
 }  // namespace
 
 coder::~coder() {
+  if (enc_index_.capacity() >= pooled_index_from && index_pool_alive) {
+    try {
+      std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
+      if (pool.size() < pooled_indexes) pool.push_back(std::move(enc_index_));
+    } catch (...) {  // no room to pool it: it is simply freed
+    }
+  }
   if (!dec_step_ || !pool_alive) return;
   try {
     std::vector<decode_arrays>& pool = pooled();
@@ -447,11 +490,13 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   uint32_t x[n_lanes];
   for (uint32_t& s : x) s = state_low;
   uint32_t const* const index = enc_index_.data();
+  size_t const index_end = enc_index_.size();
   enc_entry const* const tab = enc_.data();
   bool absent = false;
 
   auto step = [&](uint32_t& st, size_t sym_value) {
-    uint32_t const idx = index[sym_value];
+    uint32_t const idx =
+        sym_value < index_end ? index[sym_value] : ~uint32_t{0};
     absent |= idx == ~uint32_t{0};
     enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
     uint32_t s = st;
@@ -489,7 +534,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
     } else {
       absent |= simd::encode_rounds_avx512(
           sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-          enc_bias_cmpl_.data(), enc_direct_end_);
+          static_cast<uint32_t>(enc_index_.size()), enc_bias_cmpl_.data(),
+          enc_direct_end_);
     }
     i = 0;
   }

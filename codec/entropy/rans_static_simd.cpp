@@ -499,9 +499,10 @@ template <typename sym>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) bool
 encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
                           size_t rounds_end, uint32_t total,
-                          uint32_t const* index, uint32_t const* bias_cmpl,
-                          uint32_t direct_end) {
+                          uint32_t const* index, uint32_t index_end,
+                          uint32_t const* bias_cmpl, uint32_t direct_end) {
   constexpr unsigned groups = wide_lanes / 16;
+  __m512i const index_ends = _mm512_set1_epi32(static_cast<int>(index_end));
   __m512i const direct_ends = _mm512_set1_epi32(static_cast<int>(direct_end));
   __m512i state[groups];
   for (unsigned g = 0; g < groups; ++g)
@@ -533,7 +534,10 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
         absent |= past;
         idx = _mm512_mask_mov_epi32(idx, past, _mm512_setzero_si512());
       } else if constexpr (sizeof(sym) == 2) {
-        idx = _mm512_i32gather_epi32(symbols, index, 4);
+        // Symbols past the index (absent) get ~0 without a load.
+        idx = _mm512_mask_i32gather_epi32(
+            all_ones, _mm512_cmplt_epu32_mask(symbols, index_ends), symbols,
+            index, 4);
         __mmask16 const bad = _mm512_cmpeq_epi32_mask(idx, all_ones);
         absent |= bad;
         idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
@@ -814,13 +818,14 @@ size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
 
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
-                          uint32_t const* index, uint32_t const* bias_cmpl,
-                          uint32_t direct_end) {
+                          uint32_t const* index, uint32_t index_end,
+                          uint32_t const* bias_cmpl, uint32_t direct_end) {
   return width == 1
-             ? encode_rounds_avx512_impl<uint8_t>(x, p, in, rounds_end, total,
-                                                  index, bias_cmpl, 0)
-             : encode_rounds_avx512_impl<uint16_t>(
-                   x, p, in, rounds_end, total, index, bias_cmpl, direct_end);
+             ? encode_rounds_avx512_impl<uint8_t>(
+                   x, p, in, rounds_end, total, index, index_end, bias_cmpl, 0)
+             : encode_rounds_avx512_impl<uint16_t>(x, p, in, rounds_end, total,
+                                                   index, index_end, bias_cmpl,
+                                                   direct_end);
 }
 
 bool encode_rounds_keyed_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -864,8 +869,8 @@ size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
 }
 size_t decode_pair_rounds_avx512(slot_stream&, slot_stream&) { return 0; }
 bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
-                          size_t, uint32_t, uint32_t const*, uint32_t const*,
-                          uint32_t) {
+                          size_t, uint32_t, uint32_t const*, uint32_t,
+                          uint32_t const*, uint32_t) {
   return false;
 }
 bool encode_rounds_keyed_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,

@@ -73,7 +73,9 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 
 /// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
 /// after the scalar tail) backwards from the states `x`, writing words below
-/// `p` (moved down). `bias_cmpl` holds bias | cmpl << 16 by symbol index;
+/// `p` (moved down). `index` maps symbols below index_end to their index
+/// (~0 if absent; symbols past it are absent), and `bias_cmpl` holds
+/// bias | cmpl << 16 by symbol index;
 /// for 8-bit symbols by the symbol itself (`index` unused, 0 when absent),
 /// which saves a gather. Returns true if some symbol is absent from the table
 /// (the payload is then junk).
@@ -81,8 +83,8 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
 /// symbol, in a table of direct_end entries (symbols past it absent).
 bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
                           uint8_t const* in, size_t rounds_end, uint32_t total,
-                          uint32_t const* index, uint32_t const* bias_cmpl,
-                          uint32_t direct_end = 0);
+                          uint32_t const* index, uint32_t index_end,
+                          uint32_t const* bias_cmpl, uint32_t direct_end = 0);
 
 /// Tables small enough for the vector encoder to keep in registers: 16-bit
 /// bias and freq (0: absent) of 64 * blocks keys (blocks 1 to 4). A key is
