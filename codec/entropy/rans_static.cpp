@@ -1,6 +1,7 @@
 #include "codec/entropy/rans_static.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -377,9 +378,11 @@ uint8_t* encode_buffer(size_t size) {
   thread_local std::unique_ptr<uint8_t[]> buffer;
   thread_local size_t capacity = 0;
   if (capacity < size) {
+    // At least 1 MiB, then doubling: pages are only faulted in as they are
+    // first written, and each reallocation faults in the new buffer again.
     buffer.reset();
-    buffer = std::make_unique_for_overwrite<uint8_t[]>(size);
-    capacity = size;
+    capacity = std::bit_ceil(std::max<size_t>(size, size_t{1} << 20));
+    buffer = std::make_unique_for_overwrite<uint8_t[]>(capacity);
   }
   return buffer.get();
 }
