@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define BREVIS_RANS_X86 1
@@ -559,6 +560,57 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
   return absent != 0;
 }
 
+// The rounds of 16-bit symbols of a large alphabet (by index), a block at a
+// time: a scalar pass looks up each symbol's bias | cmpl << 16 through the
+// index into a buffer in L1, then the vector rounds load it (measured on
+// Zen 5, full bf16 words at 2^16 slots: 1.58 against 1.92 ns a symbol with
+// two gathers a group).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) bool
+encode_rounds_indexed_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
+                           size_t rounds_end, uint32_t total,
+                           uint32_t const* index, uint32_t index_end,
+                           uint32_t const* bias_cmpl) {
+  constexpr unsigned groups = wide_lanes / 16;
+  constexpr size_t block = 2048;  // symbols: 8 KiB of entries
+  static_assert(block % wide_lanes == 0);
+  alignas(64) uint32_t entries[block];
+  __m512i state[groups];
+  for (unsigned g = 0; g < groups; ++g)
+    state[g] = _mm512_loadu_si512(x + 16 * g);
+  __m512i const low16 = _mm512_set1_epi32(0xffff);
+  __m512i const totals = _mm512_set1_epi32(static_cast<int>(total));
+  int const scale = std::countr_zero(total);
+  __m128i const x_max_shift = _mm_cvtsi32_si128(32 - scale);
+  __m128i const scale_shift = _mm_cvtsi32_si128(scale);
+  bool absent = false;
+  uint8_t* q = p;
+  for (size_t end = rounds_end; end > 0;) {
+    size_t const start = end > block ? end - block : 0;
+    for (size_t i = start; i < end; ++i) {
+      uint16_t s;
+      std::memcpy(&s, in + 2 * i, 2);  // x86: little-endian
+      uint32_t const idx = s < index_end ? index[s] : ~uint32_t{0};
+      absent |= idx == ~uint32_t{0};
+      entries[i - start] = bias_cmpl[idx == ~uint32_t{0} ? 0 : idx];
+    }
+    for (size_t i = end; i > start;) {
+      i -= wide_lanes;
+      for (unsigned g = groups; g-- > 0;) {
+        __m512i const bc = _mm512_load_si512(entries + (i - start) + 16 * g);
+        __m512i const freq =
+            _mm512_sub_epi32(totals, _mm512_srli_epi32(bc, 16));
+        state[g] = encode_step(state[g], freq, _mm512_and_si512(bc, low16),
+                               x_max_shift, scale_shift, q);
+      }
+    }
+    end = start;
+  }
+  for (unsigned g = 0; g < groups; ++g)
+    _mm512_storeu_si512(x + 16 * g, state[g]);
+  p = q;
+  return absent;
+}
+
 // Words of a 16-bit table of 64 * blocks entries (blocks <= 4), looked up
 // by the low 8 bits of each 16-bit key: a two-source permute per 64
 // entries, then blends by the key's bits 6 and 7.
@@ -823,6 +875,9 @@ bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
   return width == 1
              ? encode_rounds_avx512_impl<uint8_t>(
                    x, p, in, rounds_end, total, index, index_end, bias_cmpl, 0)
+         : direct_end == 0
+             ? encode_rounds_indexed_impl(x, p, in, rounds_end, total, index,
+                                          index_end, bias_cmpl)
              : encode_rounds_avx512_impl<uint16_t>(x, p, in, rounds_end, total,
                                                    index, index_end, bias_cmpl,
                                                    direct_end);
