@@ -251,7 +251,9 @@ coder::coder(table const& t, unsigned width)
 namespace {
 
 // Symbol -> index arrays of finished coders, for the next ones on this
-// thread (large ones, 2^16 entries, would each page in fresh memory).
+// thread (large ones, 2^16 entries, would each page in fresh memory), all
+// ~0: a coder clears its symbols' entries as it returns one, instead of the
+// next coder filling all 256 KiB again.
 constexpr size_t pooled_indexes = 4;
 constexpr size_t pooled_index_from = 4096;
 
@@ -269,11 +271,18 @@ std::vector<std::vector<uint32_t>>& index_pool_of_thread() {
   return pool.free;
 }
 
-std::vector<uint32_t> pooled_index() {
-  std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
-  if (pool.empty()) return {};
-  std::vector<uint32_t> v = std::move(pool.back());
-  pool.pop_back();
+// An index of `size` entries, all ~0 (from the pool: possibly longer).
+std::vector<uint32_t> absent_index(size_t size) {
+  std::vector<uint32_t> v;
+  if (size >= pooled_index_from) {
+    std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
+    if (!pool.empty()) {
+      v = std::move(pool.back());
+      pool.pop_back();
+    }
+    size = std::max<size_t>(size, 65536);  // reusable by any 16-bit table
+  }
+  if (v.size() < size) v.resize(size, ~uint32_t{0});
   return v;
 }
 
@@ -285,8 +294,7 @@ void coder::build_encoder() const {
   // exponent need 512 entries, not 2^16 (a fresh 256 KiB a coder, zeroed
   // and paged in, was 5% of compressing blazepose-heavy bf16). Larger ones
   // come from the thread's pool.
-  enc_index_ = pooled_index();
-  enc_index_.assign(size_t{table_.symbols.back()} + 1, ~uint32_t{0});
+  enc_index_ = absent_index(size_t{table_.symbols.back()} + 1);
   enc_.resize(table_.symbols.size());
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
@@ -413,10 +421,13 @@ std::vector<decode_arrays>& pooled() {
 }  // namespace
 
 coder::~coder() {
-  if (enc_index_.capacity() >= pooled_index_from && index_pool_alive) {
+  if (enc_index_.size() >= pooled_index_from && index_pool_alive) {
     try {
       std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
-      if (pool.size() < pooled_indexes) pool.push_back(std::move(enc_index_));
+      if (pool.size() < pooled_indexes) {
+        for (uint32_t sym : table_.symbols) enc_index_[sym] = ~uint32_t{0};
+        pool.push_back(std::move(enc_index_));
+      }
     } catch (...) {  // no room to pool it: it is simply freed
     }
   }
