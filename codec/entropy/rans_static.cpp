@@ -312,14 +312,15 @@ void coder::build_encoder() const {
   enc_direct_end_ = width_ == 2 && table_.symbols.back() < direct16_end
                         ? table_.symbols.back() + 1
                         : 0;
-  bool const direct = width_ == 1 || enc_direct_end_ > 0;
-  size_t const entries = width_ == 1           ? 256
-                         : enc_direct_end_ > 0 ? enc_direct_end_
-                                               : enc_.size();
-  enc_bias_cmpl_.assign(entries, 0);
-  for (size_t i = 0; i < enc_.size(); ++i) {
-    size_t const at = direct ? table_.symbols[i] : i;
-    enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+  // 8-bit symbols always have keyed tables (build_keyed_tables): these
+  // serve 16-bit ones only.
+  if (width_ == 2) {
+    bool const direct = enc_direct_end_ > 0;
+    enc_bias_cmpl_.assign(direct ? enc_direct_end_ : enc_.size(), 0);
+    for (size_t i = 0; i < enc_.size(); ++i) {
+      size_t const at = direct ? table_.symbols[i] : i;
+      enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+    }
   }
   build_keyed_tables();
 }
@@ -545,13 +546,14 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
                                      enc_direct_end_};
       absent |= simd::encode_rounds_keyed_avx512(sizeof(sym), x, p, in, i,
                                                  1u << scale_, keyed);
-    } else {
+      i = 0;
+    } else if constexpr (sizeof(sym) == 2) {  // 8-bit: always keyed
       absent |= simd::encode_rounds_avx512(
-          sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
+          x, p, in, i, 1u << scale_, enc_index_.data(),
           static_cast<uint32_t>(enc_index_.size()), enc_bias_cmpl_.data(),
           enc_direct_end_);
+      i = 0;
     }
-    i = 0;
   }
   while (i > 0) {
     i -= n_lanes;

@@ -166,13 +166,12 @@ class coder {
   uint32_t single_symbol_ = 0;
   // Built on first use (a coder usually only encodes or only decodes).
   mutable std::once_flag enc_once_, dec_once_;
-  mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
+  // symbol -> index in enc_, or ~0; at least up to the largest symbol.
+  mutable std::vector<uint32_t> enc_index_;
   mutable std::vector<enc_entry> enc_;
-  // The same by field, for vector gathers: bias | cmpl << 16 (the vector
-  // code divides by freq in float and corrects the quotient; x_max it
-  // computes). Indexed like enc_, but for 8-bit symbols by the symbol (256
-  // entries, 0 for the absent ones), so the vector code needs no index
-  // gather.
+  // The same by field for the vector code's 16-bit symbols: bias | cmpl <<
+  // 16 (it divides by freq in float and corrects the quotient; x_max it
+  // computes). Indexed like enc_, or by the symbol (below).
   mutable std::vector<uint32_t> enc_bias_cmpl_;
   // 16-bit symbols all below direct16_end get those by the symbol too:
   // 1 + the largest symbol, else 0.

@@ -492,11 +492,11 @@ encode_step(__m512i s, __m512i freq, __m512i bias, __m128i x_max_shift,
       _mm512_add_epi32(_mm512_sll_epi32(quot, scale_shift), rem), bias);
 }
 
-// Encodes the whole rounds of symbols [0, rounds_end) (after the scalar
-// tail), 16 lanes at a time, each symbol's bias | cmpl << 16 gathered: the
-// same states and words as the scalar loop. Returns true if some symbol is
+// Encodes the whole rounds of 16-bit symbols [0, rounds_end) (after the
+// scalar tail), 16 lanes at a time, each symbol's bias | cmpl << 16
+// gathered from a table by the symbol: the same states and words as the
+// scalar loop. Returns true if some symbol is
 // absent from the table.
-template <typename sym>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) bool
 encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
                           size_t rounds_end, uint32_t total,
@@ -519,22 +519,15 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
   for (size_t i = rounds_end; i > 0;) {
     i -= wide_lanes;
     for (unsigned g = groups; g-- > 0;) {
-      uint8_t const* const src = in + (i + 16 * g) * sizeof(sym);
-      __m512i symbols;
-      if constexpr (sizeof(sym) == 2) {
-        symbols = _mm512_cvtepu16_epi32(
-            _mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
-      } else {
-        symbols = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128(reinterpret_cast<__m128i const*>(src)));
-      }
+      __m512i const symbols = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+          reinterpret_cast<__m256i const*>(in + 2 * (i + 16 * g))));
       __m512i idx = symbols;
-      if (sizeof(sym) == 2 && direct_end > 0) {
+      if (direct_end > 0) {
         // By the symbol, as 8-bit ones: those past the tables are absent.
         __mmask16 const past = _mm512_cmpge_epu32_mask(symbols, direct_ends);
         absent |= past;
         idx = _mm512_mask_mov_epi32(idx, past, _mm512_setzero_si512());
-      } else if constexpr (sizeof(sym) == 2) {
+      } else {
         // Symbols past the index (absent) get ~0 without a load.
         idx = _mm512_mask_i32gather_epi32(
             all_ones, _mm512_cmplt_epu32_mask(symbols, index_ends), symbols,
@@ -544,7 +537,7 @@ encode_rounds_avx512_impl(uint32_t* x, uint8_t*& p, uint8_t const* in,
         idx = _mm512_mask_mov_epi32(idx, bad, _mm512_setzero_si512());
       }
       __m512i const bc = _mm512_i32gather_epi32(idx, bias_cmpl, 4);
-      if (sizeof(sym) == 1 || direct_end > 0) {
+      if (direct_end > 0) {
         // Tables by the symbol hold 0 for absent ones (cmpl = 0 would mean
         // freq = 2^scale, which a table of two symbols or more never has).
         absent |= _mm512_cmpeq_epi32_mask(bc, _mm512_setzero_si512());
@@ -868,19 +861,15 @@ size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
                       : decode_pair_rounds_impl<uint16_t, uint16_t, true>(a, b);
 }
 
-bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
-                          uint8_t const* in, size_t rounds_end, uint32_t total,
+bool encode_rounds_avx512(uint32_t* x, uint8_t*& p, uint8_t const* in,
+                          size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t index_end,
                           uint32_t const* bias_cmpl, uint32_t direct_end) {
-  return width == 1
-             ? encode_rounds_avx512_impl<uint8_t>(
-                   x, p, in, rounds_end, total, index, index_end, bias_cmpl, 0)
-         : direct_end == 0
+  return direct_end == 0
              ? encode_rounds_indexed_impl(x, p, in, rounds_end, total, index,
                                           index_end, bias_cmpl)
-             : encode_rounds_avx512_impl<uint16_t>(x, p, in, rounds_end, total,
-                                                   index, index_end, bias_cmpl,
-                                                   direct_end);
+             : encode_rounds_avx512_impl(x, p, in, rounds_end, total, index,
+                                         index_end, bias_cmpl, direct_end);
 }
 
 bool encode_rounds_keyed_avx512(unsigned width, uint32_t* x, uint8_t*& p,
@@ -923,9 +912,9 @@ size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
   return 0;
 }
 size_t decode_pair_rounds_avx512(slot_stream&, slot_stream&) { return 0; }
-bool encode_rounds_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
-                          size_t, uint32_t, uint32_t const*, uint32_t,
-                          uint32_t const*, uint32_t) {
+bool encode_rounds_avx512(uint32_t*, uint8_t*&, uint8_t const*, size_t,
+                          uint32_t, uint32_t const*, uint32_t, uint32_t const*,
+                          uint32_t) {
   return false;
 }
 bool encode_rounds_keyed_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,

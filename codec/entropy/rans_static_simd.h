@@ -71,18 +71,17 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              uint32_t const* symbol16, unsigned key_end,
                              uint8_t* out);
 
-/// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
-/// after the scalar tail) backwards from the states `x`, writing words below
-/// `p` (moved down). `index` maps symbols below index_end to their index
-/// (~0 if absent; symbols past it are absent), and `bias_cmpl` holds
-/// bias | cmpl << 16 by symbol index;
-/// for 8-bit symbols by the symbol itself (`index` unused, 0 when absent),
-/// which saves a gather. Returns true if some symbol is absent from the table
-/// (the payload is then junk).
-/// 16-bit symbols with direct_end > 0 are indexed like 8-bit ones, by the
-/// symbol, in a table of direct_end entries (symbols past it absent).
-bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
-                          uint8_t const* in, size_t rounds_end, uint32_t total,
+/// Encodes the 16-bit symbols [0, rounds_end) of `in` (a multiple of
+/// wide_lanes, after the scalar tail) backwards from the states `x`, writing
+/// words below `p` (moved down). `index` maps symbols below index_end to
+/// their index (~0 if absent; symbols past it are absent), and `bias_cmpl`
+/// holds bias | cmpl << 16 by index; or with direct_end > 0 by the symbol
+/// itself, in a table of direct_end entries (0 for absent symbols, and
+/// symbols past it absent), which saves a lookup. Returns true if some
+/// symbol is absent from the table (the payload is then junk). (8-bit
+/// symbols always have keyed tables, below.)
+bool encode_rounds_avx512(uint32_t* x, uint8_t*& p, uint8_t const* in,
+                          size_t rounds_end, uint32_t total,
                           uint32_t const* index, uint32_t index_end,
                           uint32_t const* bias_cmpl, uint32_t direct_end = 0);
 
