@@ -1,6 +1,7 @@
 #include "codec/entropy/rans_static.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -247,9 +248,53 @@ coder::coder(table const& t, unsigned width)
   if (single_) single_symbol_ = t.symbols[0];
 }
 
+namespace {
+
+// Symbol -> index arrays of finished coders, for the next ones on this
+// thread (large ones, 2^16 entries, would each page in fresh memory), all
+// ~0: a coder clears its symbols' entries as it returns one, instead of the
+// next coder filling all 256 KiB again.
+constexpr size_t pooled_indexes = 4;
+constexpr size_t pooled_index_from = 4096;
+
+// Checked by coders destroyed after the pool at thread exit.
+thread_local bool index_pool_alive = false;
+
+struct index_pool {
+  index_pool() { index_pool_alive = true; }
+  ~index_pool() { index_pool_alive = false; }
+  std::vector<std::vector<uint32_t>> free;
+};
+
+std::vector<std::vector<uint32_t>>& index_pool_of_thread() {
+  thread_local index_pool pool;
+  return pool.free;
+}
+
+// An index of `size` entries, all ~0 (from the pool: possibly longer).
+std::vector<uint32_t> absent_index(size_t size) {
+  std::vector<uint32_t> v;
+  if (size >= pooled_index_from) {
+    std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
+    if (!pool.empty()) {
+      v = std::move(pool.back());
+      pool.pop_back();
+    }
+    size = std::max<size_t>(size, 65536);  // reusable by any 16-bit table
+  }
+  if (v.size() < size) v.resize(size, ~uint32_t{0});
+  return v;
+}
+
+}  // namespace
+
 void coder::build_encoder() const {
   uint32_t const total = 1u << scale_;
-  enc_index_.assign(size_t{1} << (8 * width_), ~uint32_t{0});
+  // Up to the largest symbol (symbols past it are absent): bf16's sign and
+  // exponent need 512 entries, not 2^16 (a fresh 256 KiB a coder, zeroed
+  // and paged in, was 5% of compressing blazepose-heavy bf16). Larger ones
+  // come from the thread's pool.
+  enc_index_ = absent_index(size_t{table_.symbols.back()} + 1);
   enc_.resize(table_.symbols.size());
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
@@ -267,17 +312,71 @@ void coder::build_encoder() const {
   enc_direct_end_ = width_ == 2 && table_.symbols.back() < direct16_end
                         ? table_.symbols.back() + 1
                         : 0;
-  bool const direct = width_ == 1 || enc_direct_end_ > 0;
-  size_t const entries = width_ == 1           ? 256
-                         : enc_direct_end_ > 0 ? enc_direct_end_
-                                               : enc_.size();
-  enc_bias_cmpl_.assign(entries, 0);
-  enc_inverse_.assign(entries, 0.0f);
-  for (size_t i = 0; i < enc_.size(); ++i) {
-    size_t const at = direct ? table_.symbols[i] : i;
-    enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
-    enc_inverse_[at] = 1.0f / static_cast<float>(table_.freqs[i]);
+  // 8-bit symbols always have keyed tables (build_keyed_tables): these
+  // serve 16-bit ones only.
+  if (width_ == 2) {
+    bool const direct = enc_direct_end_ > 0;
+    enc_bias_cmpl_.assign(direct ? enc_direct_end_ : enc_.size(), 0);
+    for (size_t i = 0; i < enc_.size(); ++i) {
+      size_t const at = direct ? table_.symbols[i] : i;
+      enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
+    }
   }
+  build_keyed_tables();
+}
+
+void coder::build_keyed_tables() const {
+  uint32_t const last = table_.symbols.back();
+  keyed k;
+  if (last < 256) {  // keys are the symbols
+    k.blocks = last / 64 + 1;
+  } else if (enc_direct_end_ > 0 && last < 512) {
+    // bf16's sign and exponent: per sign, the window of 128 exponents that
+    // holds the most frequency; the symbols outside it (zeros, infinities)
+    // must be rare, they take a slower path.
+    uint32_t freq[512] = {};
+    for (size_t i = 0; i < table_.symbols.size(); ++i)
+      freq[table_.symbols[i]] = table_.freqs[i];
+    uint32_t covered = 0, reach = 0;
+    for (unsigned h = 0; h < 2; ++h) {
+      uint32_t const* const f = freq + 256 * h;
+      uint32_t sum = 0, best = 0, best_low = 0;
+      for (uint32_t e = 0; e < 256; ++e) {
+        sum += f[e];
+        if (e >= 128) sum -= f[e - 128];
+        uint32_t const low = e >= 127 ? e - 127 : 0;
+        if (sum > best) best = sum, best_low = low;
+      }
+      // Moved up to the window's first symbol, so that a narrower fold may
+      // do.
+      while (best > 0 && f[best_low] == 0) ++best_low;
+      for (uint32_t e = best_low; e < best_low + 128 && e < 256; ++e) {
+        if (f[e]) reach = std::max(reach, e - best_low + 1);
+      }
+      covered += best;
+      k.low[h] = static_cast<uint16_t>(best_low);
+    }
+    uint32_t const total = 1u << scale_;
+    if (total - covered > total / 256) return;
+    k.fold = reach <= 64 ? 64 : 128;
+    k.blocks = 2 * k.fold / 64;
+  } else {
+    return;
+  }
+  enc_key_bias_.fill(0);
+  enc_key_freq_.fill(0);
+  for (size_t i = 0; i < table_.symbols.size(); ++i) {
+    uint32_t const s = table_.symbols[i];
+    uint32_t key = s;
+    if (k.fold) {
+      uint32_t const offset = (s & 255) - k.low[s >> 8];
+      if (offset >= k.fold) continue;  // escapes
+      key = offset + k.fold * (s >> 8);
+    }
+    enc_key_bias_[key] = enc_[i].bias;
+    enc_key_freq_[key] = static_cast<uint16_t>(table_.freqs[i]);
+  }
+  enc_keyed_ = k;
 }
 
 namespace {
@@ -288,9 +387,11 @@ uint8_t* encode_buffer(size_t size) {
   thread_local std::unique_ptr<uint8_t[]> buffer;
   thread_local size_t capacity = 0;
   if (capacity < size) {
+    // At least 1 MiB, then doubling: pages are only faulted in as they are
+    // first written, and each reallocation faults in the new buffer again.
     buffer.reset();
-    buffer = std::make_unique_for_overwrite<uint8_t[]>(size);
-    capacity = size;
+    capacity = std::bit_ceil(std::max<size_t>(size, size_t{1} << 20));
+    buffer = std::make_unique_for_overwrite<uint8_t[]>(capacity);
   }
   return buffer.get();
 }
@@ -369,6 +470,16 @@ size_t coder::decode_table_bytes() const {
 }
 
 coder::~coder() {
+  if (enc_index_.size() >= pooled_index_from && index_pool_alive) {
+    try {
+      std::vector<std::vector<uint32_t>>& pool = index_pool_of_thread();
+      if (pool.size() < pooled_indexes) {
+        for (uint32_t sym : table_.symbols) enc_index_[sym] = ~uint32_t{0};
+        pool.push_back(std::move(enc_index_));
+      }
+    } catch (...) {  // no room to pool it: it is simply freed
+    }
+  }
   if (!dec_step_) return;
   try {
     pool().give({std::move(dec_step_), std::move(dec_symbol_), dec_slots_});
@@ -432,11 +543,13 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   uint32_t x[n_lanes];
   for (uint32_t& s : x) s = state_low;
   uint32_t const* const index = enc_index_.data();
+  size_t const index_end = enc_index_.size();
   enc_entry const* const tab = enc_.data();
   bool absent = false;
 
   auto step = [&](uint32_t& st, size_t sym_value) {
-    uint32_t const idx = index[sym_value];
+    uint32_t const idx =
+        sym_value < index_end ? index[sym_value] : ~uint32_t{0};
     absent |= idx == ~uint32_t{0};
     enc_entry const& e = tab[idx == ~uint32_t{0} ? 0 : idx];
     uint32_t s = st;
@@ -461,10 +574,24 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   // while quotients (below 2^(32 - scale)) stay below 2^22: at smaller
   // precisions it wrote payloads that decoded to other symbols.
   if (n_lanes == wide_lanes && i > 0 && scale_ >= 10 && simd::avx512_bw_vl()) {
-    absent |= simd::encode_rounds_avx512(
-        sizeof(sym), x, p, in, i, 1u << scale_, enc_index_.data(),
-        enc_bias_cmpl_.data(), enc_inverse_.data(), enc_direct_end_);
-    i = 0;
+    if (enc_keyed_.blocks > 0) {
+      simd::keyed_tables const keyed{enc_key_bias_.data(),
+                                     enc_key_freq_.data(),
+                                     enc_keyed_.blocks,
+                                     enc_keyed_.fold,
+                                     {enc_keyed_.low[0], enc_keyed_.low[1]},
+                                     enc_bias_cmpl_.data(),
+                                     enc_direct_end_};
+      absent |= simd::encode_rounds_keyed_avx512(sizeof(sym), x, p, in, i,
+                                                 1u << scale_, keyed);
+      i = 0;
+    } else if constexpr (sizeof(sym) == 2) {  // 8-bit: always keyed
+      absent |= simd::encode_rounds_avx512(
+          x, p, in, i, 1u << scale_, enc_index_.data(),
+          static_cast<uint32_t>(enc_index_.size()), enc_bias_cmpl_.data(),
+          enc_direct_end_);
+      i = 0;
+    }
   }
   while (i > 0) {
     i -= n_lanes;

@@ -171,18 +171,29 @@ class coder {
   uint32_t single_symbol_ = 0;
   // Built on first use (a coder usually only encodes or only decodes).
   mutable std::once_flag enc_once_, dec_once_;
-  mutable std::vector<uint32_t> enc_index_;  // symbol -> index in enc_, or ~0
+  // symbol -> index in enc_, or ~0; at least up to the largest symbol.
+  mutable std::vector<uint32_t> enc_index_;
   mutable std::vector<enc_entry> enc_;
-  // The same by field, for vector gathers: bias | cmpl << 16, and 1 / freq
-  // as a float (an estimate the vector code corrects; x_max it computes).
-  // Indexed like enc_, but for 8-bit symbols by the symbol (256 entries,
-  // inverse 0 for the absent ones), so the vector code needs no index gather.
+  // The same by field for the vector code's 16-bit symbols: bias | cmpl <<
+  // 16 (it divides by freq in float and corrects the quotient; x_max it
+  // computes). Indexed like enc_, or by the symbol (below).
   mutable std::vector<uint32_t> enc_bias_cmpl_;
-  mutable std::vector<float> enc_inverse_;
   // 16-bit symbols all below direct16_end get those by the symbol too:
   // 1 + the largest symbol, else 0.
   static constexpr uint32_t direct16_end = 4096;
   mutable uint32_t enc_direct_end_ = 0;
+  // Bias and freq by the keys of simd::keyed_tables, for 8-bit symbols and
+  // 16-bit ones with keys (below 256): those the vector code looks up in
+  // registers, without gathers. enc_keyed_.blocks is 0 for other tables.
+  mutable std::array<uint16_t, 256> enc_key_bias_{}, enc_key_freq_{};
+  struct keyed {
+    unsigned blocks = 0;
+    unsigned fold = 0;
+    uint16_t low[2] = {0, 0};
+  };
+  mutable keyed enc_keyed_;
+  void build_keyed_tables() const;
+
   // 2^scale slots in two arrays (together 6 bytes a slot, so that the table
   // at 2^16 stays well inside L2): freq | (slot - start) << 16 (freq < 2^16
   // when the table has more than one symbol), and the symbol, with one

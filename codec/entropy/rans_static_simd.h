@@ -75,18 +75,40 @@ size_t decode_rounds8_avx512(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                              uint32_t const* symbol16, unsigned key_end,
                              uint8_t* out);
 
-/// Encodes the symbols [0, rounds_end) of `in` (a multiple of wide_lanes,
-/// after the scalar tail) backwards from the states `x`, writing words below
-/// `p` (moved down). The tables are the coder's, by symbol index; for 8-bit
-/// symbols by the symbol itself (`index` unused, inverse 0 when absent),
-/// which saves a gather. Returns true if some symbol is absent from the table
-/// (the payload is then junk).
-/// 16-bit symbols with direct_end > 0 are indexed like 8-bit ones, by the
-/// symbol, in tables of direct_end entries (symbols past them absent).
-bool encode_rounds_avx512(unsigned width, uint32_t* x, uint8_t*& p,
-                          uint8_t const* in, size_t rounds_end, uint32_t total,
-                          uint32_t const* index, uint32_t const* bias_cmpl,
-                          float const* inverse, uint32_t direct_end = 0);
+/// Encodes the 16-bit symbols [0, rounds_end) of `in` (a multiple of
+/// wide_lanes, after the scalar tail) backwards from the states `x`, writing
+/// words below `p` (moved down). `index` maps symbols below index_end to
+/// their index (~0 if absent; symbols past it are absent), and `bias_cmpl`
+/// holds bias | cmpl << 16 by index; or with direct_end > 0 by the symbol
+/// itself, in a table of direct_end entries (0 for absent symbols, and
+/// symbols past it absent), which saves a lookup. Returns true if some
+/// symbol is absent from the table (the payload is then junk). (8-bit
+/// symbols always have keyed tables, below.)
+bool encode_rounds_avx512(uint32_t* x, uint8_t*& p, uint8_t const* in,
+                          size_t rounds_end, uint32_t total,
+                          uint32_t const* index, uint32_t index_end,
+                          uint32_t const* bias_cmpl, uint32_t direct_end = 0);
+
+/// Tables small enough for the vector encoder to keep in registers: 16-bit
+/// bias and freq (0: absent) of 64 * blocks keys (blocks 1 to 4). A key is
+/// the symbol itself (symbols past the keys absent), or if `fold` (64 or
+/// 128; 16-bit symbols, bf16's sign and exponent) o + fold * (s >> 8) for
+/// o = (s & 255) - low[s >> 8] < fold and s < 2^9. Other symbols escape to
+/// `bias_cmpl`, by the symbol (bias_cmpl_end entries, as
+/// encode_rounds_avx512's direct table).
+struct keyed_tables {
+  uint16_t const* bias;
+  uint16_t const* freq;
+  unsigned blocks;
+  unsigned fold;
+  uint16_t low[2];
+  uint32_t const* bias_cmpl;
+  uint32_t bias_cmpl_end;
+};
+/// encode_rounds_avx512 from keyed tables.
+bool encode_rounds_keyed_avx512(unsigned width, uint32_t* x, uint8_t*& p,
+                                uint8_t const* in, size_t rounds_end,
+                                uint32_t total, keyed_tables const& t);
 
 /// Writes the decode slots of table `t` (2^scale of each array).
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);
