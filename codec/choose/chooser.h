@@ -18,9 +18,9 @@ namespace brevis::codec {
 struct choice_record {
   double estimated_bytes = 0;  // program + payload the chooser expected
   uint32_t expansions = 0;     // search steps spent
-  double ms = 0;               // CPU time spent choosing
-  // CPU time, spent while choosing (for the file or this region), on work
-  // whose result the encoder takes as its input: the region's symbol count
+  double ms = 0;               // time spent choosing (work_clock.h)
+  // Time (work_clock.h), spent while choosing (for the file or this region), on
+  // work whose result the encoder takes as its input: the region's symbol count
   // and the static tables built from it, which an order-0 coder would
   // otherwise compute as it encodes. `brevis compress -v` reports choosing
   // with and without it. Not stored in the archive.

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <map>
 
-#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
+#include "codec/choose/work_clock.h"
 #include "codec/leaves/rans_static.h"
 
 namespace brevis::codec {
@@ -93,9 +93,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
       continue;
     }
-    double const t0 = thread_cpu_ms();
+    double const t0 = work_clock_ms();
     member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
-    count_ms_[r.offset] = thread_cpu_ms() - t0;
+    count_ms_[r.offset] = work_clock_ms() - t0;
     float16_marginals mg =
         float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
     auto const [median, own] = median_and_own(mg, m.hist.size());
@@ -122,7 +122,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     if (members.size() < 2) continue;
     // The group's count: what its table is built from (encoding work, as
     // building it is, where the table is kept: shared_table::build_ms).
-    double const count_start = thread_cpu_ms();
+    double const count_start = work_clock_ms();
     for (member const& m : members) {
       for (auto const& [s, c] : m.hist) total[s] += c;
     }
@@ -134,7 +134,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
       group.emplace_back(s, entry_count(total[s]));
       total[s] = 0;
     }
-    double const count_ms = thread_cpu_ms() - count_start;
+    double const count_ms = work_clock_ms() - count_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
@@ -157,7 +157,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
         0.9 * keep_factor * blob_bytes) {
       continue;
     }
-    double const build_start = thread_cpu_ms();
+    double const build_start = work_clock_ms();
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
     symbols.reserve(group.size()), counts.reserve(group.size());
@@ -165,7 +165,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
     n.blob = serialize_rans_static_table(tab);
-    double const build_ms = count_ms + (thread_cpu_ms() - build_start);
+    double const build_ms = count_ms + (work_clock_ms() - build_start);
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =
           tab.scale - std::log2(static_cast<double>(tab.freqs[i]));

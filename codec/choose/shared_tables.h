@@ -26,8 +26,8 @@ class file_tables {
     node const* leaf;      // the rans_static leaf holding the table
     double blob_share;     // table bytes charged to each tensor using it
     double payload_bytes;  // the whole region's payload under the table
-    double build_ms;       // CPU time counting its group and building it,
-                           // per tensor using it
+    double build_ms;  // time (work_clock.h) counting its group and building it,
+                      // per tensor using it
   };
   /// The table for the region starting at `region_offset`, if any.
   std::optional<use> table_for(uint64_t region_offset) const;
@@ -36,7 +36,7 @@ class file_tables {
   /// Its marginals (computed with it, while it is in cache), if computed.
   float16_marginals const* marginals_of(uint64_t region_offset) const;
 
-  /// CPU time spent counting the histogram of the region at
+  /// Time (work_clock.h) spent counting the histogram of the region at
   /// `region_offset` (0 when not computed).
   double count_ms(uint64_t region_offset) const;
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "codec/choose/cpu_clock.h"
 #include "codec/choose/entropy_terms.h"
+#include "codec/choose/work_clock.h"
 #include "codec/core/bytes.h"
 #include "codec/entropy/htscodecs_rans.h"
 #include "codec/leaves/rans_static.h"
@@ -526,7 +526,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
     }
   }
   // The winner's tables, from the same histograms.
-  double const build_start = thread_cpu_ms();
+  double const build_start = work_clock_ms();
   node& p = best.program;
   if (p.op == opcode::view && !p.children.empty()) {
     node& e = p.children[0];
@@ -546,7 +546,7 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
       }
     }
   }
-  best.table_ms = thread_cpu_ms() - build_start;
+  best.table_ms = work_clock_ms() - build_start;
   return best;
 }
 

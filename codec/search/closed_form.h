@@ -29,7 +29,8 @@ double leaf_bytes_from_counts(opcode leaf, std::span<uint64_t const> counts,
 struct closed_form_choice {
   node program;  // its static tables built (from the region's histogram)
   double estimated_bytes = 0;
-  double table_ms = 0;  // CPU time building those tables (encoding work)
+  double table_ms =
+      0;  // time (work_clock.h) building those tables (encoding work)
 };
 
 /// Why the gate sent a region to the search (for tests and the trace), or

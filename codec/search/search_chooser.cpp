@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "codec/choose/cpu_clock.h"
 #include "codec/choose/histogram.h"
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
+#include "codec/choose/work_clock.h"
 #include "codec/search/closed_form.h"
 #include "codec/search/production.h"
 #include "codec/search/roles.h"
@@ -66,13 +66,13 @@ class search_file_chooser final : public program_chooser {
       : opt_(opt) {
     if (opt_.sharing == table_sharing::per_file && !regions.empty()) {
       literals_ = literal_regions(regions);
-      double const t0 = thread_cpu_ms();
+      double const t0 = work_clock_ms();
       tables_.emplace(file, regions);
       if (opt_.closed_form) gate(file, regions);
-      double const t1 = thread_cpu_ms();
+      double const t1 = work_clock_ms();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
       find_roles(file, regions);
-      double const t2 = thread_cpu_ms();
+      double const t2 = work_clock_ms();
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
         std::fprintf(stderr, "tables %.1f ms, learning %.1f ms (CPU)\n",
                      t1 - t0, t2 - t1);
@@ -89,7 +89,7 @@ class search_file_chooser final : public program_chooser {
 
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {
-    double const start = thread_cpu_ms();
+    double const start = work_clock_ms();
     if (data.empty() || all_bytes_equal(data)) {
       program = trivial_program(data);
       return true;
@@ -110,7 +110,7 @@ class search_file_chooser final : public program_chooser {
     }
     bool const whole = data.size() == r.length;
     if (whole && closed_form(r, data, program, how)) {
-      how.ms = thread_cpu_ms() - start;
+      how.ms = work_clock_ms() - start;
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
         std::fprintf(stderr, "%s %zu: %s closed form %.2f ms est %.0f\n",
                      r.name.c_str(), data.size(), program_text(program).c_str(),
@@ -145,7 +145,7 @@ class search_file_chooser final : public program_chooser {
           program = e.first.program;
           how.estimated_bytes = e.first.estimated_bytes;
           how.expansions = static_cast<uint32_t>(e.first.expansions);
-          how.ms = thread_cpu_ms() - start;
+          how.ms = work_clock_ms() - start;
           return true;
         }
         seed = &e.first;
@@ -155,7 +155,7 @@ class search_file_chooser final : public program_chooser {
     program = std::move(res.program);
     how.estimated_bytes = res.estimated_bytes;
     how.expansions = static_cast<uint32_t>(res.expansions);
-    how.ms = thread_cpu_ms() - start;
+    how.ms = work_clock_ms() - start;
     if (std::getenv("BREVIS_SEARCH_DEBUG")) {
       std::fprintf(stderr, "%s %zu: %s exp %u %.2f ms est %.0f\n",
                    r.name.c_str(), data.size(), program_text(program).c_str(),
@@ -199,10 +199,10 @@ class search_file_chooser final : public program_chooser {
     if (!opt_.closed_form) return false;
     if (tables_ && !closed_.contains(r.offset)) return false;  // gated
     sparse_hist own;
-    double const count_start = thread_cpu_ms();
+    double const count_start = work_clock_ms();
     sparse_hist const* hist = float16_histogram(r, data, own);
     if (hist == nullptr) return false;
-    double const own_count_ms = tables_ ? 0 : thread_cpu_ms() - count_start;
+    double const own_count_ms = tables_ ? 0 : work_clock_ms() - count_start;
     // Without the file's, the marginals once, for the gate and the program.
     float16_marginals own_marginals;
     float16_marginals const* marginals = nullptr;
@@ -223,8 +223,8 @@ class search_file_chooser final : public program_chooser {
     return true;
   }
 
-  // CPU time of the closed-form choice `program` of region `r` that was
-  // encoding work. Where the program codes with static tables, they were
+  // Time (work_clock.h) of the closed-form choice `program` of region `r` that
+  // was encoding work. Where the program codes with static tables, they were
   // built from the region's histogram (its own, its marginals, or the file
   // table it contributed to), which is then the count the coder needs, as
   // rANS order 0 counts its input while it encodes: that count, the
@@ -343,9 +343,9 @@ class search_file_chooser final : public program_chooser {
       region const& r = *firsts[i];
       byte_view const data = file.subspan(r.offset, r.length);
       if (all_bytes_equal(data)) continue;
-      double const start = thread_cpu_ms();
+      double const start = work_clock_ms();
       search_result res = run(r, data, uniform, wide, nullptr);
-      res.ms = thread_cpu_ms() - start;
+      res.ms = work_clock_ms() - start;
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
         std::fprintf(stderr, "learn %s %zu: %s exp %zu %.2f ms est %.0f\n",
                      r.name.c_str(), data.size(),
