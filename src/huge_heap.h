@@ -18,8 +18,8 @@ void reserve_huge_heap(size_t bytes);
 /// on huge pages) rather than each from an arena of its own on small pages.
 /// For the batch commands, whose threads allocate few, large, reused blocks:
 /// compress -T2 of blazepose-heavy bf16 2390 -> 367 faults, 176 -> 136 ms
-/// CPU; decompress 3230 -> 340, 77 -> 71 ms. Not for the mount daemon, whose
-/// many threads allocate small blocks all the time.
+/// CPU; decompress 3230 -> 340, 77 -> 71 ms. The mount daemon too
+/// (src/cmd_mount.cpp): its threads' small blocks come from their tcaches.
 void share_main_arena();
 
 }  // namespace brevis::cli

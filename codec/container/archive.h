@@ -96,6 +96,9 @@ class archive_writer {
   /// the planned chunks, for writers other than .brv (the store).
   std::span<node const> programs() const { return programs_; }
   std::span<chunk_entry const> chunks() const { return chunks_; }
+  /// XXH3-64 of the whole file, which plan_chunks() hashes along with the
+  /// chunks (none before it runs).
+  std::optional<uint64_t> file_checksum() const { return whole_checksum_; }
 
   /// The archive header bytes (write first).
   bytes header() const;

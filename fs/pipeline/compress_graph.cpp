@@ -6,7 +6,6 @@
 #include <tbb/flow_graph.h>
 #include <tbb/parallel_for.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +23,8 @@
 #include "codec/core/checksum.h"
 #include "codec/core/error.h"
 #include "codec/dsl/interpreter.h"
+#include "codec/dsl/scratch.h"
+#include "fs/pipeline/release_frontier.h"
 #include "fs/store/records.h"
 #include "fs/store/staged_commit.h"
 
@@ -165,28 +166,6 @@ struct chunk_msg {
   bool appended = false;
 };
 
-uint64_t whole_checksum(mapped_copy const& m,
-                        std::function<bool()> const& stop) {
-  // Streamed in windows released behind us: hashing touches every page.
-  constexpr size_t window = 32u << 20;
-  XXH3_state_t* st = XXH3_createState();
-  if (!st) throw std::bad_alloc();
-  XXH3_64bits_reset(st);
-  codec::byte_view const all = m.bytes();
-  for (size_t off = 0; off < all.size() && !stop(); off += window) {
-    size_t const n = std::min(window, all.size() - off);
-    XXH3_64bits_update(st, all.data() + off, n);
-    m.release(off, n);
-  }
-  uint64_t const h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
-
-}  // namespace
-
-namespace {
-
 /// One attempt. `careful`: the encoder also decodes each payload in memory
 /// and falls back to the fallback program for a chunk that does not come
 /// back exactly (archive_writer::set_verify); otherwise only the verify
@@ -203,9 +182,10 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
   std::unique_ptr<mapped_copy> copy;
   std::unique_ptr<codec::archive_writer> writer;
   std::vector<std::pair<uint64_t, codec::bytes>> programs;  // hash, bytes
-  uint64_t checksum = 0;
 
-  // Whole-file stages: parse, then programs and checksum side by side.
+  // Whole-file stages: parse, then programs. The file's checksum comes
+  // from plan_chunks, which hashes every chunk anyway: a pass of its own
+  // over the mapping faulted the whole file in once more.
   {
     flow::graph g;
     flow::function_node<flow::continue_msg, flow::continue_msg> parse(
@@ -239,14 +219,7 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
             }
           });
         });
-    flow::function_node<flow::continue_msg> hash(
-        g, flow::serial, [&](flow::continue_msg) {
-          if (stop()) return;
-          err.guard("checksum",
-                    [&] { checksum = whole_checksum(*copy, stop); });
-        });
     flow::make_edge(parse, synthesize);
-    flow::make_edge(parse, hash);
     parse.try_put(flow::continue_msg());
     g.wait_for_all();
     // What sampling touched.
@@ -265,6 +238,16 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     size_t const tokens = std::clamp<size_t>(
         req.memory_limit / std::max<size_t>(1, per_chunk), 2, 1024);
     size_t next = 0;
+    // The source pages are dropped behind the verified chunks in runs
+    // (release_frontier.h); what it holds back is small beside the limit.
+    std::vector<release_frontier::range> spans;
+    spans.reserve(count);
+    for (codec::chunk_entry const& e : chunks) {
+      spans.push_back({e.offset, e.offset + e.length});
+    }
+    release_frontier dropping(
+        spans, std::clamp<uint64_t>(req.memory_limit / 16, 1u << 20, 32u << 20),
+        req.memory_limit / 8);
     flow::graph g;
     flow::input_node<size_t> source(g, [&](tbb::flow_control& fc) -> size_t {
       if (next == count || stop()) {
@@ -308,22 +291,31 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
           codec::chunk_entry const& e = chunks[m.index];
           if (m.appended && m.encoded && !stop()) {
             err.guard("verify", [&] {
-              codec::bytes stored;
+              // The read-back record and the decoded bytes go to buffers
+              // this thread reuses: fresh ones cost a zero fill and page
+              // faults per chunk.
+              thread_local codec::bytes record;
+              codec::byte_view stored = m.encoded->payload;
               if (m.where.written) {
-                commit->read_back(m.where, stored);
-              } else {
-                stored = std::move(m.encoded->payload);
+                commit->read_back(m.where, record);
+                stored = record;
               }
-              codec::bytes back(e.length);
+              codec::scratch::buffer back =
+                  codec::scratch::take_buffer(e.length);
               try {
                 codec::decode_chunk(writer->programs()[m.encoded->program],
-                                    stored, e.length, back.data());
+                                    stored, e.length, back.data.get());
               } catch (codec::error const& x) {
+                codec::scratch::give(std::move(back));
                 store_fail(store_errc::corrupt,
                            "chunk at " + std::to_string(e.offset) +
                                " does not decode: " + x.what());
               }
-              if (codec::xxh3(back) != e.checksum) {
+              bool const same = codec::xxh3(codec::byte_view(
+                                    back.data.get(), e.length)) == e.checksum;
+              codec::scratch::give(std::move(back));
+              if (record.capacity() > (8u << 20)) codec::bytes().swap(record);
+              if (!same) {
                 store_fail(store_errc::corrupt,
                            "chunk at " + std::to_string(e.offset) +
                                " does not decode to its bytes");
@@ -331,7 +323,9 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
             });
           }
           m.encoded.reset();
-          copy->release(e.offset, e.length);
+          for (release_frontier::range const& r : dropping.done(m.index)) {
+            copy->release(r.begin, r.end - r.begin);
+          }
           return flow::continue_msg();
         });
     flow::make_edge(source, limit);
@@ -349,7 +343,8 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
       staged_commit::file_info f;
       f.size = copy->bytes().size();
       f.mtime_ns = copy->mtime_ns();
-      f.checksum = checksum;
+      std::optional<uint64_t> const whole = writer->file_checksum();
+      f.checksum = whole ? *whole : codec::xxh3(copy->bytes());
       f.programs = std::move(programs);
       f.cancelled = req.cancelled;
       job_record j;

@@ -1,17 +1,19 @@
 #pragma once
 // The compression of one staged file (DESIGN 3.2), as a oneTBB flow graph:
 //
-//   parse regions ─┬─ synthesize programs (parallel over tensors)
-//                  └─ whole-file checksum
+//   parse regions ─ synthesize programs (parallel over tensors), then cut
+//                    chunks (hashing each, and the whole file, in one pass)
 //   chunks ─ limiter ─ encode (parallel) ─ sequencer ─ append to the pack
 //          (in file order) ─ verify (read back, decode, compare XXH3) ─┘
 //   then commit (fs/store/staged_commit.h).
 //
 // The staged copy is mapped, not read into memory; pages are dropped from
-// the mapping once their chunk is verified, so a 2 GB file costs the
-// pipeline's memory limit, not 2 GB of resident memory. The limiter keeps
-// at most memory_limit / (3 chunk sizes) chunks in flight (each holds its
-// source pages, its payload and a decode buffer).
+// the mapping behind the verified chunks (in runs: release_frontier.h), so
+// a 2 GB file costs the pipeline's memory limit, not 2 GB of resident
+// memory. The limiter keeps at most memory_limit / (3 chunk sizes) chunks
+// in flight (each holds its source pages, its payload and a decode buffer);
+// the pages of verified chunks not yet dropped stay under memory_limit / 16
+// + memory_limit / 8.
 //
 // Node bodies never throw: the first error is kept, later nodes pass their
 // messages on without work (so the limiter drains), and the outcome says
