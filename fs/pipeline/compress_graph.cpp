@@ -25,6 +25,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
 #include "fs/pipeline/release_frontier.h"
+#include "fs/pipeline/resident_memory.h"
 #include "fs/store/records.h"
 #include "fs/store/staged_commit.h"
 
@@ -87,12 +88,15 @@ class mapped_copy {
   int64_t mtime_ns_ = 0;
 };
 
-/// While alive, drops the mapping's pages every few milliseconds: the
-/// codec's chunk planning hashes every chunk through the mapping in one
-/// call, and without this the whole file would end up resident.
+/// While alive, drops the mapping's pages whenever the process's resident
+/// file pages have grown by `slack` bytes since the last drop (looked at
+/// every few milliseconds): the codec's chunk planning hashes every chunk
+/// through the mapping in one call, and without this the whole file would
+/// end up resident. Where that cannot be looked at, it drops them every
+/// time.
 class page_dropper {
  public:
-  explicit page_dropper(mapped_copy const* m) : m_(m) {
+  page_dropper(mapped_copy const* m, uint64_t slack) : m_(m), slack_(slack) {
     if (m_) thread_ = std::thread([this] { run(); });
   }
   ~page_dropper() {
@@ -108,13 +112,18 @@ class page_dropper {
 
  private:
   void run() {
+    std::optional<uint64_t> base = resident_file_bytes();
     std::unique_lock lk(mu_);
     while (!cv_.wait_for(lk, std::chrono::milliseconds(10),
                          [this] { return done_; })) {
+      std::optional<uint64_t> const now = resident_file_bytes();
+      if (base && now && *now < *base + slack_) continue;
       m_->release(0, m_->bytes().size());
+      base = resident_file_bytes();  // what is resident besides the copy
     }
   }
   mapped_copy const* m_;
+  uint64_t const slack_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -180,6 +189,9 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
   };
 
   std::unique_ptr<mapped_copy> copy;
+  // What the staged copy's pages may take while whole-file stages read it.
+  uint64_t const dropper_slack =
+      std::max<uint64_t>(req.memory_limit / 8, 8u << 20);
   std::unique_ptr<codec::archive_writer> writer;
   std::vector<std::pair<uint64_t, codec::bytes>> programs;  // hash, bytes
 
@@ -195,7 +207,7 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
             // Building the writer (parse, cut regions) reads through the
             // mapping before the synthesize stage's dropper starts: without
             // one here a 2 GB checkpoint came to 1.1 GB resident.
-            page_dropper dropping(copy.get());
+            page_dropper dropping(copy.get(), dropper_slack);
             writer = std::make_unique<codec::archive_writer>(
                 copy->bytes(), req.name, chooser, s.chunk_size());
             writer->set_verify(careful);
@@ -206,7 +218,7 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
         g, flow::serial, [&](flow::continue_msg) {
           if (stop()) return;
           err.guard("synthesize", [&] {
-            page_dropper dropping(copy.get());
+            page_dropper dropping(copy.get(), dropper_slack);
             tbb::parallel_for(size_t{0}, writer->region_count(), [&](size_t r) {
               if (!stop()) writer->choose_program(r);
             });
