@@ -1,6 +1,7 @@
 #include "fs/cache/chunk_buffers.h"
 
 #include <bit>
+#include <vector>
 
 namespace brevis::fs {
 
@@ -8,8 +9,8 @@ std::shared_ptr<chunk_buffers> chunk_buffers::make(size_t max_idle_bytes) {
   return std::shared_ptr<chunk_buffers>(new chunk_buffers(max_idle_bytes));
 }
 
-std::shared_ptr<codec::bytes> chunk_buffers::take(size_t size) {
-  std::unique_ptr<codec::bytes> b;
+std::shared_ptr<chunk_bytes> chunk_buffers::take(size_t size) {
+  std::unique_ptr<chunk_bytes> b;
   {
     std::lock_guard lk(mu_);
     // The smallest that fits (the most recently returned of those: its
@@ -30,18 +31,14 @@ std::shared_ptr<codec::bytes> chunk_buffers::take(size_t size) {
       ++reused_;
     }
   }
-  // Growing past the buffer's last size fills only the difference.
-  if (b) {
-    b->resize(size);
-  } else {
+  if (!b) {
     // A power of two, so that chunks of sizes within an octave share
-    // buffers (only `size` bytes are filled and touched now).
-    b = std::make_unique<codec::bytes>();
-    b->reserve(std::bit_ceil(size));
-    b->resize(size);
+    // buffers (only the bytes written are ever touched).
+    b = std::make_unique<chunk_bytes>(std::bit_ceil(size));
   }
+  b->resize(size);
   std::weak_ptr<chunk_buffers> home = weak_from_this();
-  return std::shared_ptr<codec::bytes>(b.release(), [home](codec::bytes* p) {
+  return std::shared_ptr<chunk_bytes>(b.release(), [home](chunk_bytes* p) {
     if (auto pool = home.lock()) {
       pool->give(p);
     } else {
@@ -50,12 +47,18 @@ std::shared_ptr<codec::bytes> chunk_buffers::take(size_t size) {
   });
 }
 
-void chunk_buffers::give(codec::bytes* b) {
-  std::unique_ptr<codec::bytes> owned(b);
+void chunk_buffers::give(chunk_bytes* b) {
+  std::unique_ptr<chunk_bytes> owned(b);
+  std::vector<std::unique_ptr<chunk_bytes>> dropped;  // freed unlocked
   std::lock_guard lk(mu_);
-  if (idle_bytes_ + owned->capacity() > max_idle_) return;
+  if (owned->capacity() > max_idle_) return;
   idle_bytes_ += owned->capacity();
   idle_.push_back(std::move(owned));
+  while (idle_bytes_ > max_idle_) {
+    idle_bytes_ -= idle_.front()->capacity();
+    dropped.push_back(std::move(idle_.front()));
+    idle_.pop_front();
+  }
 }
 
 size_t chunk_buffers::idle_bytes() const {

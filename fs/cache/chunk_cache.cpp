@@ -7,7 +7,7 @@ namespace {
 
 // What a chunk holds of the budget: its buffer's capacity (a reused buffer
 // may be larger than the chunk).
-size_t footprint(codec::bytes const& b) { return b.capacity(); }
+size_t footprint(chunk_bytes const& b) { return b.capacity(); }
 
 }  // namespace
 

@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "codec/core/bytes.h"
+#include "fs/cache/chunk_bytes.h"
 
 namespace brevis::fs {
 
@@ -41,7 +41,7 @@ class chunk_cache {
   struct shard;
 
  public:
-  using chunk = std::shared_ptr<codec::bytes const>;
+  using chunk = std::shared_ptr<chunk_bytes const>;
   using loader = std::function<chunk()>;
 
   /// A load promised ahead of time (a queued prefetch). Whoever comes first

@@ -655,7 +655,7 @@ std::shared_ptr<std::vector<store::chunk_span> const> mount_fs::chunks_of(
 
 chunk_cache::chunk mount_fs::load_chunk(node& n, store::chunk_span const& sp,
                                         bool reader) {
-  std::shared_ptr<codec::bytes> b = buffers_->take(sp.length);
+  std::shared_ptr<chunk_bytes> b = buffers_->take(sp.length);
   decode_slots::slot const slot(decoders_, reader);
   if (store_.read(n.ino, sp.offset, sp.length, b->data()) != sp.length) {
     store_fail(store_errc::corrupt, "inode " + std::to_string(n.ino) +

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -17,7 +18,10 @@ namespace brevis::fs {
 namespace {
 
 chunk_cache::chunk make(size_t n, uint8_t v) {
-  return std::make_shared<codec::bytes const>(n, v);
+  auto c = std::make_shared<chunk_bytes>(n);
+  c->resize(n);
+  std::memset(c->data(), v, n);
+  return c;
 }
 
 TEST(chunk_cache, keeps_within_budget_and_evicts_lru) {
@@ -82,7 +86,7 @@ TEST(chunk_cache, load_once_and_errors_reach_the_caller) {
                              }),
                std::runtime_error);
   EXPECT_FALSE(c.present({1, 1, 64}));  // a failure is not kept
-  EXPECT_EQ(c.get_or_load({1, 1, 64}, [] { return make(1, 9); })->at(0), 9);
+  EXPECT_EQ(c.get_or_load({1, 1, 64}, [] { return make(1, 9); })->data()[0], 9);
 }
 
 // 40 chunks of 4 KiB: all fit in 1 MiB; in 64 KiB the shards thrash.
@@ -128,12 +132,12 @@ TEST(chunk_cache, a_reservation_is_run_once_by_whoever_comes_first) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(c.present({1, 1, 0}));
   EXPECT_FALSE(c.reserve({1, 1, 0}));  // one reservation per chunk
-  EXPECT_EQ(c.get_or_load({1, 1, 0}, [] { return make(8, 1); })->at(0), 1);
+  EXPECT_EQ(c.get_or_load({1, 1, 0}, [] { return make(8, 1); })->data()[0], 1);
   bool ran = false;
   r->run([&] { return ran = true, make(8, 2); });
   EXPECT_FALSE(ran);
   r.reset();
-  EXPECT_EQ(c.find({1, 1, 0})->at(0), 1);
+  EXPECT_EQ(c.find({1, 1, 0})->data()[0], 1);
   EXPECT_FALSE(c.reserve({1, 1, 0}));  // cached
   // Run: a later reader finds it cached.
   r = c.reserve({1, 1, 8});
@@ -141,13 +145,14 @@ TEST(chunk_cache, a_reservation_is_run_once_by_whoever_comes_first) {
   r.reset();
   int loads = 0;
   EXPECT_EQ(
-      c.get_or_load({1, 1, 8}, [&] { return ++loads, make(8, 4); })->at(0), 3);
+      c.get_or_load({1, 1, 8}, [&] { return ++loads, make(8, 4); })->data()[0],
+      3);
   EXPECT_EQ(loads, 0);
   // Withdrawn: nothing is left behind, and a reader loads it.
   r = c.reserve({1, 1, 16});
   r.reset();
   EXPECT_FALSE(c.present({1, 1, 16}));
-  EXPECT_EQ(c.get_or_load({1, 1, 16}, [] { return make(8, 5); })->at(0), 5);
+  EXPECT_EQ(c.get_or_load({1, 1, 16}, [] { return make(8, 5); })->data()[0], 5);
   EXPECT_EQ(c.stats().misses, 3u);  // one load per chunk
   // A failed reserved load reaches a reader waiting for it; nothing is kept.
   r = c.reserve({1, 1, 24});
@@ -268,7 +273,7 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
   auto pool = chunk_buffers::make(3000);
   uint8_t const* first = nullptr;
   {
-    std::shared_ptr<codec::bytes> a = pool->take(1024);
+    std::shared_ptr<chunk_bytes> a = pool->take(1024);
     ASSERT_EQ(a->size(), 1024u);
     first = a->data();
     chunk_cache c(1 << 20);
@@ -279,17 +284,17 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
     EXPECT_EQ(pool->idle_bytes(), 1024u);
   }
   // Not for a much smaller chunk: the cache would not see the rest.
-  std::shared_ptr<codec::bytes> small = pool->take(128);
+  std::shared_ptr<chunk_bytes> small = pool->take(128);
   EXPECT_NE(small->data(), first);
   EXPECT_EQ(pool->reused(), 0u);
-  std::shared_ptr<codec::bytes> b = pool->take(600);  // within twice
+  std::shared_ptr<chunk_bytes> b = pool->take(600);  // within twice
   EXPECT_EQ(b->data(), first);
   EXPECT_EQ(b->size(), 600u);
   EXPECT_EQ(pool->reused(), 1u);
   small.reset();  // kept: 128 + 1024 (in use) within 3000
   EXPECT_EQ(pool->idle_bytes(), 128u);
   // Nothing idle fits: a new one, too large to keep once it comes back.
-  std::shared_ptr<codec::bytes> c = pool->take(5000);
+  std::shared_ptr<chunk_bytes> c = pool->take(5000);
   EXPECT_EQ(c->size(), 5000u);
   EXPECT_EQ(pool->reused(), 1u);
   c.reset();
@@ -298,7 +303,7 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
   EXPECT_EQ(pool->idle_bytes(), 1152u);
   // A fresh buffer's capacity is a power of two (sizes within an octave
   // share buffers), which the cache counts.
-  std::shared_ptr<codec::bytes> e = pool->take(3000);
+  std::shared_ptr<chunk_bytes> e = pool->take(3000);
   EXPECT_EQ(e->capacity(), 4096u);
   chunk_cache counted(1 << 20);
   counted.insert({1, 1, 0}, e);
@@ -306,9 +311,42 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
   counted.erase({1, 1, 0});
   e.reset();
   // A buffer outliving its pool is freed (ASan would see a leak or worse).
-  std::shared_ptr<codec::bytes> d = pool->take(100);
+  std::shared_ptr<chunk_bytes> d = pool->take(100);
   pool.reset();
   d.reset();
+}
+
+TEST(chunk_buffers, over_the_bound_the_longest_idle_go) {
+  auto pool = chunk_buffers::make(4096);
+  std::shared_ptr<chunk_bytes> a = pool->take(1024), b = pool->take(1024),
+                               c = pool->take(2048), d = pool->take(2048);
+  uint8_t const* const b_data = b->data();
+  uint8_t const* const c_data = c->data();
+  uint8_t const* const d_data = d->data();
+  a.reset();
+  b.reset();
+  c.reset();
+  EXPECT_EQ(pool->idle_bytes(), 4096u);
+  d.reset();  // 6144 idle: a, then b go (idle longest)
+  EXPECT_EQ(pool->idle_bytes(), 4096u);
+  std::shared_ptr<chunk_bytes> e = pool->take(1500);
+  std::shared_ptr<chunk_bytes> f = pool->take(1500);
+  EXPECT_TRUE((e->data() == c_data && f->data() == d_data) ||
+              (e->data() == d_data && f->data() == c_data));
+  EXPECT_EQ(pool->idle_bytes(), 0u);
+  std::shared_ptr<chunk_bytes> g = pool->take(1000);  // b went: fresh
+  EXPECT_EQ(pool->reused(), 2u);
+  (void)b_data;
+  // A reused buffer keeps what was written; growing within it fills
+  // nothing (its size follows the chunk, its capacity stays).
+  g->data()[0] = 42;
+  uint8_t const* const g_data = g->data();
+  g.reset();
+  std::shared_ptr<chunk_bytes> h = pool->take(1024);
+  ASSERT_EQ(h->data(), g_data);
+  EXPECT_EQ(h->size(), 1024u);
+  EXPECT_EQ(h->capacity(), 1024u);
+  EXPECT_EQ((*h)[0], 42);
 }
 
 }  // namespace
