@@ -5,6 +5,19 @@
 
 namespace brevis::fs {
 
+size_t chunk_buffers::capacity_class(size_t size) {
+  // Classes a quarter octave apart, so that chunks of similar sizes share
+  // buffers (only the bytes written are ever touched) while the cache,
+  // which counts capacities, loses at most a fifth of its budget to the
+  // rounding: with powers of two, the chunks 2,000 random 4 KiB reads of
+  // the 315 MB checkpoint touched took 318 MiB of capacity for 264 MiB of
+  // bytes, and a third of the decodes were of chunks evicted earlier.
+  if (size <= 64) return 64;
+  size_t const half = std::bit_ceil(size) / 2;
+  size_t const step = half / 4;
+  return half + (size - half + step - 1) / step * step;
+}
+
 std::shared_ptr<chunk_buffers> chunk_buffers::make(size_t max_idle_bytes) {
   return std::shared_ptr<chunk_buffers>(new chunk_buffers(max_idle_bytes));
 }
@@ -31,11 +44,7 @@ std::shared_ptr<chunk_bytes> chunk_buffers::take(size_t size) {
       ++reused_;
     }
   }
-  if (!b) {
-    // A power of two, so that chunks of sizes within an octave share
-    // buffers (only the bytes written are ever touched).
-    b = std::make_unique<chunk_bytes>(std::bit_ceil(size));
-  }
+  if (!b) b = std::make_unique<chunk_bytes>(capacity_class(size));
   b->resize(size);
   std::weak_ptr<chunk_buffers> home = weak_from_this();
   return std::shared_ptr<chunk_bytes>(b.release(), [home](chunk_bytes* p) {

@@ -27,6 +27,10 @@ class chunk_buffers : public std::enable_shared_from_this<chunk_buffers> {
   /// `size` (chunk_cache counts capacities).
   std::shared_ptr<chunk_bytes> take(size_t size);
 
+  /// The capacity of a fresh buffer for `size` bytes: `size` rounded up to
+  /// a class a quarter octave wide (at most 25% more).
+  static size_t capacity_class(size_t size);
+
   size_t idle_bytes() const;
   /// Buffers handed out that came from the idle list (tests).
   size_t reused() const;

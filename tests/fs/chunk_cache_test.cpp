@@ -301,19 +301,36 @@ TEST(chunk_buffers, reused_after_the_last_reference_and_bounded) {
   EXPECT_EQ(pool->idle_bytes(), 128u);
   b.reset();
   EXPECT_EQ(pool->idle_bytes(), 1152u);
-  // A fresh buffer's capacity is a power of two (sizes within an octave
-  // share buffers), which the cache counts.
+  // A fresh buffer's capacity is its size's class (a quarter octave wide),
+  // which the cache counts.
   std::shared_ptr<chunk_bytes> e = pool->take(3000);
-  EXPECT_EQ(e->capacity(), 4096u);
+  EXPECT_EQ(e->capacity(), 3072u);
   chunk_cache counted(1 << 20);
   counted.insert({1, 1, 0}, e);
-  EXPECT_EQ(counted.bytes(), 4096u);
+  EXPECT_EQ(counted.bytes(), 3072u);
   counted.erase({1, 1, 0});
   e.reset();
   // A buffer outliving its pool is freed (ASan would see a leak or worse).
   std::shared_ptr<chunk_bytes> d = pool->take(100);
   pool.reset();
   d.reset();
+}
+
+TEST(chunk_buffers, capacity_classes_are_a_quarter_octave_apart) {
+  EXPECT_EQ(chunk_buffers::capacity_class(1), 64u);
+  EXPECT_EQ(chunk_buffers::capacity_class(64), 64u);
+  EXPECT_EQ(chunk_buffers::capacity_class(65), 80u);
+  EXPECT_EQ(chunk_buffers::capacity_class(4096), 4096u);
+  EXPECT_EQ(chunk_buffers::capacity_class(4097), 5120u);
+  EXPECT_EQ(chunk_buffers::capacity_class(1u << 20), 1u << 20);
+  EXPECT_EQ(chunk_buffers::capacity_class(887808), 917504u);  // 7/8 MiB
+  for (size_t size = 1; size < (3u << 20); size = size * 9 / 8 + 1) {
+    size_t const c = chunk_buffers::capacity_class(size);
+    EXPECT_GE(c, size);
+    EXPECT_LE(c, std::max<size_t>(64, size + size / 4)) << size;
+    // A class is its own class: a buffer is reused for its own size.
+    EXPECT_EQ(chunk_buffers::capacity_class(c), c);
+  }
 }
 
 TEST(chunk_buffers, over_the_bound_the_longest_idle_go) {
