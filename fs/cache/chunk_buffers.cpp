@@ -29,8 +29,9 @@ std::shared_ptr<chunk_bytes> chunk_buffers::take(size_t size) {
     // The smallest that fits (the most recently returned of those: its
     // pages are the warmest), up to twice the size: chunks are cut per
     // tensor and their sizes vary, so a tighter fit reused only ~40% of the
-    // buffers of a cold read, and a fresh one costs a zero fill and page
-    // faults (~5% of the read's CPU). The cache counts capacities.
+    // buffers of a cold read, and a fresh one costs page faults (with the
+    // zero fill vectors had, ~5% of the read's CPU). The cache counts
+    // capacities.
     size_t best = idle_.size();
     for (size_t i = idle_.size(); i-- > 0;) {
       size_t const cap = idle_[i]->capacity();
