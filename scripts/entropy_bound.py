@@ -18,6 +18,14 @@ symbol histogram of that tensor alone, times the symbol count; no model cost):
     fp32         same as the default (sign + exponent + 3 mantissa byte planes)
     other        same as the default (byte-wise)
 
+The whole-word bound is the plug-in (empirical) entropy: no order-0 coder,
+which must describe its model, reaches it, and the distance grows as tensors
+shrink. On the bf16/fp16 corpus (scripts/bound_gap.py, 2026-12-01) brevis's
+rans_static payloads are within 0.12% of the plug-in entropy of the symbols
+they code, yet fp16 tensors under 16K elements cost 16% over this bound: a
+tensor of n mostly distinct words has a bound near n log2 n bits. Only models
+beyond order 0 (per-channel statistics, say) can close that gap.
+
 Everything that is not tensor data (8-byte length + JSON header of safetensors;
 zip headers, pickle, padding of a .pt; bytes of a tensor beyond a whole number of
 elements) is counted raw, at 8 bits per byte. Tensors sharing storage in a .pt
