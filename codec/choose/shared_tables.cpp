@@ -122,6 +122,8 @@ file_tables::file_tables(byte_view file, std::span<region const> regions,
   }
   // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
+  constexpr uint32_t block = 64;  // symbols per touched flag
+  std::vector<uint8_t> touched(65536 / block, 0);
   std::vector<double> sym_bits(65536);  // read only at the group's symbols
   // Reused by every group: fp16 groups have tens of thousands of symbols,
   // and growing a fresh one each would page in new memory at every step.
@@ -132,15 +134,23 @@ file_tables::file_tables(byte_view file, std::span<region const> regions,
     // building it is, where the table is kept: shared_table::build_ms).
     double const group_start = thread_cpu_ms();
     for (member const& m : members) {
-      for (auto const& [s, c] : m.hist) total[s] += c;
+      for (auto const& [s, c] : m.hist) {
+        total[s] += c;
+        touched[s / block] = 1;
+      }
     }
-    // In symbol order by a scan, cheaper than sorting the tens of
-    // thousands of symbols of large groups.
+    // In symbol order by a scan of the touched blocks, cheaper than sorting
+    // the tens of thousands of symbols of large groups, and than scanning
+    // all 2^16 counters for bf16's groups of a few thousand.
     group.clear();
-    for (uint32_t s = 0; s < total.size(); ++s) {
-      if (total[s] == 0) continue;
-      group.emplace_back(s, entry_count(total[s]));
-      total[s] = 0;
+    for (uint32_t b = 0; b < touched.size(); ++b) {
+      if (touched[b] == 0) continue;
+      touched[b] = 0;
+      for (uint32_t s = b * block; s < (b + 1) * block; ++s) {
+        if (total[s] == 0) continue;
+        group.emplace_back(s, entry_count(total[s]));
+        total[s] = 0;
+      }
     }
     double const group_ms = thread_cpu_ms() - group_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
