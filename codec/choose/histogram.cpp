@@ -208,10 +208,17 @@ own_table own_table_leaf(sparse_hist const& h) {
 }
 
 float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
+  float16_marginals out;
+  float16_marginals_into(h, m, out);
+  return out;
+}
+
+void float16_marginals_into(sparse_hist const& h, meaning m,
+                            float16_marginals& out) {
   unsigned const mbits = m == meaning::bf16 ? 7 : 10;
   unsigned const ebits = 15 - mbits;
-  float16_marginals out;
-  out.planes.assign(2, std::vector<uint64_t>(256, 0));
+  out.planes.resize(2);
+  for (auto& p : out.planes) p.assign(256, 0);
   out.fields.resize(3);  // built in place (a braced list would copy them)
   out.fields[0].assign(2, 0);
   out.fields[1].assign(size_t{1} << ebits, 0);
@@ -271,7 +278,6 @@ float16_marginals float16_marginals_of(sparse_hist const& h, meaning m) {
   out.zeros = !h.empty() && h.front().first == 0 ? h.front().second : 0;
   out.ored = ored;
   out.singleton = singleton;
-  return out;
 }
 
 }  // namespace brevis::codec

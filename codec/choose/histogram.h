@@ -99,6 +99,9 @@ struct float16_marginals {
 /// The marginals of `h`, the histogram of bf16 or fp16 elements (meaning
 /// `m`).
 float16_marginals float16_marginals_of(sparse_hist const& h, meaning m);
+/// The same into `out`, whose vectors are reused (no fresh memory).
+void float16_marginals_into(sparse_hist const& h, meaning m,
+                            float16_marginals& out);
 
 /// Regions smaller than this do not pay for a static table of their own.
 inline constexpr size_t min_static_table_region = 4u << 10;

@@ -17,9 +17,6 @@ namespace {
 // blob costs.
 constexpr double keep_factor = 1.1;
 
-// Histograms of at least this many symbols keep their marginals.
-constexpr size_t keep_marginals_from = 4096;
-
 struct member {
   uint64_t offset;
   sparse_hist hist;
@@ -84,36 +81,49 @@ double shared_gain(std::vector<member> const& members,
 
 }  // namespace
 
-file_tables::file_tables(byte_view file, std::span<region const> regions) {
+file_tables::file_tables(byte_view file, std::span<region const> regions,
+                         region_hook const& hook) {
+  // Every region's count first, timed as one batch (two reads of the CPU
+  // clock, see work_clock.h); it is the coders' input where a static table
+  // wins, and shared out by bytes (the count is one pass over them).
+  std::vector<std::pair<region const*, sparse_hist>> counted;
+  uint64_t counted_bytes = 0;
+  double const count_start = thread_cpu_ms();
+  for (region const& r : regions) {
+    if (shared_kind(r) < 0 || r.length <= 16 ||
+        r.offset + r.length > file.size()) {
+      continue;
+    }
+    counted.emplace_back(&r,
+                         sparse_histogram(file.subspan(r.offset, r.length)));
+    counted_bytes += r.length;
+  }
+  double const count_total = thread_cpu_ms() - count_start;
   // Tensors of a dtype whose values have the same median exponent tend to
   // share a distribution: one table per such group.
   std::map<std::pair<int, unsigned>, std::vector<member>> groups;
-  for (region const& r : regions) {
+  // Reused by every region: fresh marginals (11 KiB for bf16) would page in
+  // new memory here (3 faults of 10-15 us a tensor).
+  float16_marginals mg;
+  for (auto& [rp, hist] : counted) {
+    region const& r = *rp;
     int const k = shared_kind(r);
-    if (k < 0 || r.length <= 16 || r.offset + r.length > file.size()) {
-      continue;
-    }
-    double const t0 = work_clock_ms();
-    member m{r.offset, sparse_histogram(file.subspan(r.offset, r.length))};
-    count_ms_[r.offset] = work_clock_ms() - t0;
-    float16_marginals mg =
-        float16_marginals_of(m.hist, k == 0 ? meaning::bf16 : meaning::fp16);
+    count_ms_[r.offset] = count_total * static_cast<double>(r.length) /
+                          static_cast<double>(counted_bytes);
+    member m{r.offset, std::move(hist)};
+    float16_marginals_into(m.hist, k == 0 ? meaning::bf16 : meaning::fp16, mg);
     auto const [median, own] = median_and_own(mg, m.hist.size());
     m.own = own;
     m.most_saved =
         std::max(0.0, own - entropy_from_terms(mg.count, mg.terms) / 8 -
                           4.0 * rans_static::lanes);
-    // Kept only for large alphabets: 11 KiB of fresh memory a tensor (bf16)
-    // costs more to page in here (3 faults of 10-15 us) than counting the
-    // marginals again from a small histogram (closed_form does when they
-    // are not kept). blazepose-heavy bf16: 947 of 5490 page faults.
-    if (m.hist.size() >= keep_marginals_from) {
-      marginals_of_.emplace(r.offset, std::move(mg));
-    }
+    if (hook) hook(r, m.hist, mg);
     groups[{k, median}].push_back(std::move(m));
   }
   // Kept zero between groups: the scan below clears what it reads.
   std::vector<uint64_t> total(65536, 0);
+  constexpr uint32_t block = 64;  // symbols per touched flag
+  std::vector<uint8_t> touched(65536 / block, 0);
   std::vector<double> sym_bits(65536);  // read only at the group's symbols
   // Reused by every group: fp16 groups have tens of thousands of symbols,
   // and growing a fresh one each would page in new memory at every step.
@@ -122,19 +132,27 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     if (members.size() < 2) continue;
     // The group's count: what its table is built from (encoding work, as
     // building it is, where the table is kept: shared_table::build_ms).
-    double const count_start = work_clock_ms();
+    double const group_start = thread_cpu_ms();
     for (member const& m : members) {
-      for (auto const& [s, c] : m.hist) total[s] += c;
+      for (auto const& [s, c] : m.hist) {
+        total[s] += c;
+        touched[s / block] = 1;
+      }
     }
-    // In symbol order by a scan, cheaper than sorting the tens of
-    // thousands of symbols of large groups.
+    // In symbol order by a scan of the touched blocks, cheaper than sorting
+    // the tens of thousands of symbols of large groups, and than scanning
+    // all 2^16 counters for bf16's groups of a few thousand.
     group.clear();
-    for (uint32_t s = 0; s < total.size(); ++s) {
-      if (total[s] == 0) continue;
-      group.emplace_back(s, entry_count(total[s]));
-      total[s] = 0;
+    for (uint32_t b = 0; b < touched.size(); ++b) {
+      if (touched[b] == 0) continue;
+      touched[b] = 0;
+      for (uint32_t s = b * block; s < (b + 1) * block; ++s) {
+        if (total[s] == 0) continue;
+        group.emplace_back(s, entry_count(total[s]));
+        total[s] = 0;
+      }
     }
-    double const count_ms = work_clock_ms() - count_start;
+    double const group_ms = thread_cpu_ms() - group_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's
     // code lengths in closed form), and only a group that may be kept
@@ -157,7 +175,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
         0.9 * keep_factor * blob_bytes) {
       continue;
     }
-    double const build_start = work_clock_ms();
+    double const build_start = thread_cpu_ms();
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
     symbols.reserve(group.size()), counts.reserve(group.size());
@@ -165,7 +183,7 @@ file_tables::file_tables(byte_view file, std::span<region const> regions) {
     rans_static::table const tab = choose_rans_static_table(symbols, counts);
     node n = make_leaf(opcode::rans_static);
     n.blob = serialize_rans_static_table(tab);
-    double const build_ms = count_ms + (work_clock_ms() - build_start);
+    double const build_ms = group_ms + (thread_cpu_ms() - build_start);
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =
           tab.scale - std::log2(static_cast<double>(tab.freqs[i]));
@@ -215,12 +233,6 @@ double file_tables::count_ms(uint64_t region_offset) const {
 sparse_hist const* file_tables::histogram_of(uint64_t region_offset) const {
   auto it = hist_of_.find(region_offset);
   return it == hist_of_.end() ? nullptr : &it->second;
-}
-
-float16_marginals const* file_tables::marginals_of(
-    uint64_t region_offset) const {
-  auto it = marginals_of_.find(region_offset);
-  return it == marginals_of_.end() ? nullptr : &it->second;
 }
 
 }  // namespace brevis::codec

@@ -5,6 +5,7 @@
 // stores the program once, so each tensor is charged a share of the blob.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -19,8 +20,16 @@ namespace brevis::codec {
 
 class file_tables {
  public:
-  /// Builds the tables of `file`, whose regions are `regions`.
-  file_tables(byte_view file, std::span<region const> regions);
+  /// What a caller reads of each bf16/fp16 region while its histogram and
+  /// marginals are at hand (the marginals are not kept: computing them
+  /// again cost a third of choosing the closed form's programs).
+  using region_hook = std::function<void(region const&, sparse_hist const&,
+                                         float16_marginals const&)>;
+
+  /// Builds the tables of `file`, whose regions are `regions`, calling
+  /// `hook` (if set) on each bf16/fp16 region, in order.
+  file_tables(byte_view file, std::span<region const> regions,
+              region_hook const& hook = {});
 
   struct use {
     node const* leaf;      // the rans_static leaf holding the table
@@ -33,11 +42,10 @@ class file_tables {
   std::optional<use> table_for(uint64_t region_offset) const;
   /// The 16-bit histogram of a bf16/fp16 region (whole), if computed.
   sparse_hist const* histogram_of(uint64_t region_offset) const;
-  /// Its marginals (computed with it, while it is in cache), if computed.
-  float16_marginals const* marginals_of(uint64_t region_offset) const;
 
-  /// Time (work_clock.h) spent counting the histogram of the region at
-  /// `region_offset` (0 when not computed).
+  /// CPU time (work_clock.h's thread_cpu_ms) spent counting the histogram
+  /// of the region at `region_offset` (0 when not computed): the count of
+  /// every region timed as one batch, shared out by bytes.
   double count_ms(uint64_t region_offset) const;
 
   /// 0 for bf16 tensors, 1 for fp16 ones, -1 for the rest.
@@ -54,8 +62,7 @@ class file_tables {
   // region offset -> shared table, its estimated payload bytes
   std::unordered_map<uint64_t, std::pair<size_t, double>> table_of_;
   std::unordered_map<uint64_t, sparse_hist> hist_of_;  // region offset
-  std::unordered_map<uint64_t, float16_marginals> marginals_of_;
-  std::unordered_map<uint64_t, double> count_ms_;  // region offset
+  std::unordered_map<uint64_t, double> count_ms_;      // region offset
 };
 
 }  // namespace brevis::codec

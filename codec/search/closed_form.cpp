@@ -398,9 +398,8 @@ gate_reason closed_form_gate(region_input const& in) {
   return gate_reason::none;
 }
 
-std::optional<closed_form_choice> closed_form_program(region_input const& in,
-                                                      bool gated) {
-  if (!gated && closed_form_gate(in) != gate_reason::none) return std::nullopt;
+closed_form_parts closed_form_costs(region_input const& in,
+                                    float16_marginals const& mg) {
   sparse_hist const& h = *in.root_hist;
   meaning const m = meaning_of(in.info.type);
   double const chunks = std::max(
@@ -409,34 +408,21 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
   auto const m_param = static_cast<uint64_t>(m);
   // The view and its (empty) tail.
   double const view_bytes = 2 * node_bytes + 2;
-
-  closed_form_choice best;
-  best.program = make_leaf(opcode::raw);
-  best.estimated_bytes = static_cast<double>(in.data.size()) + node_bytes;
-  // The precisions of the winner's tables, by child (0: the standard).
-  std::vector<unsigned> best_scales;
-  auto offer = [&](node program, double bytes) {
-    if (bytes < best.estimated_bytes) {
-      best.program = std::move(program);
-      best.estimated_bytes = bytes;
-      best_scales.clear();
-      return true;
-    }
-    return false;
-  };
   auto view_of = [&](node elements) {
     return make_op(opcode::view, {2, m_param},
                    {std::move(elements), make_leaf(opcode::raw)});
   };
 
-  // The elements closed by a leaf (their own static table last, below), or
-  // the file's shared table. rANS order 0 sees their bytes: the byte
-  // planes' histograms added (not a pass over the elements' histogram, whose
-  // high bytes repeat and would serialize the counting).
-  float16_marginals own;
-  float16_marginals const& mg = marginals(in, own);
-  auto const& planes = mg.planes;
+  closed_form_parts parts;
+  parts.terms = mg.terms;
+  // The elements closed by a leaf (their own static table last, in
+  // closed_form_decide). rANS order 0 sees their bytes: the byte planes'
+  // histograms added (not a pass over the elements' histogram, whose high
+  // bytes repeat and would serialize the counting).
+  parts.elements = make_leaf(opcode::raw);
+  parts.elements_bytes = static_cast<double>(in.data.size()) + node_bytes;
   {
+    auto const& planes = mg.planes;
     sparse_hist bytes;
     for (uint32_t b = 0; b < 256; ++b) {
       uint64_t const c = planes[0][b] + planes[1][b];
@@ -449,19 +435,11 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
                            ? leaf_bytes(op, bytes, in.data.size(), 1, chunks)
                        : op == opcode::raw ? static_cast<double>(in.data.size())
                                            : leaf_bytes(op, h, n, 2, chunks);
-      offer(view_of(make_leaf(op)), view_bytes + node_bytes + b);
-    }
-  }
-  if (in.tables != nullptr) {
-    if (auto const use = in.tables->table_for(in.info.offset)) {
-      // Its estimate leaves out the wide framing and the states' loss.
-      uint64_t const n = in.data.size() / 2;
-      unsigned const scale =
-          use->leaf->blob.empty() ? rans_static::max_scale : use->leaf->blob[0];
-      offer(view_of(*use->leaf),
-            view_bytes + node_bytes + use->payload_bytes + use->blob_share +
-                state_loss_bytes(n, scale) +
-                wide_framing_bytes(opcode::rans_static, n, chunks));
+      double const total = view_bytes + node_bytes + b;
+      if (total < parts.elements_bytes) {
+        parts.elements = view_of(make_leaf(op));
+        parts.elements_bytes = total;
+      }
     }
   }
   // Byte planes (low, high), float fields (sign, exponent, mantissa) and
@@ -501,51 +479,125 @@ std::optional<closed_form_choice> closed_form_program(region_input const& in,
       scales.push_back(kid.op == opcode::rans_static ? l.scale : 0);
       leaves.push_back(std::move(kid));
     }
-    std::vector<uint64_t> params;
-    if (op == opcode::bitfields) params = {mbits, 16 - mbits};
-    if (offer(view_of(make_op(op, std::move(params), std::move(leaves))),
-              bytes)) {
-      best_scales = std::move(scales);
+    if (bytes < parts.split_bytes) {
+      std::vector<uint64_t> params;
+      if (op == opcode::bitfields) params = {mbits, 16 - mbits};
+      parts.split = view_of(make_op(op, std::move(params), std::move(leaves)));
+      parts.split_bytes = bytes;
+      parts.split_scales = std::move(scales);
     }
+  }
+  return parts;
+}
+
+closed_form_choice closed_form_decide(region_input const& in,
+                                      closed_form_parts parts) {
+  sparse_hist const& h = *in.root_hist;
+  double const chunks = std::max(
+      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
+  bool const statics = in.data.size() >= min_static_table_region;
+  double const view_bytes = 2 * node_bytes + 2;
+  // The candidates in the order the search would offer them, the first of
+  // the least cost winning: the elements' leaves, the file's shared table,
+  // the planes and fields, the elements' own table.
+  closed_form_choice best;
+  best.program = std::move(parts.elements);
+  best.estimated_bytes = parts.elements_bytes;
+  if (in.tables != nullptr) {
+    if (auto const use = in.tables->table_for(in.info.offset)) {
+      // Its estimate leaves out the wide framing and the states' loss.
+      uint64_t const n = in.data.size() / 2;
+      unsigned const scale =
+          use->leaf->blob.empty() ? rans_static::max_scale : use->leaf->blob[0];
+      double const bytes = view_bytes + node_bytes + use->payload_bytes +
+                           use->blob_share + state_loss_bytes(n, scale) +
+                           wide_framing_bytes(opcode::rans_static, n, chunks);
+      if (bytes < best.estimated_bytes) {
+        best.program = make_op(
+            opcode::view, {2, static_cast<uint64_t>(meaning_of(in.info.type))},
+            {*use->leaf, make_leaf(opcode::raw)});
+        best.estimated_bytes = bytes;
+      }
+    }
+  }
+  if (parts.split_bytes < best.estimated_bytes) {
+    best.program = std::move(parts.split);
+    best.estimated_bytes = parts.split_bytes;
+    best.scales = std::move(parts.split_scales);
   }
   // The elements' own table: its estimate costs O(distinct values) with a
   // large constant (fp16 weights have tens of thousands), so only where it
   // may win: its payload is at least the entropy, and its blob holds a
   // frequency code per value (own_table_floor).
   if (statics && h.size() >= 2) {
-    double const floor = entropy_from_terms(in.data.size() / 2, mg.terms) / 8 +
-                         own_table_floor * static_cast<double>(h.size());
+    double const floor =
+        entropy_from_terms(in.data.size() / 2, parts.terms) / 8 +
+        own_table_floor * static_cast<double>(h.size());
     if (view_bytes + node_bytes + floor < best.estimated_bytes) {
       uint64_t const n = in.data.size() / 2;
       double const tb =
           estimate_table_bytes(h) +
           state_loss_bytes(n, rans_static_scale_for(h.size(), n)) +
           wide_framing_bytes(opcode::rans_static, n, chunks);
-      offer(view_of(make_leaf(opcode::rans_static)),
-            view_bytes + node_bytes + tb);
-    }
-  }
-  // The winner's tables, from the same histograms.
-  double const build_start = work_clock_ms();
-  node& p = best.program;
-  if (p.op == opcode::view && !p.children.empty()) {
-    node& e = p.children[0];
-    if (e.op == opcode::rans_static && e.blob.empty()) {
-      std::vector<uint32_t> symbols;
-      std::vector<uint64_t> counts;
-      symbols.reserve(h.size()), counts.reserve(h.size());
-      for (auto const& [sym, c] : h)
-        symbols.push_back(sym), counts.push_back(c);
-      e.blob = serialize_rans_static_table(
-          choose_rans_static_table(symbols, counts));
-    } else {
-      auto const kids = split_counts(mg, e.op);
-      for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
-        fill_table(e.children[i], *kids[i],
-                   i < best_scales.size() ? best_scales[i] : 0);
+      double const bytes = view_bytes + node_bytes + tb;
+      if (bytes < best.estimated_bytes) {
+        best.program = make_op(
+            opcode::view, {2, static_cast<uint64_t>(meaning_of(in.info.type))},
+            {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
+        best.estimated_bytes = bytes;
+        best.scales.clear();
       }
     }
   }
+  return best;
+}
+
+void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
+                              meaning m) {
+  node& p = choice.program;
+  if (p.op != opcode::view || p.children.empty()) return;
+  node& e = p.children[0];
+  if (e.op == opcode::rans_static && e.blob.empty()) {
+    std::vector<uint32_t> symbols;
+    std::vector<uint64_t> counts;
+    symbols.reserve(h.size()), counts.reserve(h.size());
+    for (auto const& [sym, c] : h) symbols.push_back(sym), counts.push_back(c);
+    e.blob =
+        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+    return;
+  }
+  auto uses_table = [](node const& n) {
+    return n.op == opcode::rans_static && n.blob.empty();
+  };
+  if (std::none_of(e.children.begin(), e.children.end(), uses_table)) return;
+  // The children's histograms, as the marginals held them.
+  std::vector<std::vector<uint64_t>> kids;
+  if (e.op == opcode::bitfields) {
+    unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+    kids.emplace_back(size_t{1} << mbits, 0);
+    kids.emplace_back(size_t{1} << (16 - mbits), 0);
+    for (auto const& [sym, c] : h) {
+      kids[0][sym & ((1u << mbits) - 1)] += c;
+      kids[1][sym >> mbits] += c;
+    }
+  } else {
+    kids = split_histogram(h, e.op, m);
+  }
+  for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
+    fill_table(e.children[i], kids[i],
+               i < choice.scales.size() ? choice.scales[i] : 0);
+  }
+}
+
+std::optional<closed_form_choice> closed_form_program(region_input const& in,
+                                                      bool gated) {
+  if (!gated && closed_form_gate(in) != gate_reason::none) return std::nullopt;
+  float16_marginals own;
+  closed_form_choice best =
+      closed_form_decide(in, closed_form_costs(in, marginals(in, own)));
+  // The winner's tables, from the same histogram.
+  double const build_start = work_clock_ms();
+  build_closed_form_tables(best, *in.root_hist, meaning_of(in.info.type));
   best.table_ms = work_clock_ms() - build_start;
   return best;
 }

@@ -9,8 +9,10 @@
 // low_zero) can do better; a gate of cheap statistics sends the regions
 // where they might to the search.
 
+#include <limits>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "codec/choose/histogram.h"
 #include "codec/dsl/program.h"
@@ -31,7 +33,34 @@ struct closed_form_choice {
   double estimated_bytes = 0;
   double table_ms =
       0;  // time (work_clock.h) building those tables (encoding work)
+  // The precisions of the winner's children's tables (0: the standard),
+  // until they are built.
+  std::vector<unsigned> scales;
 };
+
+/// The closed form's candidates that the file's shared table does not
+/// change, costed from the region's marginals `mg` (while they are at
+/// hand: the file computes them once, for its tables and the gate).
+struct closed_form_parts {
+  node elements;  // the elements closed by raw, zero, constant or rans0
+  double elements_bytes = 0;
+  node split;  // the best of their planes, fields and bitfields
+  double split_bytes = std::numeric_limits<double>::infinity();
+  std::vector<unsigned> split_scales;
+  double terms = 0;  // the marginals' sum of c log2 c
+};
+closed_form_parts closed_form_costs(region_input const& in,
+                                    float16_marginals const& mg);
+
+/// The winner among `parts`, the file's shared table (in.tables) and the
+/// elements' own table, its static tables not yet built.
+closed_form_choice closed_form_decide(region_input const& in,
+                                      closed_form_parts parts);
+
+/// Builds the empty static tables of `choice` (closed_form_decide's) from the
+/// region's histogram `h` (elements of meaning `m`): encoding work.
+void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
+                              meaning m);
 
 /// Why the gate sent a region to the search (for tests and the trace), or
 /// none when the closed form decides it.

@@ -67,15 +67,20 @@ class search_file_chooser final : public program_chooser {
     if (opt_.sharing == table_sharing::per_file && !regions.empty()) {
       literals_ = literal_regions(regions);
       double const t0 = work_clock_ms();
-      tables_.emplace(file, regions);
-      if (opt_.closed_form) gate(file, regions);
+      // The gate and the closed form's costs read the marginals the tables
+      // compute, while they are at hand.
+      tables_.emplace(
+          file, regions,
+          [&](region const& r, sparse_hist const& h,
+              float16_marginals const& mg) { analyse(file, r, h, mg); });
+      settle_closed_forms(file);
       double const t1 = work_clock_ms();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
       find_roles(file, regions);
       double const t2 = work_clock_ms();
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
-        std::fprintf(stderr, "tables %.1f ms, learning %.1f ms (CPU)\n",
-                     t1 - t0, t2 - t1);
+        std::fprintf(stderr, "tables %.1f ms, learning %.1f ms\n", t1 - t0,
+                     t2 - t1);
       }
     }
   }
@@ -109,6 +114,13 @@ class search_file_chooser final : public program_chooser {
       return true;
     }
     bool const whole = data.size() == r.length;
+    if (whole) {
+      if (auto it = settled_.find(r.offset); it != settled_.end()) {
+        program = it->second.program;
+        how = it->second.how;
+        return true;
+      }
+    }
     if (whole && closed_form(r, data, program, how)) {
       how.ms = work_clock_ms() - start;
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
@@ -183,44 +195,111 @@ class search_file_chooser final : public program_chooser {
   }
 
  private:
-  // The histogram of a whole bf16/fp16 tensor: the file's, or its own.
-  sparse_hist const* float16_histogram(region const& r, byte_view data,
-                                       sparse_hist& own) const {
-    if (file_tables::shared_kind(r) < 0) return nullptr;
-    if (tables_) return tables_->histogram_of(r.offset);
-    own = sparse_histogram(data);
-    return &own;
-  }
-
   // The closed-form choice of a whole bf16/fp16 tensor (closed_form.h),
-  // when its gate lets it.
+  // when its gate lets it, without the file's tables (the store's per-region
+  // choice; a file's are settled with its tables).
   bool closed_form(region const& r, byte_view data, node& program,
                    choice_record& how) const {
-    if (!opt_.closed_form) return false;
-    if (tables_ && !closed_.contains(r.offset)) return false;  // gated
-    sparse_hist own;
+    if (!opt_.closed_form || tables_) return false;
+    if (file_tables::shared_kind(r) < 0) return false;
     double const count_start = work_clock_ms();
-    sparse_hist const* hist = float16_histogram(r, data, own);
-    if (hist == nullptr) return false;
-    double const own_count_ms = tables_ ? 0 : work_clock_ms() - count_start;
-    // Without the file's, the marginals once, for the gate and the program.
+    sparse_hist const own = sparse_histogram(data);
+    double const own_count_ms = work_clock_ms() - count_start;
+    // The marginals once, for the gate and the program.
     float16_marginals own_marginals;
     float16_marginals const* marginals = nullptr;
-    if (tables_) {
-      marginals = tables_->marginals_of(r.offset);
-    } else if (!hist->empty() && data.size() % 2 == 0) {
-      own_marginals = float16_marginals_of(*hist, search::meaning_of(r.type));
+    if (!own.empty() && data.size() % 2 == 0) {
+      own_marginals = float16_marginals_of(own, search::meaning_of(r.type));
       marginals = &own_marginals;
     }
-    region_input const in{r, data, tables_ ? &*tables_ : nullptr, hist,
-                          marginals};
-    auto choice = search::closed_form_program(in, tables_.has_value());
+    region_input const in{r, data, nullptr, &own, marginals};
+    auto choice = search::closed_form_program(in, false);
     if (!choice) return false;
     program = std::move(choice->program);
     how.estimated_bytes = choice->estimated_bytes;
     how.expansions = 0;
-    how.coding_ms = coding_ms(r, program, choice->table_ms + own_count_ms);
+    how.coding_ms =
+        uses_static_table(program) ? choice->table_ms + own_count_ms : 0;
     return true;
+  }
+
+  // Reads a bf16/fp16 region while the file's tables count it: its gate
+  // and, where the gate lets the closed form decide it, the costs of the
+  // closed form's candidates that the shared tables do not change.
+  void analyse(byte_view file, region const& r, sparse_hist const& h,
+               float16_marginals const& mg) {
+    if (!opt_.closed_form || h.empty() || r.offset + r.length > file.size()) {
+      return;
+    }
+    double const start = work_clock_ms();
+    byte_view const data = file.subspan(r.offset, r.length);
+    region_input const in{r, data, nullptr, &h, &mg};
+    search::gate_reason const g = search::closed_form_gate(in);
+    if (g != search::gate_reason::none) {
+      if (std::getenv("BREVIS_SEARCH_DEBUG")) {
+        std::fprintf(stderr, "%s: searched (%s)\n", r.name.c_str(),
+                     search::gate_reason_name(g).data());
+      }
+      return;
+    }
+    closed_.insert(r.offset);
+    // choose() answers these before the closed form: nothing to settle.
+    bool const all_equal =
+        h.size() == 1 && (h.front().first & 255) == (h.front().first >> 8);
+    if (literals_.contains(r.offset) || all_equal) return;
+    pending_.push_back(
+        {&r, search::closed_form_costs(in, mg), work_clock_ms() - start});
+  }
+
+  // The closed form's choice of every region analyse() kept, against the
+  // file's shared tables, then their static tables built as one batch:
+  // encoding work, timed by the CPU clock (work_clock.h) and shared out
+  // by bytes.
+  void settle_closed_forms(byte_view file) {
+    std::vector<search::closed_form_choice> chosen;
+    chosen.reserve(pending_.size());
+    std::vector<bool> builds;
+    uint64_t built_bytes = 0;
+    for (pending& p : pending_) {
+      region const& r = *p.r;
+      double const start = work_clock_ms();
+      region_input const in{r, file.subspan(r.offset, r.length), &*tables_,
+                            tables_->histogram_of(r.offset)};
+      chosen.push_back(search::closed_form_decide(in, std::move(p.parts)));
+      p.ms += work_clock_ms() - start;
+      builds.push_back(has_empty_table(chosen.back().program));
+      if (builds.back()) built_bytes += r.length;
+    }
+    double const build_start = thread_cpu_ms();
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      if (!builds[i]) continue;
+      region const& r = *pending_[i].r;
+      search::build_closed_form_tables(chosen[i],
+                                       *tables_->histogram_of(r.offset),
+                                       search::meaning_of(r.type));
+    }
+    double const build_ms = thread_cpu_ms() - build_start;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      region const& r = *pending_[i].r;
+      double const own_build = builds[i]
+                                   ? build_ms * static_cast<double>(r.length) /
+                                         static_cast<double>(built_bytes)
+                                   : 0;
+      settled& e = settled_[r.offset];
+      e.program = std::move(chosen[i].program);
+      e.how.estimated_bytes = chosen[i].estimated_bytes;
+      e.how.expansions = 0;
+      e.how.ms = pending_[i].ms;
+      e.how.coding_ms = coding_ms(r, e.program, own_build);
+    }
+    pending_.clear();
+    pending_.shrink_to_fit();
+  }
+
+  static bool has_empty_table(node const& n) {
+    if (n.op == opcode::rans_static && n.blob.empty()) return true;
+    return std::any_of(n.children.begin(), n.children.end(),
+                       [](node const& c) { return has_empty_table(c); });
   }
 
   // Time (work_clock.h) of the closed-form choice `program` of region `r` that
@@ -253,29 +332,6 @@ class search_file_chooser final : public program_chooser {
     if (n == leaf) return true;
     return std::any_of(n.children.begin(), n.children.end(),
                        [&](node const& c) { return contains_leaf(c, leaf); });
-  }
-
-  // The file's bf16/fp16 tensors that the closed form decides (its gate),
-  // once: the prior's learning sample leaves them out.
-  void gate(byte_view file, std::span<region const> regions) {
-    for (region const& r : regions) {
-      if (file_tables::shared_kind(r) < 0 ||
-          r.offset + r.length > file.size()) {
-        continue;
-      }
-      byte_view const data = file.subspan(r.offset, r.length);
-      sparse_hist const* hist = tables_->histogram_of(r.offset);
-      if (hist == nullptr) continue;
-      region_input const in{r, data, &*tables_, hist,
-                            tables_->marginals_of(r.offset)};
-      search::gate_reason const g = search::closed_form_gate(in);
-      if (g == search::gate_reason::none) {
-        closed_.insert(r.offset);
-      } else if (std::getenv("BREVIS_SEARCH_DEBUG")) {
-        std::fprintf(stderr, "%s: searched (%s)\n", r.name.c_str(),
-                     search::gate_reason_name(g).data());
-      }
-    }
   }
 
   // A seed (a sibling's search) is trusted without a search only where
@@ -397,6 +453,19 @@ class search_file_chooser final : public program_chooser {
   std::optional<file_tables> tables_;
   std::unordered_set<uint64_t> literals_;  // region offsets (per file only)
   std::unordered_set<uint64_t> closed_;    // offsets the closed form decides
+  // Regions the closed form decides, between analyse() and
+  // settle_closed_forms().
+  struct pending {
+    region const* r;
+    search::closed_form_parts parts;
+    double ms = 0;  // work_clock.h: choosing it
+  };
+  std::vector<pending> pending_;
+  struct settled {
+    node program;
+    choice_record how;
+  };
+  std::unordered_map<uint64_t, settled> settled_;  // region offset
   prior prior_;
   // role -> a learned region's search (in learned_)
   std::unordered_map<std::string, search_result const*> seeds_;

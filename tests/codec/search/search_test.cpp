@@ -612,4 +612,40 @@ TEST(search, every_strategy_and_prior_roundtrips) {
 }
 
 }  // namespace
+// A file's bf16 tensors get their closed form while the file's tables count
+// them (closed_form_costs, then closed_form_decide against the shared
+// tables, the winners' tables built as one batch): a tensor no shared table
+// serves gets the program the per-region closed form gives it.
+TEST(search, file_closed_form_matches_the_region_closed_form) {
+  size_t const n = 96 * 1024;
+  bytes const file =
+      make_safetensors({{"w", "BF16", {n}, pack(gaussian_bf16(n, 41))},
+                        {"f", "F32", {n / 8}, pack(gaussian(n / 8, 1, 42))}});
+  auto chooser = make_search_chooser();
+  archive_writer w(file, "m", *chooser);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  auto store = make_store_chooser();
+  bool saw = false;
+  for (size_t r = 0; r < w.region_count(); ++r) {
+    region_entry const& e = w.regions()[r];
+    if (e.info.name != "w") continue;
+    saw = true;
+    node const& p = w.programs()[e.program];
+    byte_view const data =
+        byte_view(file).subspan(e.info.offset, e.info.length);
+    node q;
+    choice_record how;
+    ASSERT_TRUE(store->choose_recorded(e.info, data, q, how));
+    EXPECT_EQ(program_text(p), program_text(q));
+    EXPECT_TRUE(p == q);
+    ASSERT_TRUE(e.how.has_value());
+    EXPECT_DOUBLE_EQ(e.how->estimated_bytes, how.estimated_bytes);
+    EXPECT_EQ(e.how->expansions, 0u);
+    EXPECT_TRUE(uses(p, opcode::rans_static)) << program_text(p);
+    EXPECT_GE(e.how->coding_ms, 0);
+  }
+  EXPECT_TRUE(saw);
+}
+
 }  // namespace brevis::codec
