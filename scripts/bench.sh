@@ -2,7 +2,9 @@
 # Benchmarks brevis against the peers on the corpus (scripts/fetch-corpus.sh),
 # in one run, per dtype class: ratio and compress/decompress MB/s per CPU-second
 # for brevis at -T1 and -T2, zstd -3, zstd -19, xz -6, gzip -6, lz4, and the
-# order-0 entropy bounds. The machine is shared and noisy: compare speeds with
+# order-0 entropy bounds, then issue 2's targets (bf16+fp16 against the bound,
+# with and without the .pt files; files not smaller than xz -6 / zstd -19).
+# The machine is shared and noisy: compare speeds with
 # each other within one run, not across runs.
 #
 #   scripts/bench.sh [bench_peers options] [FILE...]

@@ -167,7 +167,48 @@ bench_report() {
   awk -F'\t' -v tools="${BENCH_TOOLS[*]}" -v perfile="$BENCH_PER_FILE" \
     -v minb="$(awk -v m="$BENCH_SPEED_MIN_MB" 'BEGIN{print m * 1e6}')" -v root="$PWD/" '
     function speed(mb, s) { return s > 0 ? sprintf("%.0f", mb / s) : "-" }
-    BEGIN { nt = split(tools, T, " ") }
+    # Issue 2 targets per brevis tool: the 16-bit classes against the whole-word
+    # bound, with and without the .pt files (the bound counts their zip and
+    # pickle bytes raw, which flatters any coder), and the files that lose to
+    # xz -6 or zstd -19.
+    function targets(   i, f, t, set, n, o16, c16, b16, lose, peer, p, cnt, seenpeer) {
+      if (!has_bound) return
+      print ""
+      print "| tool | 16-bit set | ratio | bound | % of bound | files (all classes) not smaller than xz-6 / zstd-19 |"
+      print "|---|---|---:|---:|---:|---|"
+      for (i = 1; i <= nt; i++) {
+        t = T[i]
+        if (t !~ /^brevis/) continue
+        for (set = 1; set <= 2; set++) {
+          o16 = 0; c16 = 0; b16 = 0; n = 0
+          for (f in fcls) {
+            if (fcls[f] != "bf16 safetensors" && fcls[f] != "fp16 safetensors" &&
+                !(set == 2 && fcls[f] == "bf16 .pt")) continue
+            if (!((t SUBSEP f) in fcomp) || !(("bound" SUBSEP f) in fcomp)) continue
+            o16 += forig[f]; c16 += fcomp[t SUBSEP f]; b16 += fcomp["bound" SUBSEP f]; n++
+          }
+          lose = ""
+          if (set == 1) {
+            lose = "-"
+            for (p = 1; p <= 2; p++) {
+              peer = p == 1 ? "xz-6" : "zstd-19"
+              cnt = 0; seenpeer = 0
+              for (f in fcls)
+                if (((peer SUBSEP f) in fcomp) && ((t SUBSEP f) in fcomp)) {
+                  seenpeer = 1
+                  if (fcomp[t SUBSEP f] + 0 >= fcomp[peer SUBSEP f] + 0) cnt++
+                }
+              lose = p == 1 ? (seenpeer ? cnt : "-") : lose " / " (seenpeer ? cnt : "-")
+            }
+          }
+          if (n == 0) continue
+          printf("| %s | %s (%d files) | %.4f | %.4f | %.2f%% | %s |\n", t,
+                 set == 1 ? "bf16+fp16 safetensors" : "bf16+fp16 incl. .pt", n,
+                 o16 / c16, o16 / b16, 100 * b16 / c16, lose)
+        }
+      }
+    }
+    BEGIN { nt = split(tools, T, " "); for (i = 1; i <= nt; i++) if (T[i] == "bound") has_bound = 1 }
     {
       tool = $1; cls = $2; file = $3
       if (!(cls in seen)) { seen[cls] = 1; C[++nc] = cls }
@@ -184,6 +225,7 @@ bench_report() {
         }
       }
       if (perfile) rows[++nr] = $0
+      if ($5 != "-" && $8 != 0) { fcomp[tool SUBSEP file] = $5; fcls[file] = cls; forig[file] = $4 }
     }
     END {
       hdr = "| class | files | MB |"; sep = "|---|---:|---:|"
@@ -220,6 +262,7 @@ bench_report() {
         }
         print line
       }
+      targets()
       if (perfile) {
         print ""
         print "| tool | class | file | bytes | compressed | ratio | c MB/s | d MB/s |"
