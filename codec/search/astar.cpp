@@ -53,6 +53,7 @@
 #include "codec/leaves/rans_static.h"
 #include "codec/search/cost_model.h"
 #include "codec/search/decode_speed.h"
+#include "codec/search/sparse_mask.h"
 
 namespace brevis::codec::search {
 namespace {
@@ -799,20 +800,31 @@ void fill_table(node& leaf, sparse_hist const& h) {
 // histograms add up to these, so the tables are those fit_static_tables
 // would build, without its pass over the region (on the .pt files, whose
 // pruned weights are coded by sparse, that pass was 12% of compress CPU).
-void fit_elements(node& elements, sparse_hist const& h, meaning m,
-                  bool m_known) {
+//
+// `data` (may be empty) holds the elements, coded in chunks of
+// `chunk_elements`: sparse's mask gets its table from their mask bytes,
+// counted without the operator's encode (whose values copy was the rest of
+// that pass).
+void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
+                  byte_view data, size_t chunk_elements) {
   if (elements.op == opcode::rans_static) {
     fill_table(elements, h);
     return;
   }
   if (elements.op == opcode::sparse && elements.children.size() == 2) {
+    node& mask = elements.children[0];
+    if (mask.op == opcode::rans_static && mask.blob.empty() && !data.empty()) {
+      std::array<uint64_t, 256> const bytes =
+          sparse_mask_histogram16(data, chunk_elements);
+      mask.blob = serialize_rans_static_table(choose_rans_static_table(bytes));
+    }
     if (h.empty() || h.front().first != 0) {
-      fit_elements(elements.children[1], h, m, m_known);
+      fit_elements(elements.children[1], h, m, m_known, {}, 0);
       return;
     }
     sparse_hist const nonzero(h.begin() + 1, h.end());
     if (!nonzero.empty()) {
-      fit_elements(elements.children[1], nonzero, m, m_known);
+      fit_elements(elements.children[1], nonzero, m, m_known, {}, 0);
     }
     return;
   }
@@ -835,13 +847,15 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m,
 
 }  // namespace
 
-void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m) {
+void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
+                               byte_view data, uint32_t chunk_size) {
   if (program.op != opcode::view || program.params.size() < 2 ||
       program.params[0] != 2 || program.children.empty()) {
     return;
   }
   fit_elements(program.children[0], h, m,
-               program.params[1] == static_cast<uint64_t>(m));
+               program.params[1] == static_cast<uint64_t>(m), data,
+               std::max<size_t>(1, chunk_size / 2));
 }
 
 search_result find_program(region_input const& in, prior const& p,
@@ -852,7 +866,8 @@ search_result find_program(region_input const& in, prior const& p,
   search_result r = e.run(seed, seed_margin, seed_decisions);
   if (in.root_hist != nullptr && !in.root_hist->empty()) {
     fit_tables_from_histogram(r.program, *in.root_hist,
-                              meaning_of(in.info.type));
+                              meaning_of(in.info.type), in.data,
+                              opt.chunk_size);
   }
   fit_static_tables(r.program, in.data, opt.chunk_size);
   return r;
