@@ -48,6 +48,7 @@
 
 #include "codec/choose/entropy_terms.h"
 #include "codec/choose/sample.h"
+#include "codec/choose/work_clock.h"
 #include "codec/dsl/operator.h"
 #include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
@@ -179,7 +180,10 @@ class engine {
 
   search_result run(node const* seed, double seed_margin,
                     std::span<decision const> seed_decisions) {
-    double const start = thread_cpu_ms();
+    double const start = work_clock_ms();
+    // The CPU clock is a system call (1.4-6 us): read only for a time limit
+    // (two reads a search were 0.6% of compressing blazepose-detector.bf16.pt).
+    double const cpu_start = opt_.time_ms > 0 ? thread_cpu_ms() : 0;
     // A sibling's program is the likely answer: a short search checks it.
     if (seed != nullptr) budget_ = std::max<size_t>(2, budget_ / 4);
     if (trace_) {
@@ -222,7 +226,9 @@ class engine {
     push(std::move(s0));
     size_t expansions = 0;
     while (!queue.empty() && expansions < budget_) {
-      if (opt_.time_ms > 0 && thread_cpu_ms() - start > opt_.time_ms) break;
+      if (opt_.time_ms > 0 && thread_cpu_ms() - cpu_start > opt_.time_ms) {
+        break;
+      }
       size_t const i = queue.top().second;
       queue.pop();
       state s = std::move(states[i]);
@@ -295,7 +301,7 @@ class engine {
     r.decode_mb_per_s = 1000.0 / std::max(chosen.decode_ns, 1e-9);
     r.decisions = std::move(chosen.decisions);
     r.expansions = expansions;
-    r.ms = thread_cpu_ms() - start;
+    r.ms = work_clock_ms() - start;
     return r;
   }
 

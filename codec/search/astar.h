@@ -60,7 +60,7 @@ struct search_result {
   double estimated_bytes = 0;  // program + payload, scaled to the region
   double decode_mb_per_s = 0;  // estimated
   size_t expansions = 0;
-  double ms = 0;
+  double ms = 0;                    // work_clock.h's work_clock_ms
   std::vector<decision> decisions;  // of the chosen program
 };
 
