@@ -60,7 +60,7 @@ struct search_result {
   double estimated_bytes = 0;  // program + payload, scaled to the region
   double decode_mb_per_s = 0;  // estimated
   size_t expansions = 0;
-  double ms = 0;
+  double ms = 0;                    // work_clock.h's work_clock_ms
   std::vector<decision> decisions;  // of the chosen program
 };
 
@@ -85,7 +85,12 @@ void fit_static_tables(node& program, byte_view data, uint32_t chunk_size);
 /// Fits the empty-table rans_static leaves of a view<u16> program at its
 /// elements, or at their byte planes or float fields (of meaning `m`), from
 /// the region's histogram `h` (the chunks' histograms add up to it): no
-/// pass over the region. Other leaves are left for fit_static_tables.
-void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m);
+/// pass over the region. So is sparse's nonzero values' table (h without
+/// 0), and its mask's from the elements' mask bytes where `data` (the
+/// region, coded in chunks of `chunk_size` bytes) is given. Other leaves are
+/// left for fit_static_tables.
+void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
+                               byte_view data = {},
+                               uint32_t chunk_size = 1u << 20);
 
 }  // namespace brevis::codec::search

@@ -5,6 +5,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/cost_model.cpp
   search/decode_speed.cpp
   search/astar.cpp
+  search/sparse_mask.cpp
   search/closed_form.cpp
   search/roles.cpp
   search/segment.cpp
