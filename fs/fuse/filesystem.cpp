@@ -766,19 +766,27 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
       continue;
     size_t const group_first = group.front().first;
     bool const taken =
-        prefetch_.offer([this, n, gen, map, g = std::move(group)] {
+        prefetch_.offer([this, n, gen, map, g = std::move(group)]() mutable {
           // Not waiting for io: a state change holds it, and makes the
           // reservations moot (a reader waiting for one loads it itself).
           std::shared_lock io(n->io, std::try_to_lock);
           if (!io.owns_lock() || n->gen != gen || n->staged) return;
-          for (auto const& [k, r] : g) {
+          for (auto& [k, r] : g) {
             if (stopping_) return;
+            bool passed = false;
             {
               // Run late: the reader has passed it already.
               std::lock_guard lk(n->map_mu);
-              if (k < n->drop_next) continue;
+              passed = k < n->drop_next;
             }
-            r->run([&] { return load_chunk(*n, (*map)[k], false); });
+            // Each reservation goes as soon as it is done with (withdrawn
+            // when skipped), not when the whole job ends: a reader waiting
+            // for a skipped chunk then loads it at once.
+            size_t const at = k;
+            if (!passed) {
+              r->run([&] { return load_chunk(*n, (*map)[at], false); });
+            }
+            r.reset();
           }
         });
     group.clear();
