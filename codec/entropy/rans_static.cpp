@@ -762,7 +762,7 @@ void coder::encode(byte_view data, bytes& out) const {
     }
     return;
   }
-  std::call_once(enc_once_, [this] { build_encoder(); });
+  enc_once_([this] { build_encoder(); });
   bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
     wide ? encode_impl<uint8_t, wide_lanes>(data.data(), count, out)
@@ -786,7 +786,7 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
     }
     return;
   }
-  std::call_once(dec_once_, [this] { build_decoder(); });
+  dec_once_([this] { build_decoder(); });
   bool const wide = lanes_for(count) == wide_lanes;
   if (width_ == 1) {
     wide ? dispatch_decode<uint8_t, wide_lanes>(payload, count, out)
@@ -813,7 +813,7 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
   }
   uint32_t xa[wide_lanes], xb[wide_lanes];
   auto const stream = [](decode_job const& j, uint32_t* x) {
-    std::call_once(j.c->dec_once_, [&j] { j.c->build_decoder(); });
+    j.c->dec_once_([&j] { j.c->build_decoder(); });
     for (unsigned k = 0; k < wide_lanes; ++k) {
       x[k] = load_le<uint32_t>(j.payload.data() + 4 * k);
     }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "codec/core/bytes.h"
+#include "codec/core/init_once.h"
 
 namespace brevis::codec::rans_static {
 
@@ -170,7 +171,7 @@ class coder {
   bool single_;
   uint32_t single_symbol_ = 0;
   // Built on first use (a coder usually only encodes or only decodes).
-  mutable std::once_flag enc_once_, dec_once_;
+  mutable init_once enc_once_, dec_once_;
   // symbol -> index in enc_, or ~0; at least up to the largest symbol.
   mutable std::vector<uint32_t> enc_index_;
   mutable std::vector<enc_entry> enc_;

@@ -100,6 +100,10 @@ class mount_fs {
     /// background; 0: no background decoding at all. With it, the chunks a
     /// read covers past its first are decoded by the prefetch threads too.
     unsigned prefetch = 2;
+    /// A long sequential stream reads further ahead: the window grows with
+    /// the bytes it has read in a row, from `prefetch` chunk sizes up to
+    /// this many (at most an eighth of the cache).
+    unsigned prefetch_max = 8;
     unsigned prefetch_threads = 0;  // 0: one per core, at least 2
     unsigned decoders = 0;          // chunk decodes at once; 0: one per core
     /// A read this close to where the last one ended still counts as
@@ -224,6 +228,14 @@ class mount_fs {
   /// waiting for it or in the background; io held.
   chunk_cache::chunk load_chunk(node& n, store::chunk_span const& sp,
                                 bool reader);
+  /// How far past its end a sequential reader that has read `run` bytes in
+  /// a row gets chunks decoded: like the kernel's readahead, the window
+  /// grows with the run, so a short read does not decode much for nothing
+  /// while a stream keeps both cores decoding through the kernel's pauses
+  /// between requests.
+  uint64_t prefetch_window(uint64_t run) const;
+  /// A prefetch job takes neighbouring chunks up to about this many bytes.
+  static constexpr uint64_t prefetch_job_bytes = 256u << 10;
   /// The decoded chunk of n (generation `gen`) starting at `sp`; io held.
   chunk_cache::chunk chunk_at(node& n, uint64_t gen,
                               store::chunk_span const& sp);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -116,6 +117,46 @@ TEST(mount_fs_cache, sequential_reads_prefetch) {
   ASSERT_EQ(none->read(f.ino, at, 1, b), 1u);
   none->drain_prefetch();
   EXPECT_EQ(none->cache().entries(), 1u);
+}
+
+// The window ahead of a sequential reader grows with the bytes it has read
+// in a row (up to prefetch_max chunk sizes): the same reads prefetch further
+// with room to grow than without. Counted from the chunk map, so that the
+// test does not depend on where the chunks are cut.
+TEST(mount_fs_cache, the_prefetch_window_grows_with_a_sequential_run) {
+  fixture f;
+  auto const map = f.s->chunk_map(f.ino);
+  ASSERT_GE(map.size(), 6u);
+  uint64_t const chunk = f.s->chunk_size();
+  uint64_t const upto = map[2].offset;  // read [0, upto) in order
+  auto decoded_ahead = [&](unsigned prefetch_max) {
+    mount_fs::options o = fixture::opts(16 << 20, 1);
+    o.prefetch_max = prefetch_max;
+    auto m = f.mount(o);
+    std::vector<uint8_t> buf(16 << 10);
+    for (uint64_t at = 0; at < upto;) {
+      size_t const want =
+          static_cast<size_t>(std::min<uint64_t>(buf.size(), upto - at));
+      size_t const got = m->read(f.ino, at, want, buf.data());
+      EXPECT_TRUE(fixture::same(f.data, at, buf.data(), got));
+      if (got == 0) break;
+      at += got;
+    }
+    m->drain_prefetch();
+    EXPECT_EQ(m->cache().stats().misses, m->cache().entries());  // once each
+    return m->cache().entries();
+  };
+  auto starting_before = [&](uint64_t end) {
+    return static_cast<size_t>(std::count_if(
+        map.begin(), map.end(),
+        [&](store::chunk_span const& c) { return c.offset < end; }));
+  };
+  size_t const fixed = starting_before(upto + chunk);
+  size_t const grown =
+      starting_before(upto + std::clamp<uint64_t>(upto, chunk, 8 * chunk));
+  ASSERT_GT(grown, fixed);  // the test reads far enough to tell them apart
+  EXPECT_EQ(decoded_ahead(1), fixed);
+  EXPECT_EQ(decoded_ahead(8), grown);
 }
 
 // A read across several chunks hands all but its first to the prefetch
