@@ -6,6 +6,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/decode_speed.cpp
   search/astar.cpp
   search/closed_form.cpp
+  search/classes_candidate.cpp
   search/roles.cpp
   search/segment.cpp
   search/search_chooser.cpp)
