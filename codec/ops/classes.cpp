@@ -12,12 +12,13 @@
 //
 // No side data: the child sizes follow from the output size, the params and
 // the map. Decoding scatters each child back to its positions.
+#include "codec/ops/classes.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "codec/dsl/operator.h"
-#include "codec/ops/classes.h"
 #include "codec/ops/op_util.h"
 
 namespace brevis::codec {
@@ -67,7 +68,8 @@ void for_each_run(layout const& l, size_t count, F&& run) {
   size_t at = 0;
   while (at < count) {
     for (size_t j = 0; j < l.map.size() && at < count; ++j) {
-      size_t const len = static_cast<size_t>(std::min<uint64_t>(l.stride, count - at));
+      size_t const len =
+          static_cast<size_t>(std::min<uint64_t>(l.stride, count - at));
       run(l.map[j], at, len);
       at += len;
     }

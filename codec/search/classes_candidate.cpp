@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -26,8 +27,8 @@ constexpr size_t max_group_cells = size_t{8} << 20;
 // Rows are classed by their index in the chunk: only where the tensor is
 // one chunk of the default size.
 constexpr uint64_t max_rows_region = uint64_t{1} << 20;
-constexpr unsigned class_counts[] = {2, 4, 8};
-constexpr int lloyd_rounds = 4;
+constexpr unsigned class_counts[] = {4, 8};
+constexpr int lloyd_rounds = 3;
 // The view, its tail and the classes node with its two params.
 constexpr double frame_bytes = 6 + 2 + 4;
 
@@ -39,7 +40,24 @@ struct groups {
   size_t symbols = 0;            // present sign|exponent values
   std::vector<uint32_t> counts;  // count x symbols
   std::vector<double> mean;      // mean exponent per group
+  // The nonzero counts, per group: entries [start[j], start[j + 1]).
+  std::vector<uint32_t> start;
+  std::vector<uint16_t> symbol;
+  std::vector<double> weight;
 };
+
+void make_sparse(groups& g) {
+  g.start.assign(1, 0);
+  for (size_t j = 0; j < g.count; ++j) {
+    for (size_t s = 0; s < g.symbols; ++s) {
+      if (uint32_t const c = g.counts[j * g.symbols + s]) {
+        g.symbol.push_back(static_cast<uint16_t>(s));
+        g.weight.push_back(c);
+      }
+    }
+    g.start.push_back(static_cast<uint32_t>(g.symbol.size()));
+  }
+}
 
 // Estimated coded bytes of one class's sign|exponent: entropy, a table
 // byte per present value and its rANS states.
@@ -68,9 +86,10 @@ double partition_cost(groups const& g, std::vector<uint8_t> const& map,
                       unsigned k) {
   std::vector<uint64_t> h(size_t{k} * g.symbols, 0);
   for (size_t j = 0; j < g.count; ++j) {
-    uint32_t const* row = &g.counts[j * g.symbols];
     uint64_t* dst = &h[map[j] * g.symbols];
-    for (size_t s = 0; s < g.symbols; ++s) dst[s] += row[s];
+    for (uint32_t e = g.start[j]; e < g.start[j + 1]; ++e) {
+      dst[g.symbol[e]] += static_cast<uint64_t>(g.weight[e]);
+    }
   }
   double cost = static_cast<double>(g.count) * std::log2(k) / 8 + 4;
   for (unsigned c = 0; c < k; ++c) {
@@ -85,41 +104,42 @@ double partition_cost(groups const& g, std::vector<uint8_t> const& map,
 partition classify(groups const& g, unsigned k) {
   std::vector<uint32_t> order(g.count);
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return g.mean[a] < g.mean[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return g.mean[a] < g.mean[b];
+  });
   std::vector<uint8_t> map(g.count);
   for (size_t i = 0; i < g.count; ++i) {
     map[order[i]] = static_cast<uint8_t>(i * k / g.count);
   }
   std::vector<double> bits(size_t{k} * g.symbols);
+  std::vector<double> h(size_t{k} * g.symbols);
   for (int round = 0; round < lloyd_rounds; ++round) {
-    std::vector<double> h(size_t{k} * g.symbols, 0.02);
+    std::fill(h.begin(), h.end(), 0.02);
     for (size_t j = 0; j < g.count; ++j) {
-      for (size_t s = 0; s < g.symbols; ++s) {
-        h[map[j] * g.symbols + s] += g.counts[j * g.symbols + s];
+      double* dst = &h[map[j] * g.symbols];
+      for (uint32_t e = g.start[j]; e < g.start[j + 1]; ++e) {
+        dst[g.symbol[e]] += g.weight[e];
       }
     }
+    // Symbol-major, so that a group's k costs add up as one vector.
     for (unsigned c = 0; c < k; ++c) {
-      double const total = std::accumulate(h.begin() + c * g.symbols,
-                                           h.begin() + (c + 1) * g.symbols, 0.0);
+      double const total = std::accumulate(
+          h.begin() + c * g.symbols, h.begin() + (c + 1) * g.symbols, 0.0);
       for (size_t s = 0; s < g.symbols; ++s) {
-        bits[c * g.symbols + s] = -std::log2(h[c * g.symbols + s] / total);
+        bits[s * k + c] = -std::log2(h[c * g.symbols + s] / total);
       }
     }
     bool moved = false;
+    std::vector<double> sum(k);
     for (size_t j = 0; j < g.count; ++j) {
-      uint32_t const* row = &g.counts[j * g.symbols];
-      double best = 0;
-      uint8_t arg = 0;
-      for (unsigned c = 0; c < k; ++c) {
-        double const* b = &bits[c * g.symbols];
-        double sum = 0;
-        for (size_t s = 0; s < g.symbols; ++s) sum += row[s] * b[s];
-        if (c == 0 || sum < best) {
-          best = sum;
-          arg = static_cast<uint8_t>(c);
-        }
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (uint32_t e = g.start[j]; e < g.start[j + 1]; ++e) {
+        double const* b = &bits[g.symbol[e] * k];
+        double const wgt = g.weight[e];
+        for (unsigned c = 0; c < k; ++c) sum[c] += wgt * b[c];
       }
+      auto const arg = static_cast<uint8_t>(
+          std::min_element(sum.begin(), sum.end()) - sum.begin());
       moved |= arg != map[j];
       map[j] = arg;
     }
@@ -158,32 +178,39 @@ void set_means(groups& g, std::vector<double> const& exponent_of) {
   g.mean.assign(g.count, 0);
   for (size_t j = 0; j < g.count; ++j) {
     double sum = 0, n = 0;
-    for (size_t s = 0; s < g.symbols; ++s) {
-      double const c = g.counts[j * g.symbols + s];
-      sum += c * exponent_of[s];
-      n += c;
+    for (uint32_t e = g.start[j]; e < g.start[j + 1]; ++e) {
+      sum += g.weight[e] * exponent_of[g.symbol[e]];
+      n += g.weight[e];
     }
     g.mean[j] = n > 0 ? sum / n : 0;
   }
 }
 
-// The elements of each class, in order.
+// The elements of each class, in order (the op's encode, on 16-bit lanes).
 std::vector<bytes> gather(uint16_t const* w, size_t n, uint64_t stride,
                           std::vector<uint8_t> const& map, unsigned k) {
+  auto for_each_run = [&](auto&& run) {
+    for (size_t at = 0; at < n;) {
+      for (size_t j = 0; j < map.size() && at < n; ++j) {
+        size_t const len =
+            static_cast<size_t>(std::min<uint64_t>(stride, n - at));
+        run(map[j], at, len);
+        at += len;
+      }
+    }
+  };
   std::vector<size_t> sizes(k, 0);
-  size_t const period = map.size();
-  for (size_t i = 0; i < n; ++i) ++sizes[map[(i / stride) % period]];
+  for_each_run([&](uint8_t c, size_t, size_t len) { sizes[c] += len; });
   std::vector<bytes> out(k);
   std::vector<uint8_t*> at(k);
   for (unsigned c = 0; c < k; ++c) {
     out[c].resize(sizes[c] * 2);
     at[c] = out[c].data();
   }
-  for (size_t i = 0; i < n; ++i) {
-    uint8_t const c = map[(i / stride) % period];
-    store_le<uint16_t>(at[c], w[i]);
-    at[c] += 2;
-  }
+  for_each_run([&](uint8_t c, size_t from, size_t len) {
+    std::memcpy(at[c], w + from, len * 2);
+    at[c] += len * 2;
+  });
   return out;
 }
 
@@ -196,6 +223,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
       data.size() != r.length || data.size() % 2 != 0) {
     return std::nullopt;
   }
+  double const t0 = work_clock_ms();
   size_t const n = data.size() / 2;
   uint64_t elements = 1;
   for (uint64_t d : r.shape) elements *= d;
@@ -230,21 +258,31 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   }
   size_t const symbols = exponent_of.size();
   if (symbols < 2 || cols * symbols > max_group_cells) return std::nullopt;
-  groups by_col{cols, symbols, std::vector<uint32_t>(cols * symbols, 0), {}};
+  groups by_col;
+  by_col.count = cols;
+  by_col.symbols = symbols;
+  by_col.counts.assign(cols * symbols, 0);
   bool const try_rows = r.length <= max_rows_region && rows >= 2 &&
                         rows <= 65536 && rows * symbols <= max_group_cells;
   groups by_row;
   if (try_rows) {
-    by_row = {rows, symbols, std::vector<uint32_t>(rows * symbols, 0), {}};
+    by_row.count = rows;
+    by_row.symbols = symbols;
+    by_row.counts.assign(rows * symbols, 0);
   }
   count_groups(w, rows, cols, shift, index, by_col,
                try_rows ? &by_row : nullptr);
   // The tail past whole rows (none when the shape is right) is not counted.
+  make_sparse(by_col);
   set_means(by_col, exponent_of);
-  if (try_rows) set_means(by_row, exponent_of);
+  if (try_rows) {
+    make_sparse(by_row);
+    set_means(by_row, exponent_of);
+  }
 
   // The best partition by the sign|exponent estimate.
-  double const single = partition_cost(by_col, std::vector<uint8_t>(cols, 0), 1);
+  double const single =
+      partition_cost(by_col, std::vector<uint8_t>(cols, 0), 1);
   partition best;
   best.cost = single;
   bool best_rows = false;
@@ -264,6 +302,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   // tables per class are not in the estimate.
   if (best.k < 2 || best.cost > single - 64) return std::nullopt;
 
+  double const t_part = work_clock_ms();
   uint64_t const stride = best_rows ? cols : 1;
   std::vector<bytes> parts = gather(w, n, stride, best.map, best.k);
   classes_choice out;
@@ -284,12 +323,18 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     out.estimated_bytes += chosen.back().estimated_bytes - view;
     if (out.estimated_bytes >= to_beat) return std::nullopt;
   }
+  double const t_cf = work_clock_ms();
   std::vector<node> kids;
   for (size_t c = 0; c < chosen.size(); ++c) {
     build_closed_form_tables(chosen[c], hists[c], m);
     node& p = chosen[c].program;
     kids.push_back(p.op == opcode::view ? std::move(p.children[0])
                                         : std::move(p));
+  }
+  if (std::getenv("BREVIS_CLASSES_TIMES")) {
+    std::fprintf(stderr, "classes %s: part %.2f cf %.2f tables %.2f ms\n",
+                 r.name.c_str(), t_part - t0, t_cf - t_part,
+                 work_clock_ms() - t_cf);
   }
   node cls = make_op(opcode::classes, {stride, best.k}, std::move(kids));
   cls.blob.assign(best.map.begin(), best.map.end());
