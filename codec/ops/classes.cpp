@@ -7,8 +7,8 @@
 // channel (stride = the channel count, a class per row): grouping the
 // channels of similar scale gives each group its own tables, whose
 // exponents are far narrower than the tensor's. On the bf16/fp16 corpus
-// this is estimated (scripts-free, /tmp measurement in the commit message)
-// to code 2.6 MB below what one table per tensor can.
+// it codes the 82 bf16/fp16 safetensors files in 202,773,038 B instead of
+// 206,036,010 B with one program per tensor (99.95% of the order-0 bound).
 //
 // No side data: the child sizes follow from the output size, the params and
 // the map. Decoding scatters each child back to its positions.

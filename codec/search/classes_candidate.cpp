@@ -226,7 +226,6 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
       data.size() != r.length || data.size() % 2 != 0) {
     return std::nullopt;
   }
-  double const t0 = work_clock_ms();
   size_t const n = data.size() / 2;
   uint64_t elements = 1;
   for (uint64_t d : r.shape) elements *= d;
@@ -305,7 +304,6 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   // tables per class are not in the estimate.
   if (best.k < 2 || best.cost > single - 64) return std::nullopt;
 
-  double const t_part = work_clock_ms();
   uint64_t const stride = best_rows ? cols : 1;
   std::vector<bytes>& pool = gather(w, n, stride, best.map, best.k);
   std::span<bytes const> const parts(pool.data(), best.k);
@@ -327,18 +325,12 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     out.estimated_bytes += chosen.back().estimated_bytes - view;
     if (out.estimated_bytes >= to_beat) return std::nullopt;
   }
-  double const t_cf = work_clock_ms();
   std::vector<node> kids;
   for (size_t c = 0; c < chosen.size(); ++c) {
     build_closed_form_tables(chosen[c], hists[c], m);
     node& p = chosen[c].program;
     kids.push_back(p.op == opcode::view ? std::move(p.children[0])
                                         : std::move(p));
-  }
-  if (std::getenv("BREVIS_CLASSES_TIMES")) {
-    std::fprintf(stderr, "classes %s: part %.2f cf %.2f tables %.2f ms\n",
-                 r.name.c_str(), t_part - t0, t_cf - t_part,
-                 work_clock_ms() - t_cf);
   }
   node cls = make_op(opcode::classes, {stride, best.k}, std::move(kids));
   cls.blob.assign(best.map.begin(), best.map.end());

@@ -509,7 +509,9 @@ class search_chooser final : public program_chooser {
 std::unique_ptr<program_chooser> make_search_chooser(
     search_chooser_options const& opt) {
   auto chooser = std::make_unique<search_chooser>(opt);
-  if (opt.search.how == search::strategy::fixed) return chooser;
+  if (!opt.classes || opt.search.how == search::strategy::fixed) {
+    return chooser;
+  }
   return search::with_classes(std::move(chooser));
 }
 

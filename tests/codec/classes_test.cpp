@@ -196,7 +196,9 @@ TEST(classes_test, search_picks_classes_for_per_column_scales) {
   r.length = data.size();
   r.shape = {1, 1, rows, cols};
   r.name = "conv/weights";
-  auto const chooser = make_search_chooser();
+  search_chooser_options so;
+  so.classes = true;
+  auto const chooser = make_search_chooser(so);
   node const p = chooser->choose(r, data);
   EXPECT_GT(classes_cycle_elements(p), 0u) << program_text(p);
   ASSERT_TRUE(roundtrips(p, data));
