@@ -145,6 +145,11 @@ int run_cli(int argc, char** argv) {
                    "Fraction a program decoding below 500 MB/s must "
                    "save to be chosen (default 0.03)")
       ->check(CLI::Range(0.0, 1.0));
+  compress->add_flag(
+      "--classes", copt.classes,
+      "Also try coding bf16/fp16 tensors by classes of output channels "
+      "(or rows), each class with its own tables: ~1.6% smaller on the "
+      "corpus, but compression several times slower");
   add_common(*compress, common, true);
 
   decompress_options dopt;

@@ -167,6 +167,7 @@ int run_compress(compress_options const& opt) {
   so.search.budget = opt.search_budget;
   so.search.time_ms = opt.search_ms;
   so.search.slow_margin = opt.slow_margin;
+  so.classes = opt.classes;
   if (opt.chunk_size) so.search.chunk_size = opt.chunk_size;
   auto chooser = codec::make_search_chooser(so);
   return for_each_input(opt.inputs, [&](std::string const& path) {

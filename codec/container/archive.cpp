@@ -10,6 +10,7 @@
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
+#include "codec/ops/classes.h"
 
 namespace brevis::codec {
 namespace {
@@ -137,7 +138,7 @@ void archive_writer::plan_chunks() {
                    file_.begin() + static_cast<std::ptrdiff_t>(g.offset));
     in_program_region_.push_back(in_program);
     uint32_t const width = std::max(1u, dtype_width(g.type));
-    uint32_t const step = chunk_size_ / width * width;
+    uint32_t const step = chunk_step(p, width, chunk_size_);
     for (uint64_t done = 0; done < g.length;) {
       chunk_entry c;
       c.offset = g.offset + done;

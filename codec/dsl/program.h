@@ -33,6 +33,7 @@ enum class opcode : uint8_t {
   map = 14,        // zigzag, xor-const, add-const, rotate
   repeat = 15,     // periodic elems -> one period
   sparse = 16,     // elems -> nonzero mask, nonzero elems
+  classes = 17,    // elems -> one value per class of positions
   // Leaves (value -> payload bytes).
   raw = 64,
   zero = 65,

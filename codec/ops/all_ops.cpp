@@ -22,6 +22,7 @@ op_def const& bitfields_op_def();
 op_def const& bitplanes_op_def();
 op_def const& repeat_op_def();
 op_def const& sparse_op_def();
+op_def const& classes_op_def();
 
 std::span<op_def const* const> all_ops() noexcept {
   static op_def const* const ops[] = {
@@ -30,7 +31,7 @@ std::span<op_def const* const> all_ops() noexcept {
       &transpose_op_def(), &map_op_def(),       &palette_op_def(),
       &runs_op_def(),      &low_zero_op_def(),  &split_op_def(),
       &bitfields_op_def(), &bitplanes_op_def(), &repeat_op_def(),
-      &sparse_op_def(),
+      &sparse_op_def(),    &classes_op_def(),
   };
   return ops;
 }

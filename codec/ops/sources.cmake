@@ -16,4 +16,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   ops/bitfields_kernels.cpp
   ops/bitplanes.cpp
   ops/repeat.cpp
-  ops/sparse.cpp)
+  ops/sparse.cpp
+  ops/classes.cpp)

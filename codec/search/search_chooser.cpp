@@ -16,6 +16,7 @@
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
 #include "codec/choose/work_clock.h"
+#include "codec/search/classes_candidate.h"
 #include "codec/search/closed_form.h"
 #include "codec/search/production.h"
 #include "codec/search/roles.h"
@@ -507,7 +508,11 @@ class search_chooser final : public program_chooser {
 
 std::unique_ptr<program_chooser> make_search_chooser(
     search_chooser_options const& opt) {
-  return std::make_unique<search_chooser>(opt);
+  auto chooser = std::make_unique<search_chooser>(opt);
+  if (!opt.classes || opt.search.how == search::strategy::fixed) {
+    return chooser;
+  }
+  return search::with_classes(std::move(chooser));
 }
 
 std::unique_ptr<program_chooser> make_store_chooser() {

@@ -7,6 +7,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/astar.cpp
   search/sparse_mask.cpp
   search/closed_form.cpp
+  search/classes_candidate.cpp
   search/roles.cpp
   search/segment.cpp
   search/search_chooser.cpp)

@@ -65,6 +65,32 @@ TEST(cli_roundtrip_test, safetensors_made_here) {
   expect_roundtrip(dir, "model.safetensors", st);
 }
 
+// --classes: a bf16 tensor whose output channels (columns) carry 8 scales is
+// coded by classes of columns, across chunks that hold whole class cycles.
+TEST(cli_roundtrip_test, classes_option) {
+  temp_dir dir;
+  size_t const rows = 256, cols = 128;
+  std::string w = bf16_weights(rows * cols, 7);
+  for (size_t i = 0; i < rows * cols; ++i) {
+    // Raise the exponent field (bits 7-14 of the little-endian word) by the
+    // column's scale step; the weights' exponents leave room for 7 more.
+    auto const lo = static_cast<uint8_t>(w[2 * i]);
+    auto const hi = static_cast<uint8_t>(w[2 * i + 1]);
+    auto word = static_cast<uint16_t>(lo | hi << 8);
+    word = static_cast<uint16_t>(word + ((i % cols) % 8 << 7));
+    w[2 * i] = static_cast<char>(word & 0xff);
+    w[2 * i + 1] = static_cast<char>(word >> 8);
+  }
+  std::string const st =
+      make_safetensors({{"conv.weight", "BF16", {rows, cols}, w}});
+  expect_roundtrip(dir, "scaled.safetensors", st,
+                   {"--classes", "--chunk-size", "16K"});
+  run_result const i =
+      brevis({"inspect", (dir / "scaled.safetensors.brv").string()});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("classes"), std::string::npos) << i.out;
+}
+
 TEST(cli_roundtrip_test, default_names_and_decompress_shortcut) {
   temp_dir dir;
   std::string data = bf16_weights(20000, 7);

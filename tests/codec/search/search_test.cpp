@@ -262,8 +262,10 @@ TEST(search, mostly_zero_tensor_codes_its_runs) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "s");
   node const& p = program_of(*c.reader, r);
-  // Runs of zero rows, or the nonzero mask (sparse): both capture it.
-  EXPECT_TRUE(uses(p, opcode::runs) || uses(p, opcode::sparse))
+  // Runs of zero rows, the nonzero mask (sparse) or the zero rows as a
+  // class of their own (classes): each captures it.
+  EXPECT_TRUE(uses(p, opcode::runs) || uses(p, opcode::sparse) ||
+              uses(p, opcode::classes))
       << program_text(p);
   // The live rows at their entropy (bf16 words), the zero runs nearly free.
   double const bound =

@@ -1,0 +1,40 @@
+#pragma once
+// The `classes` candidate (codec/ops/classes.cpp): a bf16/fp16 tensor whose
+// channels (columns: the last dimension; or rows) carry scales of their own
+// is coded as groups of channels of similar sign|exponent statistics, each
+// group with its own closed-form program (closed_form.h) and tables.
+//
+// One table per tensor pays for the mix of every channel's exponents; a
+// group's exponents are narrower. On the 82 bf16/fp16 corpus files an
+// estimate (one sign|exponent table per group, groups by mean exponent
+// refined by Lloyd on the groups' histograms, tables and map paid) saved
+// 1.4 MB by columns and 2.6 MB by columns or rows, of 204.7 MB.
+
+#include <memory>
+#include <optional>
+
+#include "codec/choose/chooser.h"
+#include "codec/core/bytes.h"
+#include "codec/dsl/program.h"
+#include "codec/parse/region.h"
+
+namespace brevis::codec::search {
+
+struct classes_choice {
+  node program;  // view(classes(...)(one closed-form program per class), raw)
+  double estimated_bytes = 0;
+  bool rows = false;  // grouped by rows (else by columns)
+};
+
+/// The `classes` program of region `r` (its whole bytes `data`), when `r` is
+/// a bf16/fp16 tensor of rank >= 2 whose channels group into classes
+/// estimated smaller than `to_beat` bytes; its static tables built.
+std::optional<classes_choice> classes_program(region const& r, byte_view data,
+                                              double to_beat);
+
+/// Wraps `inner`: each region's program is the inner chooser's, or the
+/// classes program when that is estimated smaller.
+std::unique_ptr<program_chooser> with_classes(
+    std::unique_ptr<program_chooser> inner);
+
+}  // namespace brevis::codec::search
