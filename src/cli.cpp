@@ -282,9 +282,17 @@ int run_cli(int argc, char** argv) {
   }
 
   common_options const resolved = resolve(common);
-  // Bounds TBB's worker count for the whole run.
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            resolved.threads);
+  // Bounds TBB's worker count for the whole run. At -T1 the commands that
+  // run their loops through src/parallel.h never start TBB, and creating
+  // the control would (~2 ms; see parallel.h).
+  bool const without_tbb =
+      resolved.threads == 1 && (compress->parsed() || decompress->parsed() ||
+                                inspect->parsed() || verify->parsed());
+  std::optional<tbb::global_control> limit;
+  if (!without_tbb) {
+    limit.emplace(tbb::global_control::max_allowed_parallelism,
+                  resolved.threads);
+  }
 
   for (auto [cmd, action] : {std::pair{s_add, "add"},
                              {s_get, "get"},
