@@ -8,7 +8,8 @@ packages=(
   build-essential cmake pkg-config ninja-build git
   clang libclang-rt-14-dev clang-format clang-tidy
   libfuse3-dev fuse3 liblmdb-dev lmdb-utils libtbb-dev libcli11-dev
-  libgtest-dev libgmock-dev libhtscodecs-dev libzstd-dev libxxhash-dev
+  libgtest-dev libgmock-dev libhtscodecs-dev libbz2-dev libzstd-dev
+  libxxhash-dev
   nlohmann-json3-dev
   zstd xz-utils gzip lz4 attr
   python3 python3-numpy python3-torch

@@ -6,8 +6,8 @@
 
 #include "codec/core/checksum.h"
 #include "codec/core/error.h"
-#include "fs/pipeline/ordered_pipeline.h"
 #include "src/buffer_ring.h"
+#include "src/parallel.h"
 
 namespace brevis::cli {
 namespace {
@@ -53,8 +53,8 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
   codec::xxh3_stream hash;
   uint64_t done = 0;
   buffer_ring buffers(longest);
-  fs::ordered_pipeline(
-      chunks.size(), 2 * size_t{std::max(threads, 1u)},
+  ordered_run(
+      threads, chunks.size(),
       [&](size_t i) {
         decoded d{buffers.take(), chunks[i].length};
         reader.decode_chunk(i, d.data.get());

@@ -49,6 +49,15 @@ common_options resolve(raw_common const& c) {
   return o;
 }
 
+constexpr char const* commands[] = {
+    "compress", "decompress", "inspect", "verify", "store",
+    "stats",    "fsck",       "gc",      "mount",  "unmount"};
+
+bool is_command(std::string const& word) {
+  return std::find(std::begin(commands), std::end(commands), word) !=
+         std::end(commands);
+}
+
 // zstd-style shortcuts: `brevis -d F.brv` is `brevis decompress F.brv`,
 // `-z` compress and `-t` verify.
 std::vector<std::string> rewrite_shortcuts(std::vector<std::string> args) {
@@ -56,11 +65,7 @@ std::vector<std::string> rewrite_shortcuts(std::vector<std::string> args) {
       {"-d", "decompress"}, {"--decompress", "decompress"},
       {"-z", "compress"},   {"--compress", "compress"},
       {"-t", "verify"},     {"--test", "verify"}};
-  if (args.size() < 2) return args;
-  for (auto const& s : {"compress", "decompress", "inspect", "verify", "store",
-                        "stats", "fsck", "gc", "mount", "unmount"}) {
-    if (args[1] == s) return args;
-  }
+  if (args.size() < 2 || is_command(args[1])) return args;
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
     for (auto const& [flag, command] : shortcuts) {
       if (args[i] == flag) {
@@ -96,187 +101,228 @@ int run_cli(int argc, char** argv) {
       "Shortcuts: -z = compress, -d = decompress, -t = verify."};
   app.set_version_flag("--version", "brevis 0.1.0");
   app.require_subcommand(1);
+  // Only the named subcommand is built (all of them for the top-level help
+  // and errors): building every option of every subcommand took ~0.5 ms of
+  // each run's ~10 ms start-up (decompress of a missing file, min of 40).
+  auto const wants = [&args](char const* name) {
+    return args.size() < 2 || !is_command(args[1]) || args[1] == name;
+  };
+  auto const parsed = [](CLI::App const* c) {
+    return c != nullptr && c->parsed();
+  };
 
   raw_common common;
   compress_options copt;
   std::string chunk_size_text;
   bool keep = false;
-  CLI::App* compress = app.add_subcommand(
-      "compress",
-      "Compress FILE to FILE.brv. Inputs are kept (as zstd does); --rm "
-      "deletes them after success. - is stdin/stdout.");
-  compress->add_option("files", copt.inputs, "Files to compress (- = stdin)");
-  compress->add_option("-o,--output", copt.output,
-                       "Output file (one input only; - = stdout)");
-  compress->add_flag("-c,--stdout", copt.to_stdout, "Write to stdout");
-  compress->add_flag("-k,--keep", keep,
-                     "Keep the input (the default; for compatibility)");
-  compress->add_flag("--rm", copt.remove_input,
-                     "Delete the input after it was compressed successfully");
-  compress->add_flag(
-      "--verify", copt.verify,
-      "Decode every chunk back before writing it, falling back to zstd on "
-      "a mismatch (always on with --rm; off, each chunk's XXH3 in the "
-      "archive still lets decompress and verify detect a fault)");
-  compress->add_option("--chunk-size", chunk_size_text,
-                       "Chunk size, e.g. 1M (K/M/G = KiB/MiB/GiB; default 1M)");
-  compress
-      ->add_option("--search", copt.search,
-                   "Program search: astar (default), greedy, or fixed "
-                   "(one byte-planes program per dtype)")
-      ->check(CLI::IsMember({"astar", "greedy", "fixed"}));
-  compress
-      ->add_option("--prior", copt.prior,
-                   "Production prior: learned per file (default) or "
-                   "uniform")
-      ->check(CLI::IsMember({"learned", "uniform"}));
-  compress
-      ->add_option("--search-budget", copt.search_budget,
-                   "Search expansions per region (default 24)")
-      ->check(CLI::Range(size_t{1}, size_t{100000}));
-  compress
-      ->add_option("--search-ms", copt.search_ms,
-                   "Search limit per region in ms of CPU time (default 0: "
-                   "none, expansions alone bound it and the output does not "
-                   "depend on timing)")
-      ->check(CLI::Range(0.0, 1e6));
-  compress
-      ->add_option("--slow-margin", copt.slow_margin,
-                   "Fraction a program decoding below 500 MB/s must "
-                   "save to be chosen (default 0.03)")
-      ->check(CLI::Range(0.0, 1.0));
-  compress->add_flag(
-      "--classes", copt.classes,
-      "Also try coding bf16/fp16 tensors by classes of output channels "
-      "(or rows), each class with its own tables: ~1.6% smaller on the "
-      "corpus, but compression several times slower");
-  add_common(*compress, common, true);
+  CLI::App* compress = nullptr;
+  if (wants("compress")) {
+    compress = app.add_subcommand(
+        "compress",
+        "Compress FILE to FILE.brv. Inputs are kept (as zstd does); --rm "
+        "deletes them after success. - is stdin/stdout.");
+    compress->add_option("files", copt.inputs, "Files to compress (- = stdin)");
+    compress->add_option("-o,--output", copt.output,
+                         "Output file (one input only; - = stdout)");
+    compress->add_flag("-c,--stdout", copt.to_stdout, "Write to stdout");
+    compress->add_flag("-k,--keep", keep,
+                       "Keep the input (the default; for compatibility)");
+    compress->add_flag("--rm", copt.remove_input,
+                       "Delete the input after it was compressed successfully");
+    compress->add_flag(
+        "--verify", copt.verify,
+        "Decode every chunk back before writing it, falling back to zstd on "
+        "a mismatch (always on with --rm; off, each chunk's XXH3 in the "
+        "archive still lets decompress and verify detect a fault)");
+    compress->add_option(
+        "--chunk-size", chunk_size_text,
+        "Chunk size, e.g. 1M (K/M/G = KiB/MiB/GiB; default 1M)");
+    compress
+        ->add_option("--search", copt.search,
+                     "Program search: astar (default), greedy, or fixed "
+                     "(one byte-planes program per dtype)")
+        ->check(CLI::IsMember({"astar", "greedy", "fixed"}));
+    compress
+        ->add_option("--prior", copt.prior,
+                     "Production prior: learned per file (default) or "
+                     "uniform")
+        ->check(CLI::IsMember({"learned", "uniform"}));
+    compress
+        ->add_option("--search-budget", copt.search_budget,
+                     "Search expansions per region (default 24)")
+        ->check(CLI::Range(size_t{1}, size_t{100000}));
+    compress
+        ->add_option("--search-ms", copt.search_ms,
+                     "Search limit per region in ms of CPU time (default 0: "
+                     "none, expansions alone bound it and the output does not "
+                     "depend on timing)")
+        ->check(CLI::Range(0.0, 1e6));
+    compress
+        ->add_option("--slow-margin", copt.slow_margin,
+                     "Fraction a program decoding below 500 MB/s must "
+                     "save to be chosen (default 0.03)")
+        ->check(CLI::Range(0.0, 1.0));
+    compress->add_flag(
+        "--classes", copt.classes,
+        "Also try coding bf16/fp16 tensors by classes of output channels "
+        "(or rows), each class with its own tables: ~1.6% smaller on the "
+        "corpus, but compression several times slower");
+    add_common(*compress, common, true);
+  }
 
   decompress_options dopt;
-  CLI::App* decompress = app.add_subcommand(
-      "decompress",
-      "Decompress FILE.brv to FILE (inputs are kept unless --rm). - is "
-      "stdin/stdout.");
-  decompress->add_option("files", dopt.inputs,
-                         "Archives to decompress (- = stdin)");
-  decompress->add_option("-o,--output", dopt.output,
-                         "Output file (one input only; - = stdout)");
-  decompress->add_flag("-c,--stdout", dopt.to_stdout, "Write to stdout");
-  decompress->add_flag("-k,--keep", keep,
-                       "Keep the input (the default; for compatibility)");
-  decompress->add_flag("--rm", dopt.remove_input,
-                       "Delete the archive after successful decompression");
-  add_common(*decompress, common, true);
+  CLI::App* decompress = nullptr;
+  if (wants("decompress")) {
+    decompress = app.add_subcommand(
+        "decompress",
+        "Decompress FILE.brv to FILE (inputs are kept unless --rm). - is "
+        "stdin/stdout.");
+    decompress->add_option("files", dopt.inputs,
+                           "Archives to decompress (- = stdin)");
+    decompress->add_option("-o,--output", dopt.output,
+                           "Output file (one input only; - = stdout)");
+    decompress->add_flag("-c,--stdout", dopt.to_stdout, "Write to stdout");
+    decompress->add_flag("-k,--keep", keep,
+                         "Keep the input (the default; for compatibility)");
+    decompress->add_flag("--rm", dopt.remove_input,
+                         "Delete the archive after successful decompression");
+    add_common(*decompress, common, true);
+  }
 
   inspect_options iopt;
   std::string range_text;
-  CLI::App* inspect = app.add_subcommand(
-      "inspect", "List an archive's regions, their programs and sizes");
-  inspect->add_option("files", iopt.inputs, "Archives")->required();
-  inspect->add_option(
-      "--range", range_text,
-      "OFFSET:LENGTH of the original: how many chunks it needs");
-  add_common(*inspect, common, false);
+  CLI::App* inspect = nullptr;
+  if (wants("inspect")) {
+    inspect = app.add_subcommand(
+        "inspect", "List an archive's regions, their programs and sizes");
+    inspect->add_option("files", iopt.inputs, "Archives")->required();
+    inspect->add_option(
+        "--range", range_text,
+        "OFFSET:LENGTH of the original: how many chunks it needs");
+    add_common(*inspect, common, false);
+  }
 
   verify_options vopt;
-  CLI::App* verify = app.add_subcommand(
-      "verify", "Decode archives fully and check every checksum");
-  verify->add_option("files", vopt.inputs, "Archives")->required();
-  add_common(*verify, common, false);
+  CLI::App* verify = nullptr;
+  if (wants("verify")) {
+    verify = app.add_subcommand(
+        "verify", "Decode archives fully and check every checksum");
+    verify->add_option("files", vopt.inputs, "Archives")->required();
+    add_common(*verify, common, false);
+  }
 
   store_cli_options sopt;
-  CLI::App* store_cmd = app.add_subcommand(
-      "store", "Use a program store directory without a mount");
-  store_cmd->require_subcommand(1);
-  CLI::App* s_add = store_cmd->add_subcommand(
-      "add", "Compress files into the store (replacing same-named ones)");
-  s_add->add_option("store", sopt.store, "Store directory")->required();
-  s_add->add_option("files", sopt.files, "Files to add")->required();
-  s_add->add_option("--as", sopt.as, "Name in the store (one file only)");
-  s_add->add_option("--chunk-size", chunk_size_text,
-                    "Chunk size, e.g. 1M (default 1M)");
-  add_common(*s_add, common, false);
-  CLI::App* s_get = store_cmd->add_subcommand(
-      "get", "Write a stored file out, checking every checksum");
-  s_get->add_option("store", sopt.store, "Store directory")->required();
-  s_get->add_option("name", sopt.files, "Name in the store")->required();
-  s_get->add_option("-o,--output", sopt.output, "Output file (- = stdout)");
-  add_common(*s_get, common, true);
-  CLI::App* s_rm =
-      store_cmd->add_subcommand("rm", "Remove files from the store");
-  s_rm->add_option("store", sopt.store, "Store directory")->required();
-  s_rm->add_option("names", sopt.files, "Names in the store")->required();
-  add_common(*s_rm, common, false);
-  CLI::App* s_ls = store_cmd->add_subcommand(
-      "ls", "List stored files: size, stored size, ratio, state");
-  s_ls->add_option("store", sopt.store, "Store directory")->required();
-  add_common(*s_ls, common, false);
-  CLI::App* s_bench = store_cmd->add_subcommand(
-      "read-bench",
-      "Random 128 KiB reads of a stored file, page cache dropped first");
-  s_bench->add_option("store", sopt.store, "Store directory")->required();
-  s_bench->add_option("name", sopt.files, "Name in the store")->required();
-  s_bench->add_option("--count", sopt.read_count, "Reads (default 1000)");
-  add_common(*s_bench, common, false);
-  CLI::App* stats = app.add_subcommand(
-      "stats", "Store totals: savings, dedup savings, pack fill");
-  stats->add_option("store", sopt.store, "Store directory")->required();
-  add_common(*stats, common, false);
-  CLI::App* fsck = app.add_subcommand(
-      "fsck", "Check every pack record, chunk and reference count of a store");
-  fsck->add_option("store", sopt.store, "Store directory")->required();
-  fsck->add_flag("--repair", sopt.repair,
-                 "Remove what cannot be read and fix counts; never touches "
-                 "readable files");
-  add_common(*fsck, common, false);
-  CLI::App* gc = app.add_subcommand(
-      "gc", "Rewrite mostly-dead packs and reclaim their space");
-  gc->add_option("store", sopt.store, "Store directory")->required();
-  gc->add_option("--threshold", sopt.threshold,
-                 "Rewrite packs whose live fraction is below this (0..1, "
-                 "default 0.5)")
-      ->check(CLI::Range(0.0, 1.0));
-  add_common(*gc, common, false);
+  CLI::App *store_cmd = nullptr, *s_add = nullptr, *s_get = nullptr,
+           *s_rm = nullptr, *s_ls = nullptr, *s_bench = nullptr;
+  if (wants("store")) {
+    store_cmd = app.add_subcommand(
+        "store", "Use a program store directory without a mount");
+    store_cmd->require_subcommand(1);
+    s_add = store_cmd->add_subcommand(
+        "add", "Compress files into the store (replacing same-named ones)");
+    s_add->add_option("store", sopt.store, "Store directory")->required();
+    s_add->add_option("files", sopt.files, "Files to add")->required();
+    s_add->add_option("--as", sopt.as, "Name in the store (one file only)");
+    s_add->add_option("--chunk-size", chunk_size_text,
+                      "Chunk size, e.g. 1M (default 1M)");
+    add_common(*s_add, common, false);
+    s_get = store_cmd->add_subcommand(
+        "get", "Write a stored file out, checking every checksum");
+    s_get->add_option("store", sopt.store, "Store directory")->required();
+    s_get->add_option("name", sopt.files, "Name in the store")->required();
+    s_get->add_option("-o,--output", sopt.output, "Output file (- = stdout)");
+    add_common(*s_get, common, true);
+    s_rm = store_cmd->add_subcommand("rm", "Remove files from the store");
+    s_rm->add_option("store", sopt.store, "Store directory")->required();
+    s_rm->add_option("names", sopt.files, "Names in the store")->required();
+    add_common(*s_rm, common, false);
+    s_ls = store_cmd->add_subcommand(
+        "ls", "List stored files: size, stored size, ratio, state");
+    s_ls->add_option("store", sopt.store, "Store directory")->required();
+    add_common(*s_ls, common, false);
+    s_bench = store_cmd->add_subcommand(
+        "read-bench",
+        "Random 128 KiB reads of a stored file, page cache dropped first");
+    s_bench->add_option("store", sopt.store, "Store directory")->required();
+    s_bench->add_option("name", sopt.files, "Name in the store")->required();
+    s_bench->add_option("--count", sopt.read_count, "Reads (default 1000)");
+    add_common(*s_bench, common, false);
+  }
+  CLI::App* stats = nullptr;
+  if (wants("stats")) {
+    stats = app.add_subcommand(
+        "stats", "Store totals: savings, dedup savings, pack fill");
+    stats->add_option("store", sopt.store, "Store directory")->required();
+    add_common(*stats, common, false);
+  }
+  CLI::App* fsck = nullptr;
+  if (wants("fsck")) {
+    fsck = app.add_subcommand(
+        "fsck",
+        "Check every pack record, chunk and reference count of a store");
+    fsck->add_option("store", sopt.store, "Store directory")->required();
+    fsck->add_flag("--repair", sopt.repair,
+                   "Remove what cannot be read and fix counts; never touches "
+                   "readable files");
+    add_common(*fsck, common, false);
+  }
+  CLI::App* gc = nullptr;
+  if (wants("gc")) {
+    gc = app.add_subcommand(
+        "gc", "Rewrite mostly-dead packs and reclaim their space");
+    gc->add_option("store", sopt.store, "Store directory")->required();
+    gc->add_option("--threshold", sopt.threshold,
+                   "Rewrite packs whose live fraction is below this (0..1, "
+                   "default 0.5)")
+        ->check(CLI::Range(0.0, 1.0));
+    add_common(*gc, common, false);
+  }
 
   mount_cli_options mopt;
-  CLI::App* mount = app.add_subcommand(
-      "mount",
-      "Mount a store: files copied in are staged at disk speed and "
-      "compressed behind; reads decode only what they touch");
-  mount->add_option("store", mopt.store, "Store directory (created if new)")
-      ->required();
-  mount->add_option("mountpoint", mopt.mountpoint, "Directory to mount on")
-      ->required();
-  mount->add_flag("-f,--foreground", mopt.foreground,
-                  "Stay in the foreground (default: daemonize)");
-  mount->add_flag("-d,--debug", mopt.debug,
-                  "Trace FUSE requests on stderr (implies -f)");
-  mount->add_flag("--allow-other", mopt.allow_other,
-                  "Let other users use the mount (permissions are checked)");
-  mount->add_flag("--no-compress", mopt.no_compress,
-                  "Keep written files staged (no background compression)");
-  mount->add_option("--quiet-ms", mopt.quiet_ms,
-                    "Wait this long after the last writer closes a file "
-                    "before compressing it (default 1000)");
-  mount->add_option("--fuse-threads", mopt.fuse_threads,
-                    "Maximum FUSE worker threads (0: libfuse's default)");
-  mount->add_option("--cache-size", mopt.cache_size,
-                    "Memory for decoded chunks, e.g. 512M or 2G (default "
-                    "256M; 0: no cache)");
-  mount->add_option("--prefetch", mopt.prefetch,
-                    "Chunk sizes (1 MiB each) decoded ahead of a sequential "
-                    "reader (default 2; 0: no background decoding)");
-  mount->add_option("--pipeline-memory", mopt.pipeline_memory,
-                    "Memory the background compression may hold in flight, "
-                    "e.g. 128M (default 256M)");
-  mount->add_option("--log", mopt.log,
-                    "Where to log (one line per compressed file, and "
-                    "errors): FILE, syslog or stderr (default: stderr with "
-                    "-f, syslog when daemonized)");
-  CLI::App* unmount = app.add_subcommand("unmount", "Unmount (fusermount3 -u)");
-  unmount->add_option("mountpoint", mopt.mountpoint, "Mounted directory")
-      ->required();
-  unmount->add_flag("-z,--lazy", mopt.lazy, "Detach even when busy");
+  CLI::App* mount = nullptr;
+  if (wants("mount")) {
+    mount = app.add_subcommand(
+        "mount",
+        "Mount a store: files copied in are staged at disk speed and "
+        "compressed behind; reads decode only what they touch");
+    mount->add_option("store", mopt.store, "Store directory (created if new)")
+        ->required();
+    mount->add_option("mountpoint", mopt.mountpoint, "Directory to mount on")
+        ->required();
+    mount->add_flag("-f,--foreground", mopt.foreground,
+                    "Stay in the foreground (default: daemonize)");
+    mount->add_flag("-d,--debug", mopt.debug,
+                    "Trace FUSE requests on stderr (implies -f)");
+    mount->add_flag("--allow-other", mopt.allow_other,
+                    "Let other users use the mount (permissions are checked)");
+    mount->add_flag("--no-compress", mopt.no_compress,
+                    "Keep written files staged (no background compression)");
+    mount->add_option("--quiet-ms", mopt.quiet_ms,
+                      "Wait this long after the last writer closes a file "
+                      "before compressing it (default 1000)");
+    mount->add_option("--fuse-threads", mopt.fuse_threads,
+                      "Maximum FUSE worker threads (0: libfuse's default)");
+    mount->add_option("--cache-size", mopt.cache_size,
+                      "Memory for decoded chunks, e.g. 512M or 2G (default "
+                      "256M; 0: no cache)");
+    mount->add_option("--prefetch", mopt.prefetch,
+                      "Chunk sizes (1 MiB each) decoded ahead of a sequential "
+                      "reader (default 2; 0: no background decoding)");
+    mount->add_option("--pipeline-memory", mopt.pipeline_memory,
+                      "Memory the background compression may hold in flight, "
+                      "e.g. 128M (default 256M)");
+    mount->add_option("--log", mopt.log,
+                      "Where to log (one line per compressed file, and "
+                      "errors): FILE, syslog or stderr (default: stderr with "
+                      "-f, syslog when daemonized)");
+  }
+  CLI::App* unmount = nullptr;
+  if (wants("unmount")) {
+    unmount = app.add_subcommand("unmount", "Unmount (fusermount3 -u)");
+    unmount->add_option("mountpoint", mopt.mountpoint, "Mounted directory")
+        ->required();
+    unmount->add_flag("-z,--lazy", mopt.lazy, "Detach even when busy");
+  }
 
   try {
     std::vector<char*> cargs;
@@ -287,9 +333,17 @@ int run_cli(int argc, char** argv) {
   }
 
   common_options const resolved = resolve(common);
-  // Bounds TBB's worker count for the whole run.
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            resolved.threads);
+  // Bounds TBB's worker count for the whole run. At -T1 the commands that
+  // run their loops through src/parallel.h never start TBB, and creating
+  // the control would (~2 ms; see parallel.h).
+  bool const without_tbb =
+      resolved.threads == 1 && (parsed(compress) || parsed(decompress) ||
+                                parsed(inspect) || parsed(verify));
+  std::optional<tbb::global_control> limit;
+  if (!without_tbb) {
+    limit.emplace(tbb::global_control::max_allowed_parallelism,
+                  resolved.threads);
+  }
 
   for (auto [cmd, action] : {std::pair{s_add, "add"},
                              {s_get, "get"},
@@ -299,7 +353,7 @@ int run_cli(int argc, char** argv) {
                              {stats, "stats"},
                              {fsck, "fsck"},
                              {gc, "gc"}}) {
-    if (!cmd->parsed()) continue;
+    if (!parsed(cmd)) continue;
     sopt.action = action;
     sopt.common = resolved;
     if (!chunk_size_text.empty()) {
@@ -316,12 +370,12 @@ int run_cli(int argc, char** argv) {
     }
     return run_store(sopt);
   }
-  if (mount->parsed()) {
+  if (parsed(mount)) {
     if (mopt.debug) mopt.foreground = true;
     return run_mount(mopt);
   }
-  if (unmount->parsed()) return run_unmount(mopt);
-  if (compress->parsed()) {
+  if (parsed(unmount)) return run_unmount(mopt);
+  if (parsed(compress)) {
     copt.common = resolved;
     if (!chunk_size_text.empty()) {
       auto size = parse_size(chunk_size_text);
@@ -338,12 +392,12 @@ int run_cli(int argc, char** argv) {
     if (!default_to_stdin(copt.inputs)) return 1;
     return run_compress(copt);
   }
-  if (decompress->parsed()) {
+  if (parsed(decompress)) {
     dopt.common = resolved;
     if (!default_to_stdin(dopt.inputs)) return 1;
     return run_decompress(dopt);
   }
-  if (inspect->parsed()) {
+  if (parsed(inspect)) {
     iopt.common = resolved;
     if (!range_text.empty()) {
       size_t colon = range_text.find(':');

@@ -1,7 +1,6 @@
 // `brevis compress FILE...`: FILE -> FILE.brv, keeping FILE (zstd's habit;
 // --rm deletes it after success).
 
-#include <tbb/parallel_for.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +14,11 @@
 #include "codec/container/archive.h"
 #include "codec/core/error.h"
 #include "codec/search/search_chooser.h"
-#include "fs/pipeline/ordered_pipeline.h"
 #include "src/commands.h"
 #include "src/huge_heap.h"
 #include "src/input.h"
 #include "src/output_file.h"
+#include "src/parallel.h"
 #include "src/progress.h"
 #include "src/report.h"
 
@@ -77,8 +76,8 @@ void compress_one(compress_options const& opt,
   // Decoding back doubles the encoding work; it pays where the input is
   // about to be deleted.
   writer.set_verify(opt.verify || opt.remove_input);
-  tbb::parallel_for(size_t{0}, writer.region_count(),
-                    [&](size_t r) { writer.choose_program(r); });
+  parallel_for_index(opt.common.threads, writer.region_count(),
+                     [&](size_t r) { writer.choose_program(r); });
   // Choosing: parsing, the file's tables and prior, and every search, in
   // CPU seconds of the process (the machine may be shared). Planning the
   // chunks (hashing each for deduplication) is archive work: counted apart.
@@ -99,9 +98,8 @@ void compress_one(compress_options const& opt,
   size_t const count = writer.chunk_count();
   // Encodes in parallel, writes in chunk order: at most 2 x threads chunks
   // are in flight, so memory stays bounded whatever the file size.
-  fs::ordered_pipeline(
-      count, 2 * size_t{opt.common.threads},
-      [&](size_t i) { return writer.encode(i); },
+  ordered_run(
+      opt.common.threads, count, [&](size_t i) { return writer.encode(i); },
       [&](codec::encoded_chunk& c) {
         out.write(writer.append(c));
         bar.update(data.size() * (c.index + 1) / count);

@@ -272,15 +272,16 @@ bytes raw_zstd_frame(byte_view content) {
 
 bytes pack_index(byte_view index, uint64_t payload_bytes) {
   // Names, shapes and checksums of small-tensor files weigh like their data:
-  // where the index is a good part of the archive, the slowest level pays
-  // (a 130 KB .pt of 300 small tensors: 400 bytes, 0.6% of its archive,
-  // which decides whether it beats xz). Elsewhere it does not: over the
-  // corpus indexes (median 57 KB raw) level 19 runs at ~2.5 MB/s and 9 at
-  // ~80 MB/s, and 9 gives up 2-3% of the index, ~0.02% of the archive, for
-  // a tenth of the time (the 6 /tmp/qc files: 82 ms -> 7 ms).
-  bool const weighs =
-      index.size() < (4u << 10) || index.size() * 8 >= payload_bytes;
-  int const level = weighs ? 19 : index.size() < (4u << 20) ? 9 : 3;
+  // where the index outweighs the payload, the slowest level pays (age.bf16
+  // .pt, 65 KB: 557 bytes, which keep it below xz -6). Elsewhere it does
+  // not: 19 took 10 ms on a 28 KB index against 0.3 at 9, 41% of
+  // compressing a 97 KB file. Over the corpus, 9 instead of 19 for the 25
+  // files whose index weighed an eighth of the payload or more (the rule of
+  // 15d8def) gives up 15.5 KB of 430 MB with every file still below xz -6
+  // and zstd -19, and saves ~0.6 s of index CPU (loaded box).
+  int const level = index.size() >= payload_bytes ? 19
+                    : index.size() < (4u << 20)   ? 9
+                                                  : 3;
   bytes out(ZSTD_compressBound(index.size()));
   size_t const n =
       ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);

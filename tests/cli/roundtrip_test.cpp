@@ -54,6 +54,42 @@ TEST(cli_roundtrip_test, small_chunks_and_threads) {
                    {"--chunk-size", "16KiB", "-T", "1"});
 }
 
+// At -T1 the loops run on the calling thread without TBB (src/parallel.h):
+// the same bytes as at -T2, and a damaged chunk still fails the run after
+// the chunks before it, leaving no output.
+TEST(cli_roundtrip_test, one_thread_matches_two_and_fails_cleanly) {
+  temp_dir dir;
+  std::string const data = bf16_weights(60000, 11);
+  fs::path const in = dir / "w.bin";
+  write_file(in, data);
+  for (char const* threads : {"1", "2"}) {
+    fs::path const archive = dir / (std::string("w") + threads + ".brv");
+    ASSERT_EQ(brevis({"compress", in.string(), "-o", archive.string(),
+                      "--chunk-size", "4K", "-T", threads})
+                  .exit_code,
+              0);
+    for (char const* back : {"1", "2"}) {
+      fs::path const out = dir / (std::string("w.out") + threads + back);
+      run_result d = brevis(
+          {"decompress", archive.string(), "-o", out.string(), "-T", back});
+      ASSERT_EQ(d.exit_code, 0) << d.err;
+      EXPECT_TRUE(read_file(out) == data) << threads << " -> " << back;
+    }
+    EXPECT_EQ(brevis({"verify", archive.string(), "-T", "1"}).exit_code, 0);
+  }
+  // A byte in the middle of the payloads (30 chunks of 4 KiB) flipped.
+  std::string damaged = read_file(dir / "w1.brv");
+  damaged[damaged.size() / 3] ^= 0x5a;
+  write_file(dir / "bad.brv", damaged);
+  run_result d = brevis({"decompress", (dir / "bad.brv").string(), "-o",
+                         (dir / "bad.out").string(), "-T", "1"});
+  EXPECT_EQ(d.exit_code, 1) << d.err;
+  EXPECT_FALSE(fs::exists(dir / "bad.out"));
+  EXPECT_EQ(brevis({"verify", (dir / "bad.brv").string(), "-T", "1"}).exit_code,
+            1);
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
 TEST(cli_roundtrip_test, safetensors_made_here) {
   temp_dir dir;
   std::string st = make_safetensors({

@@ -632,6 +632,9 @@ TEST(container_test, index_level_follows_its_weight) {
   EXPECT_LT(heavy.size(), light.size());
   EXPECT_EQ(brv::unpack_index(heavy), index);
   EXPECT_EQ(brv::unpack_index(light), index);
+  // Below the payload's size it is light (the slow level cost small files
+  // more time than its bytes were worth).
+  EXPECT_EQ(brv::pack_index(index, 2 * index.size()), light);
 }
 
 TEST(container_test, absurd_counts_fail_fast) {

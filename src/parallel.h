@@ -1,0 +1,47 @@
+#pragma once
+// The CLI's parallel loops. With one thread they run on the calling thread
+// and TBB is never started: its first use dlopens libtbbmalloc, looks for
+// libirml.so in 45 places and starts a thread even at one thread of
+// parallelism (a test program: 8.3 ms bare, 11.5 ms after global_control
+// and a parallel_for at max_allowed_parallelism 1), a third of what a small
+// file costs at -T1.
+
+#include <tbb/parallel_for.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "fs/pipeline/ordered_pipeline.h"
+
+namespace brevis::cli {
+
+/// body(i) for i in [0, count), on up to `threads` threads, in any order.
+template <typename Body>
+void parallel_for_index(unsigned threads, size_t count, Body&& body) {
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  tbb::parallel_for(size_t{0}, count, std::forward<Body>(body));
+}
+
+/// fs::ordered_pipeline with 2 x threads items in flight; with one thread,
+/// produce(i) then consume(result) for each i in turn (the pipeline could
+/// overlap nothing anyway). An exception ends the run after the items
+/// before it were consumed, as in the pipeline.
+template <typename Produce, typename Consume>
+void ordered_run(unsigned threads, size_t count, Produce&& produce,
+                 Consume&& consume) {
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i) {
+      auto result = produce(i);
+      consume(result);
+    }
+    return;
+  }
+  fs::ordered_pipeline(count, 2 * size_t{threads},
+                       std::forward<Produce>(produce),
+                       std::forward<Consume>(consume));
+}
+
+}  // namespace brevis::cli
