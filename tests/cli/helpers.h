@@ -156,7 +156,10 @@ inline std::string make_safetensors(std::vector<st_tensor> const& tensors) {
   for (auto const& t : tensors) {
     json += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
     for (size_t i = 0; i < t.shape.size(); ++i) {
-      json += (i ? "," : "") + std::to_string(t.shape[i]);
+      // Appended in two steps: GCC 12 warns (-Wrestrict, a false positive)
+      // on `(i ? "," : "") + std::to_string(...)`.
+      if (i) json += ',';
+      json += std::to_string(t.shape[i]);
     }
     json += "],\"data_offsets\":[" + std::to_string(offset) + "," +
             std::to_string(offset + t.data.size()) + "]}";
