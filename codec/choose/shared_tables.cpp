@@ -120,38 +120,23 @@ file_tables::file_tables(byte_view file, std::span<region const> regions,
     if (hook) hook(r, m.hist, mg);
     groups[{k, median}].push_back(std::move(m));
   }
-  // Kept zero between groups: the scan below clears what it reads.
-  std::vector<uint64_t> total(65536, 0);
-  constexpr uint32_t block = 64;  // symbols per touched flag
-  std::vector<uint8_t> touched(65536 / block, 0);
-  std::vector<double> sym_bits(65536);  // read only at the group's symbols
-  // Reused by every group: fp16 groups have tens of thousands of symbols,
-  // and growing a fresh one each would page in new memory at every step.
-  sparse_hist group;
+  // Read only at the groups' symbols; kept by the thread for its next file.
+  thread_local std::vector<double> sym_bits(65536);
+  // Reused by every group (and by the thread's next file): fp16 groups have
+  // tens of thousands of symbols, and growing a fresh one each would page in
+  // new memory at every step.
+  thread_local sparse_hist group;
+  std::vector<sparse_hist const*> parts;
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
     // The group's count: what its table is built from (encoding work, as
     // building it is, where the table is kept: shared_table::build_ms).
     double const group_start = thread_cpu_ms();
-    for (member const& m : members) {
-      for (auto const& [s, c] : m.hist) {
-        total[s] += c;
-        touched[s / block] = 1;
-      }
-    }
-    // In symbol order by a scan of the touched blocks, cheaper than sorting
-    // the tens of thousands of symbols of large groups, and than scanning
-    // all 2^16 counters for bf16's groups of a few thousand.
-    group.clear();
-    for (uint32_t b = 0; b < touched.size(); ++b) {
-      if (touched[b] == 0) continue;
-      touched[b] = 0;
-      for (uint32_t s = b * block; s < (b + 1) * block; ++s) {
-        if (total[s] == 0) continue;
-        group.emplace_back(s, entry_count(total[s]));
-        total[s] = 0;
-      }
-    }
+    // Summed in histogram16's counters, already paged in by the regions'
+    // counts: no 1 MiB of fresh counters and flags a file.
+    parts.clear();
+    for (member const& m : members) parts.push_back(&m.hist);
+    sum_histograms16(parts, group);
     double const group_ms = thread_cpu_ms() - group_start;
     // Most groups (fp16's: tens of thousands of symbols) are not kept:
     // their gain is estimated from the group's histogram (the table's

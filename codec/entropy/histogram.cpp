@@ -138,6 +138,43 @@ sparse_histogram16 histogram16(byte_view data) {
   return sparse_histogram16(dst, dst + k);
 }
 
+void sum_histograms16(std::span<sparse_histogram16 const* const> parts,
+                      sparse_histogram16& out) {
+  out.clear();
+  uint64_t total = 0;
+  for (sparse_histogram16 const* h : parts) {
+    for (auto const& e : *h) total += e.second;
+  }
+  if (total > std::numeric_limits<uint32_t>::max()) {  // past u32 counters
+    std::vector<uint64_t> sum(symbols, 0);
+    for (sparse_histogram16 const* h : parts) {
+      for (auto const& [s, c] : *h) sum[s] += c;
+    }
+    for (uint32_t s = 0; s < symbols; ++s) {
+      if (sum[s]) out.emplace_back(s, entry_count(sum[s]));
+    }
+    return;
+  }
+  counters& c = local();
+  uint32_t* const count = c.count.data();
+  uint8_t* const touched = c.touched.data();
+  for (sparse_histogram16 const* h : parts) {
+    for (auto const& [s, n] : *h) {
+      count[s] += n;
+      touched[s / block] = 1;
+    }
+  }
+  auto* const dst = c.scratch.data();
+  size_t k = 0;
+  for (uint32_t t = 0; t < symbols / block; t += 8) {
+    if (load_le<uint64_t>(touched + t) == 0) continue;
+    for (uint32_t u = t; u < t + 8; ++u) {
+      if (touched[u]) touched[u] = 0, k = drain_block(count, u * block, dst, k);
+    }
+  }
+  out.assign(dst, dst + k);
+}
+
 size_t distinct32_up_to(byte_view data, size_t limit) {
   size_t const n = data.size() / 4;
   // Open addressing at most a quarter full: a lookup is a multiply and a

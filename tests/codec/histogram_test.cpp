@@ -65,6 +65,45 @@ TEST(histogram_test, entry_counts_saturate) {
 
 // Against a plain set: around the limit, with runs (which skip the table),
 // colliding values (multiples of a large power of two) and partial lanes.
+// The sum of several histograms, each counted from its own bytes, equals
+// the histogram of their concatenation, and leaves the thread's counters
+// zeroed (a count right after it still matches).
+TEST(histogram_test, sum_matches_the_count_of_the_concatenation) {
+  std::mt19937 rng(5);
+  bytes all;
+  std::vector<sparse_histogram16> parts;
+  for (size_t lanes : {size_t{0}, size_t{3}, size_t{5000}, size_t{70000}}) {
+    bytes d;
+    for (size_t i = 0; i < lanes; ++i) {
+      uint16_t const v = static_cast<uint16_t>(
+          i % 2 ? rng() : 0x3c00 + rng() % (1 + lanes / 100));
+      d.push_back(static_cast<uint8_t>(v)), d.push_back(v >> 8);
+    }
+    parts.push_back(histogram16(d));
+    all.insert(all.end(), d.begin(), d.end());
+  }
+  std::vector<sparse_histogram16 const*> ptrs;
+  for (auto const& p : parts) ptrs.push_back(&p);
+  sparse_histogram16 sum{{7, 7}};  // replaced, not appended to
+  sum_histograms16(ptrs, sum);
+  EXPECT_EQ(sum, reference(all));
+  sum_histograms16({}, sum);
+  EXPECT_TRUE(sum.empty());
+  bytes again;
+  for (int i = 0; i < 4099; ++i) again.push_back(static_cast<uint8_t>(rng()));
+  EXPECT_EQ(histogram16(again), reference(again));
+}
+
+// Sums past 2^32 take 64-bit counters, and saturate like histogram16's.
+TEST(histogram_test, sum_saturates_past_32_bits) {
+  sparse_histogram16 const a{{1, 3'000'000'000u}, {9, 2}};
+  sparse_histogram16 const b{{1, 3'000'000'000u}, {4, 1}};
+  std::vector<sparse_histogram16 const*> const ptrs{&a, &b};
+  sparse_histogram16 sum;
+  sum_histograms16(ptrs, sum);
+  EXPECT_EQ(sum, (sparse_histogram16{{1, UINT32_MAX}, {4, 1}, {9, 2}}));
+}
+
 TEST(histogram_test, distinct32_stops_past_its_limit) {
   std::mt19937 rng(22);
   for (size_t distinct : {size_t{0}, size_t{1}, size_t{255}, size_t{256},
