@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <random>
 
@@ -235,6 +236,45 @@ TEST(closed_form, estimate_matches_the_archive_and_the_search) {
     }
   }
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 1000);
+}
+
+// The split whose children's entropies bound it above the best so far is
+// skipped; the one that wins must not be. Byte planes that cost a bit an
+// element less than bitfields (the exponent's low bit is the mantissa's
+// parity, and the high byte independent of both), in a region large enough
+// for static tables: planes win, though costed after bitfields.
+TEST(closed_form, entropy_bound_keeps_the_winning_split) {
+  std::mt19937 rng(17);
+  std::vector<uint16_t> v(8192);
+  for (uint16_t& x : v) {
+    uint32_t const m = rng() % 128;
+    uint32_t const lsb = static_cast<uint32_t>(std::popcount(m)) & 1;
+    uint32_t const hi = 0x3c + rng() % 2;
+    x = static_cast<uint16_t>(hi << 8 | lsb << 7 | m);
+  }
+  bytes const data = pack(v);
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = dtype::bf16;
+  r.shape = {v.size()};
+  r.length = data.size();
+  sparse_hist const h = sparse_histogram(data);
+  region_input const in{r, data, nullptr, &h};
+  auto const choice = closed_form_program(in, true);
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->program.op, opcode::view);
+  EXPECT_EQ(choice->program.children[0].op, opcode::planes)
+      << program_text(choice->program);
+  // And where bitfields win (Gaussian weights), it still finds them.
+  bytes const w = pack(gaussian_bf16(1 << 16, 0.05f, 3));
+  sparse_hist const hw = sparse_histogram(w);
+  r.shape = {w.size() / 2};
+  r.length = w.size();
+  region_input const win{r, w, nullptr, &hw};
+  auto const wc = closed_form_program(win, true);
+  ASSERT_TRUE(wc);
+  EXPECT_EQ(wc->program.children[0].op, opcode::bitfields)
+      << program_text(wc->program);
 }
 
 }  // namespace
