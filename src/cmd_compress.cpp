@@ -138,7 +138,9 @@ void compress_one(compress_options const& opt,
     std::fprintf(stderr,
                  "%s: choosing programs %.3f s (%.1f%% of %.3f CPU s; "
                  "%.3f s, %.1f%%, without reading the input, %.3f s, and the "
-                 "symbol counts and tables the coders take as input, %.3f s; "
+                 "symbol counts and tables the coders take as input (of the "
+                 "programs coding with static tables, searched or not), "
+                 "%.3f s; "
                  "planning and hashing chunks %.3f s apart), %zu search "
                  "expansions, %zu chunks decoded back\n",
                  path == "-" ? "stdin" : path.c_str(), choose_cpu,

@@ -60,7 +60,10 @@ struct search_result {
   double estimated_bytes = 0;  // program + payload, scaled to the region
   double decode_mb_per_s = 0;  // estimated
   size_t expansions = 0;
-  double ms = 0;                    // work_clock.h's work_clock_ms
+  double ms = 0;  // work_clock.h's work_clock_ms
+  // Of which, CPU ms (thread_cpu_ms) fitting the winner's static tables:
+  // encoding work, as on the closed form's path (choice_record::coding_ms).
+  double table_ms = 0;
   std::vector<decision> decisions;  // of the chosen program
 };
 

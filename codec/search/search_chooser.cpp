@@ -138,6 +138,7 @@ class search_file_chooser final : public program_chooser {
         how.estimated_bytes = it->second.estimated_bytes;
         how.expansions = static_cast<uint32_t>(it->second.expansions);
         how.ms = it->second.ms;
+        how.coding_ms = coding_ms(r, program, it->second.table_ms);
         return true;
       }
     }
@@ -159,6 +160,7 @@ class search_file_chooser final : public program_chooser {
           how.estimated_bytes = e.first.estimated_bytes;
           how.expansions = static_cast<uint32_t>(e.first.expansions);
           how.ms = work_clock_ms() - start;
+          how.coding_ms = coding_ms(r, program, e.first.table_ms);
           return true;
         }
         seed = &e.first;
@@ -169,6 +171,7 @@ class search_file_chooser final : public program_chooser {
     how.estimated_bytes = res.estimated_bytes;
     how.expansions = static_cast<uint32_t>(res.expansions);
     how.ms = work_clock_ms() - start;
+    how.coding_ms = coding_ms(r, program, res.table_ms);
     if (std::getenv("BREVIS_SEARCH_DEBUG")) {
       std::fprintf(stderr, "%s %zu: %s exp %u %.2f ms est %.0f\n",
                    r.name.c_str(), data.size(), program_text(program).c_str(),
@@ -303,14 +306,16 @@ class search_file_chooser final : public program_chooser {
                        [](node const& c) { return has_empty_table(c); });
   }
 
-  // Time (work_clock.h) of the closed-form choice `program` of region `r` that
-  // was encoding work. Where the program codes with static tables, they were
-  // built from the region's histogram (its own, its marginals, or the file
-  // table it contributed to), which is then the count the coder needs, as
-  // rANS order 0 counts its input while it encodes: that count, the
-  // winner's table building (`own_ms`, with the count when the region
-  // counted its own) and its share of a file table's. Where no static table
-  // codes it, counting was choosing alone.
+  // Time (work_clock.h) of the choice `program` of region `r` that was
+  // encoding work, by one rule for the closed form's and the search's
+  // programs. Where the program codes with static tables, they were built
+  // from the region's histogram (its own, its marginals, or the file table
+  // it contributed to), which is then the count the coder needs, as rANS
+  // order 0 counts its input while it encodes: that count, the winner's
+  // table building (`own_ms`: closed_form_choice::table_ms or
+  // search_result::table_ms, with the count when the region counted its
+  // own) and its share of a file table's. Where no static table codes it,
+  // counting was choosing alone; so is every candidate's costing.
   double coding_ms(region const& r, node const& program, double own_ms) const {
     if (!uses_static_table(program)) return 0;
     double ms = own_ms;
