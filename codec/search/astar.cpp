@@ -287,7 +287,11 @@ class engine {
       chosen = best_fast_;
     }
     if (seed != nullptr) {
+      // A seed checked before the search replays from the applications'
+      // cache: its steps are counted once.
+      size_t const replayed = replayed_;
       complete const s = replay(*seed);
+      if (may_trust) replayed_ = replayed;
       if (trace_) {
         std::fprintf(stderr, "  seed %.0f best %.0f\n", s.bits, chosen.bits);
       }
