@@ -191,12 +191,17 @@ class engine {
                    in_.data.size(),
                    seed ? (" seed " + program_text(*seed)).c_str() : "");
     }
-    root_ = make_value(stream{sample_, bytes_type}, 0, in_.data, scale_);
-    state s0;
-    s0.tree = open_value();
-    s0.open.push_back({{}, root_});
-    consider(s0);
-    if (seed != nullptr && opt_.trust_seed && !seed_decisions.empty()) {
+    bool const may_trust =
+        seed != nullptr && opt_.trust_seed && !seed_decisions.empty();
+    // While a sibling's program is checked, zstd is not tried on the
+    // region's bytes: the sibling's search tried it and lost, on the same
+    // statistics (compressing blazepose-detector.bf16.pt, 21 trusted
+    // siblings: 434.4 -> 425.4 M instructions, valgrind). Not admissible --
+    // zstd could win here where it lost there -- so where the seed is not
+    // trusted, the search goes on exactly as if zstd had been tried.
+    skip_zstd_ = may_trust;
+    state s0 = start_state();
+    if (may_trust) {
       complete s = replay(*seed);
       bool const same = std::equal(
           s.decisions.begin(), s.decisions.end(), seed_decisions.begin(),
@@ -210,6 +215,15 @@ class engine {
       if (same && s.bits < best_.bits) {
         return result(std::move(s), replayed_, start);
       }
+      // Searched after all: the values measured so far get their zstd
+      // leaves, and the search goes on as if they always had them (a leaf
+      // replaces the best only when strictly cheaper, as in make_value).
+      skip_zstd_ = false;
+      for (auto const& v : skipped_zstd_) try_leaves(*v, leaves::zstd);
+      skipped_zstd_.clear();
+      best_ = {};
+      best_fast_ = {};
+      consider(s0);
     }
 
     auto worse = [](std::pair<double, size_t> const& a,
@@ -273,7 +287,11 @@ class engine {
       chosen = best_fast_;
     }
     if (seed != nullptr) {
+      // A seed checked before the search replays from the applications'
+      // cache: its steps are counted once.
+      size_t const replayed = replayed_;
       complete const s = replay(*seed);
+      if (may_trust) replayed_ = replayed;
       if (trace_) {
         std::fprintf(stderr, "  seed %.0f best %.0f\n", s.bits, chosen.bits);
       }
@@ -303,6 +321,17 @@ class engine {
     r.expansions = expansions;
     r.ms = work_clock_ms() - start;
     return r;
+  }
+
+  // The root state (the region's bytes, open) after measuring the root
+  // value; its plain leaf is the first complete program.
+  state start_state() {
+    root_ = make_value(stream{sample_, bytes_type}, 0, in_.data, scale_);
+    state s0;
+    s0.tree = open_value();
+    s0.open.push_back({{}, root_});
+    consider(s0);
+    return s0;
   }
 
   static double probability(value const& v, uint16_t p) { return v.prob[p]; }
@@ -384,27 +413,48 @@ class engine {
       v->prob_bits[v->applicable[i]] = -std::log2(probs[i]);
     }
     // Its best leaf.
-    double const frac = region_fraction(*v);
+    bool const skips_zstd = skip_zstd_ && try_leaves(*v, leaves::zstd, true);
+    try_leaves(*v, skips_zstd ? leaves::all_but_zstd : leaves::all);
+    if (skips_zstd) skipped_zstd_.push_back(v);
+    return v;
+  }
+
+  enum class leaves : uint8_t { all, all_but_zstd, zstd };
+
+  // Costs the value's leaves of kind `which` and keeps the best of them and
+  // the leaf it had (with `dry`, only tells whether there is one to cost).
+  bool try_leaves(value& v, leaves which, bool dry = false) {
+    auto const prods = productions();
+    value_info const vi = v.info();
+    double const frac = region_fraction(v);
     std::vector<node> gen;
-    for (uint16_t p : v->applicable) {
+    bool any = false;
+    for (uint16_t p : v.applicable) {
       production const& pr = prods[p];
-      if (!is_leaf(pr.op) || pruned(*v, p)) continue;
+      if (!is_leaf(pr.op) || pruned(v, p)) continue;
+      bool const zstd = pr.op == opcode::zstd;
+      if ((which == leaves::zstd && !zstd) ||
+          (which == leaves::all_but_zstd && zstd)) {
+        continue;
+      }
+      any = true;
+      if (dry) continue;
       gen.clear();
       pr.generate(vi, in_, gen);
       for (node& n : gen) {
         double const bits =
-            costs_.payload_bits(vi, v->hash, scale, n, pr.name) +
+            costs_.payload_bits(vi, v.hash, v.scale, n, pr.name) +
             costs_.blob_bits(n, pr.name) + param_bits(n) +
-            description_bits(*v, p);
-        if (bits < v->leaf_bits) {
-          v->leaf_bits = bits;
-          v->leaf = std::move(n);
-          v->leaf_prod = p;
-          v->leaf_decode_ns = frac * ns_per_byte(pr.op);
+            description_bits(v, p);
+        if (bits < v.leaf_bits) {
+          v.leaf_bits = bits;
+          v.leaf = std::move(n);
+          v.leaf_prod = p;
+          v.leaf_decode_ns = frac * ns_per_byte(pr.op);
         }
       }
     }
-    return v;
+    return any;
   }
 
   // Whether `v` holds the root's sample bytes: the elements under the root
@@ -726,8 +776,10 @@ class engine {
   bool trace_ = std::getenv("BREVIS_SEARCH_TRACE") != nullptr;
   complete best_;
   complete best_fast_;
-  size_t replayed_ = 0;  // a seed's operators applied (as expansions)
-  value_ptr root_;       // the region's bytes, shared by the search and replay
+  size_t replayed_ = 0;     // a seed's operators applied (as expansions)
+  bool skip_zstd_ = false;  // while a seed is checked (run())
+  std::vector<std::shared_ptr<value>> skipped_zstd_;  // their values
+  value_ptr root_;  // the region's bytes, shared by the search and replay
   // (value, production, parameters) -> what applying it gives; the value
   // is held so that its address keys nothing else
   std::map<std::tuple<value const*, uint16_t, std::vector<uint64_t>>,

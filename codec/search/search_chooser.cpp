@@ -340,9 +340,12 @@ class search_file_chooser final : public program_chooser {
                        [&](node const& c) { return contains_leaf(c, leaf); });
   }
 
-  // A seed (a sibling's search) is trusted without a search only where
-  // roles are reliable: tensors with a shape (a .pt storage's role is its
-  // length, which unrelated tensors share).
+  // A seed (a sibling's search) is trusted without a search where its
+  // decisions replay with the same statistics. .pt storages too, whose role
+  // is their dtype and length: unrelated tensors share a length, but their
+  // statistics then differ and they are searched (on the corpus, 164 files:
+  // 430,545,321 -> 430,545,093 B; blazepose-detector.bf16.pt 21 of its 31
+  // searched storages replay a sibling's program).
   search_result run(region const& r, byte_view data, prior const& p,
                     search::search_options const& o,
                     search_result const* seed) const {
@@ -358,7 +361,7 @@ class search_file_chooser final : public program_chooser {
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
     std::span<search::decision const> seed_decisions;
-    if (seed != nullptr && !r.shape.empty()) seed_decisions = seed->decisions;
+    if (seed != nullptr) seed_decisions = seed->decisions;
     return find_program(in, p, so, seed ? &seed->program : nullptr,
                         opt_.sibling_margin, seed_decisions);
   }
@@ -429,8 +432,7 @@ class search_file_chooser final : public program_chooser {
     for (region const& r : regions) {
       // Small ones too: a replay of the sibling's program costs less than
       // their search and coded as well on the corpus.
-      if (r.kind != region_kind::tensor || r.shape.empty() ||
-          r.offset + r.length > file.size()) {
+      if (r.kind != region_kind::tensor || r.offset + r.length > file.size()) {
         continue;
       }
       auto [it, fresh] = seen.try_emplace(search::role_of(r), &r, 0);

@@ -572,6 +572,73 @@ TEST(search, siblings_check_their_roles_program_instead_of_searching) {
   EXPECT_NE(shape_of(program_of(*c.reader, rs)), first);
 }
 
+// A torch.save zip of bf16 storages (no shapes: a storage's role is its
+// dtype and length): sixteen pruned weights of one length, 40% zeros at
+// random (the closed form leaves them to the search), and a last one of the
+// same length whose zeros are 90%.
+bytes pruned_storages_file() {
+  size_t const n = 24576;
+  std::vector<test::pickled_storage> storages;
+  std::vector<bytes> data;
+  for (uint32_t i = 0; i < 17; ++i) {
+    std::vector<uint16_t> w = gaussian_bf16(n, 300 + i);
+    std::mt19937 rng(400 + i);
+    std::uniform_real_distribution<double> u(0, 1);
+    double const zeros = i < 16 ? 0.4 : 0.9;
+    for (uint16_t& x : w) {
+      if (u(rng) < zeros) x = 0;
+    }
+    storages.push_back({std::to_string(i), "BFloat16Storage", n});
+    data.push_back(pack(w));
+  }
+  test::zip_builder z;
+  z.add("archive/data.pkl", test::make_torch_pickle(storages));
+  for (size_t i = 0; i < data.size(); ++i) {
+    z.add("archive/data/" + std::to_string(i), data[i]);
+  }
+  z.add("archive/version", {'3', '\n'});
+  return z.build();
+}
+
+TEST(search, storages_of_one_length_check_their_siblings_program) {
+  bytes const file = pruned_storages_file();
+  compressed const c = compress(file, "model.pt");
+  std::string const first = shape_of(
+      program_of(*c.reader, region_index(*c.reader, "archive/data/0")));
+  size_t reused = 0;
+  for (uint32_t i = 1; i < 16; ++i) {
+    size_t const r =
+        region_index(*c.reader, "archive/data/" + std::to_string(i));
+    node const& p = program_of(*c.reader, r);
+    std::optional<choice_record> const& how = c.reader->regions()[r].how;
+    ASSERT_TRUE(how.has_value());
+    if (shape_of(p) == first && how->expansions <= operator_count(p)) {
+      ++reused;
+    }
+  }
+  // The learning sample (10 regions) is searched; the rest replay.
+  EXPECT_GE(reused, 5u);
+  // The storage with other statistics is searched, and codes about as well
+  // as it does alone.
+  size_t const odd = region_index(*c.reader, "archive/data/16");
+  test::zip_builder z;
+  z.add("archive/data.pkl",
+        test::make_torch_pickle({{"16", "BFloat16Storage", 24576}}));
+  bytes const odd_data(
+      file.begin() +
+          static_cast<ptrdiff_t>(c.reader->regions()[odd].info.offset),
+      file.begin() +
+          static_cast<ptrdiff_t>(c.reader->regions()[odd].info.offset +
+                                 c.reader->regions()[odd].info.length));
+  z.add("archive/data/16", odd_data);
+  z.add("archive/version", {'3', '\n'});
+  compressed const alone = compress(z.build(), "model.pt");
+  size_t const own = region_payload(
+      *alone.reader, region_index(*alone.reader, "archive/data/16"));
+  EXPECT_LT(static_cast<double>(region_payload(*c.reader, odd)),
+            1.05 * static_cast<double>(own) + 64);
+}
+
 TEST(search, choices_do_not_depend_on_the_order_regions_are_chosen_in) {
   // Regions are chosen in parallel: a role's first search runs once, for
   // whichever sibling asks first, and gives the same programs either way.
