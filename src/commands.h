@@ -38,7 +38,7 @@ struct compress_options {
   // depend on how busy the machine is.
   double search_ms = 0;
   double slow_margin = 0.03;
-  bool classes = false;  // also try the classes operator (slower, smaller)
+  bool classes = true;  // also try the classes operator (--no-classes: off)
   common_options common;
 };
 

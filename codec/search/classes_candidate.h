@@ -1,14 +1,16 @@
 #pragma once
 // The `classes` candidate (codec/ops/classes.cpp): a bf16/fp16 tensor whose
 // channels (columns: the last dimension; or rows) carry scales of their own
-// is coded as groups of channels of similar sign|exponent statistics, each
+// is coded as groups of channels of similar exponent statistics, each
 // group with its own closed-form program (closed_form.h) and tables.
 //
 // One table per tensor pays for the mix of every channel's exponents; a
-// group's exponents are narrower. On the 82 bf16/fp16 corpus files an
-// estimate (one sign|exponent table per group, groups by mean exponent
-// refined by Lloyd on the groups' histograms, tables and map paid) saved
-// 1.4 MB by columns and 2.6 MB by columns or rows, of 204.7 MB.
+// group's exponents are narrower. Choosing is cheap before the per-class
+// programs: one pass over a sample counts each channel's exponents (16
+// buckets), a closed-form floor (every channel its own table) picks columns
+// or rows and drops tensors with no room for a gain, and Lloyd rounds on
+// the dense counts find 4 classes. Only then are the classes gathered and
+// their closed-form programs costed (the exact comparison).
 
 #include <memory>
 #include <optional>

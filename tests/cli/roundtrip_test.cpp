@@ -101,9 +101,10 @@ TEST(cli_roundtrip_test, safetensors_made_here) {
   expect_roundtrip(dir, "model.safetensors", st);
 }
 
-// --classes: a bf16 tensor whose output channels (columns) carry 8 scales is
-// coded by classes of columns, across chunks that hold whole class cycles.
-TEST(cli_roundtrip_test, classes_option) {
+// Classes (the default): a bf16 tensor whose output channels (columns)
+// carry 8 scales is coded by classes of columns, across chunks that hold
+// whole class cycles; --no-classes codes it with one program.
+TEST(cli_roundtrip_test, classes_by_default_and_no_classes) {
   temp_dir dir;
   size_t const rows = 256, cols = 128;
   std::string w = bf16_weights(rows * cols, 7);
@@ -119,12 +120,19 @@ TEST(cli_roundtrip_test, classes_option) {
   }
   std::string const st =
       make_safetensors({{"conv.weight", "BF16", {rows, cols}, w}});
-  expect_roundtrip(dir, "scaled.safetensors", st,
-                   {"--classes", "--chunk-size", "16K"});
-  run_result const i =
+  expect_roundtrip(dir, "scaled.safetensors", st, {"--chunk-size", "16K"});
+  run_result const on =
       brevis({"inspect", (dir / "scaled.safetensors.brv").string()});
-  ASSERT_EQ(i.exit_code, 0) << i.err;
-  EXPECT_NE(i.out.find("classes"), std::string::npos) << i.out;
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_NE(on.out.find("classes"), std::string::npos) << on.out;
+  expect_roundtrip(dir, "plain.safetensors", st,
+                   {"--no-classes", "--chunk-size", "16K"});
+  run_result const off =
+      brevis({"inspect", (dir / "plain.safetensors.brv").string()});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.out.find("classes"), std::string::npos) << off.out;
+  EXPECT_LT(fs::file_size(dir / "scaled.safetensors.brv"),
+            fs::file_size(dir / "plain.safetensors.brv"));
 }
 
 TEST(cli_roundtrip_test, default_names_and_decompress_shortcut) {
