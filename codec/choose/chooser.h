@@ -66,6 +66,20 @@ class program_chooser {
   }
 };
 
+/// A chooser that always records how it found a program: choose() is
+/// choose_recorded() with the record dropped.
+class recording_chooser : public program_chooser {
+ public:
+  node choose(region const& r, byte_view data) const final {
+    node program;
+    choice_record how;
+    choose_recorded(r, data, program, how);
+    return program;
+  }
+  bool choose_recorded(region const& r, byte_view data, node& program,
+                       choice_record& how) const override = 0;
+};
+
 /// The program every chunk can fall back to: it accepts any bytes.
 node fallback_program();
 

@@ -404,17 +404,10 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
 
 namespace {
 
-class classes_chooser final : public program_chooser {
+class classes_chooser final : public recording_chooser {
  public:
   explicit classes_chooser(std::unique_ptr<program_chooser> inner)
       : inner_(std::move(inner)) {}
-
-  node choose(region const& r, byte_view data) const override {
-    node p;
-    choice_record how;
-    choose_recorded(r, data, p, how);
-    return p;
-  }
 
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {

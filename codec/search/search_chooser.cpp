@@ -60,7 +60,7 @@ node fixed_program(region const& r) {
 }
 
 // The search for one file (or, per region, for any file).
-class search_file_chooser final : public program_chooser {
+class search_file_chooser final : public recording_chooser {
  public:
   search_file_chooser(search_chooser_options const& opt, byte_view file,
                       std::span<region const> regions)
@@ -84,13 +84,6 @@ class search_file_chooser final : public program_chooser {
                      t2 - t1);
       }
     }
-  }
-
-  node choose(region const& r, byte_view data) const override {
-    node p;
-    choice_record how;
-    choose_recorded(r, data, p, how);
-    return p;
   }
 
   bool choose_recorded(region const& r, byte_view data, node& program,
