@@ -50,6 +50,23 @@ size_t drain_block(uint32_t* count, uint32_t first,
   return k;
 }
 
+// Drains the blocks flagged in c.touched into c.scratch, in symbol order,
+// and clears their flags; returns how many entries it wrote. Eight flags at
+// a time: tiny inputs touch few of the 4096 blocks.
+size_t drain_touched(counters& c) {
+  uint32_t* const count = c.count.data();
+  uint8_t* const touched = c.touched.data();
+  auto* const dst = c.scratch.data();
+  size_t k = 0;
+  for (uint32_t t = 0; t < symbols / block; t += 8) {
+    if (load_le<uint64_t>(touched + t) == 0) continue;
+    for (uint32_t u = t; u < t + 8; ++u) {
+      if (touched[u]) touched[u] = 0, k = drain_block(count, u * block, dst, k);
+    }
+  }
+  return k;
+}
+
 }  // namespace
 
 sparse_histogram16 histogram16(byte_view data) {
@@ -126,16 +143,8 @@ sparse_histogram16 histogram16(byte_view data) {
     ++count[a];
     touched[a / block] = 1;
   }
-  // Eight flags at a time: tiny inputs touch few of the 4096 blocks.
-  auto* const dst = c.scratch.data();
-  size_t k = 0;
-  for (uint32_t t = 0; t < symbols / block; t += 8) {
-    if (load_le<uint64_t>(touched + t) == 0) continue;
-    for (uint32_t u = t; u < t + 8; ++u) {
-      if (touched[u]) touched[u] = 0, k = drain_block(count, u * block, dst, k);
-    }
-  }
-  return sparse_histogram16(dst, dst + k);
+  size_t const k = drain_touched(c);
+  return sparse_histogram16(c.scratch.data(), c.scratch.data() + k);
 }
 
 void sum_histograms16(std::span<sparse_histogram16 const* const> parts,
@@ -164,15 +173,8 @@ void sum_histograms16(std::span<sparse_histogram16 const* const> parts,
       touched[s / block] = 1;
     }
   }
-  auto* const dst = c.scratch.data();
-  size_t k = 0;
-  for (uint32_t t = 0; t < symbols / block; t += 8) {
-    if (load_le<uint64_t>(touched + t) == 0) continue;
-    for (uint32_t u = t; u < t + 8; ++u) {
-      if (touched[u]) touched[u] = 0, k = drain_block(count, u * block, dst, k);
-    }
-  }
-  out.assign(dst, dst + k);
+  size_t const k = drain_touched(c);
+  out.assign(c.scratch.data(), c.scratch.data() + k);
 }
 
 size_t distinct32_up_to(byte_view data, size_t limit) {
