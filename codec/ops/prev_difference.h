@@ -28,8 +28,8 @@ class prev_difference_op final : public same_size_op {
   }
 
  private:
-  void forward(node const&, unsigned width, uint8_t const* in, size_t count,
-               uint8_t* out) const override {
+  void forward(node const& /*n*/, unsigned width, uint8_t const* in,
+               size_t count, uint8_t* out) const override {
     with_lane(width, [&]<typename T>() {
       T prev = 0;
       for (size_t i = 0; i < count; ++i) {
@@ -40,8 +40,8 @@ class prev_difference_op final : public same_size_op {
     });
   }
 
-  void inverse(node const&, unsigned width, uint8_t const* in, size_t count,
-               uint8_t* out) const override {
+  void inverse(node const& /*n*/, unsigned width, uint8_t const* in,
+               size_t count, uint8_t* out) const override {
     with_lane(width, [&]<typename T>() {
       T acc = 0;
       for (size_t i = 0; i < count; ++i) {
