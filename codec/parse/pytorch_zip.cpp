@@ -3,7 +3,8 @@
 // against the file. STORED entries named `<prefix>/data/<key>` are tensor
 // storages; their element type comes from the persistent ids in
 // `<prefix>/data.pkl`, found by a pickle scanner that only tracks the stack
-// (nothing is ever executed). Everything else is opaque.
+// (nothing is ever executed), and their shape from the one tensor rebuilt
+// over each of them. Everything else is opaque.
 
 #include "codec/parse/pytorch_zip.h"
 
@@ -24,7 +25,15 @@ namespace {
 
 // A value on the pickle stack, only as detailed as persistent ids need.
 struct pvalue {
-  enum kind_t : uint8_t { other, mark, string, integer, global, tuple };
+  enum kind_t : uint8_t {
+    other,
+    mark,
+    string,
+    integer,
+    global,
+    tuple,
+    storage  // a persistent id's result; text is the storage key
+  };
   kind_t kind = other;
   uint8_t depth = 0;  // tuple nesting, bounded so destruction stays shallow
   std::string text;   // string; global as "module\nname"
@@ -169,24 +178,82 @@ class pickle_scanner {
     push_int(static_cast<int64_t>(v));
   }
 
-  void persistent_id(pvalue const& pid) {
-    if (pid.kind != pvalue::tuple || pid.items->size() < 5) return;
+  // Records the storage a persistent id names; returns the value that
+  // stands for it on the stack (a storage reference, or other).
+  pvalue persistent_id(pvalue const& pid) {
+    if (pid.kind != pvalue::tuple || pid.items->size() < 5) return {};
     auto const& t = *pid.items;
-    if (t[0].kind != pvalue::string || t[0].text != "storage") return;
-    std::string key;
+    if (t[0].kind != pvalue::string || t[0].text != "storage") return {};
+    pvalue ref = pvalue::of(pvalue::storage);
     if (t[2].kind == pvalue::string) {
-      key = t[2].text;
+      ref.text = t[2].text;
     } else if (t[2].kind == pvalue::integer) {
-      key = std::to_string(t[2].number);
+      ref.text = std::to_string(t[2].number);
     } else {
-      return;
+      return {};
     }
     pickle_storage s;
     if (t[1].kind == pvalue::global) s.type = storage_dtype(t[1].text);
     if (t[4].kind == pvalue::integer && t[4].number >= 0) {
       s.numel = static_cast<uint64_t>(t[4].number);
     }
-    found_[key] = s;
+    auto const [it, fresh] = found_.try_emplace(ref.text, s);
+    if (!fresh) {  // named again: keep the views seen so far
+      it->second.type = s.type;
+      it->second.numel = s.numel;
+    }
+    return ref;
+  }
+
+  // The integers of a tuple, or nothing if it holds anything else.
+  static std::optional<std::vector<int64_t>> integers(pvalue const& v) {
+    if (v.kind != pvalue::tuple) return std::nullopt;
+    std::vector<int64_t> out;
+    for (pvalue const& x : *v.items) {
+      if (x.kind != pvalue::integer) return std::nullopt;
+      out.push_back(x.number);
+    }
+    return out;
+  }
+
+  // torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...):
+  // a tensor viewing its storage. A storage gets a shape only when exactly
+  // one tensor views it, from offset 0, contiguous and in row-major order,
+  // over all its elements; any other view leaves it without one.
+  void rebuild_call(pvalue const& callable, pvalue const& args) {
+    if (callable.kind != pvalue::global ||
+        (callable.text != "torch._utils\n_rebuild_tensor_v2" &&
+         callable.text != "torch._utils\n_rebuild_tensor")) {
+      return;
+    }
+    if (args.kind != pvalue::tuple || args.items->size() < 4) return;
+    auto const& a = *args.items;
+    if (a[0].kind != pvalue::storage) return;
+    auto const it = found_.find(a[0].text);
+    if (it == found_.end()) return;
+    pickle_storage& s = it->second;
+    ++s.views;
+    s.shape.clear();
+    auto const size = integers(a[2]);
+    auto const stride = integers(a[3]);
+    if (s.views != 1 || a[1].kind != pvalue::integer || a[1].number != 0 ||
+        !size || !stride || size->size() != stride->size() || size->empty()) {
+      return;
+    }
+    // Row-major contiguity: each stride is the product of the sizes after
+    // it (a dimension of size 1 may carry any stride).
+    uint64_t elements = 1;
+    for (size_t d = size->size(); d-- > 0;) {
+      int64_t const n = (*size)[d];
+      if (n <= 0) return;
+      if (n > 1 && (*stride)[d] != static_cast<int64_t>(elements)) return;
+      if (__builtin_mul_overflow(elements, static_cast<uint64_t>(n),
+                                 &elements)) {
+        return;
+      }
+    }
+    if (elements != s.numel) return;
+    s.shape.assign(size->begin(), size->end());
   }
 
   // Executes one opcode on the model stack; false at STOP or an opcode this
@@ -345,8 +412,7 @@ class pickle_scanner {
         return true;
       case 'Q': {  // BINPERSID
         pvalue const pid = pop();
-        persistent_id(pid);
-        push(pvalue{});
+        push(persistent_id(pid));
         return true;
       }
       case 'a':  // APPEND
@@ -357,13 +423,18 @@ class pickle_scanner {
         pop();
         pop();
         return true;
-      case 'R':     // REDUCE
-      case 0x81: {  // NEWOBJ
+      case 'R': {  // REDUCE
+        pvalue const args = pop();
+        pvalue const callable = pop();
+        rebuild_call(callable, args);
+        push(pvalue{});
+        return true;
+      }
+      case 0x81:  // NEWOBJ
         pop();
         pop();
         push(pvalue{});
         return true;
-      }
       case 0x92:  // NEWOBJ_EX
         pop();
         pop();
@@ -626,6 +697,7 @@ parsed_file parse_pytorch_zip(byte_view file) {
                                     dtype_width(it->second.type), &bytes) &&
             bytes == r.length) {
           r.type = it->second.type;
+          r.shape = it->second.shape;
         }
       }
     }

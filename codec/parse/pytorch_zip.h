@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "codec/parse/region.h"
 
@@ -19,12 +20,17 @@ parsed_file parse_pytorch_zip(byte_view file);
 struct pickle_storage {
   dtype type = dtype::none;  // none for untyped or unknown storage classes
   uint64_t numel = 0;        // elements, as the pickle declares
+  uint32_t views = 0;        // tensors rebuilt over this storage
+  /// The one tensor's shape when exactly one tensor views the whole storage
+  /// contiguously from offset 0; empty otherwise.
+  std::vector<uint64_t> shape;
 };
 
 /// Scans a pickle (protocol <= 5, as torch writes it) for persistent ids
 /// ('storage', <torch storage class>, key, location, numel) and maps each key
-/// to its storage. Never executes anything; stops quietly at the first opcode
-/// it does not understand and returns what it found up to there.
+/// to its storage, with the shape of the tensor rebuilt over it (see
+/// pickle_storage::shape). Never executes anything; stops quietly at the first
+/// opcode it does not understand and returns what it found up to there.
 std::map<std::string, pickle_storage> scan_pickle_storages(byte_view pickle);
 
 }  // namespace brevis::codec

@@ -12,7 +12,7 @@ std::string role_of(region const& r) {
     if (!std::isdigit(static_cast<unsigned char>(c))) key += c;
   }
   for (uint64_t d : r.shape) key += '|' + std::to_string(d);
-  // No shape (a .pt storage): its length stands in for it.
+  // No shape (a .pt storage whose pickle gives none): its length stands in.
   if (r.shape.empty()) key += "|#" + std::to_string(r.length);
   return key;
 }

@@ -17,12 +17,14 @@
 #include "codec/parse/region.h"
 #include "codec/search/classes_candidate.h"
 #include "codec/search/search_chooser.h"
+#include "tests/codec/error_code.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec {
 namespace {
 
 using testing::adversarial;
+using testing::code_of;
 using testing::test_lengths;
 
 node classes_node(uint64_t stride, uint64_t k, bytes map,
@@ -45,15 +47,6 @@ bytes map_of(size_t period, unsigned k, uint32_t seed) {
   bytes m(period);
   for (auto& c : m) c = static_cast<uint8_t>(rng() % k);
   return m;
-}
-
-errc code_of(auto&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.code();
-  }
-  return errc::ok;
 }
 
 TEST(classes_test, roundtrips_every_adversarial_input) {

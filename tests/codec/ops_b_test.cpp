@@ -11,12 +11,14 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "tests/codec/error_code.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec {
 namespace {
 
 using testing::adversarial;
+using testing::code_of;
 using testing::test_lengths;
 
 value_type lane(unsigned width, meaning m = meaning::none) {
@@ -110,15 +112,6 @@ bool op_roundtrips(node const& n, value_type t, bytes const& data,
                         << data.size() << " bytes";
   if (keep) *keep = std::move(e);
   return true;
-}
-
-errc code_of(auto&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.code();
-  }
-  return errc::ok;
 }
 
 // Every adversarial sample of every test length, cut to whole elements of

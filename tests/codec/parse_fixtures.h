@@ -310,6 +310,13 @@ struct pickled_storage {
   std::string key;
   std::string storage_class;  // "FloatStorage", "BFloat16Storage", ...
   uint64_t numel;
+  /// The tensors rebuilt over the storage: {offset, size, stride} each;
+  /// none given means one flat tensor over all of it.
+  struct view {
+    uint32_t offset;
+    std::vector<uint32_t> size, stride;
+  };
+  std::vector<view> views = {};
 };
 
 /// A protocol-2 pickle shaped like torch.save's data.pkl: a dict of
@@ -356,20 +363,43 @@ inline bytes make_torch_pickle(std::vector<pickled_storage> const& storages) {
     put_le<uint32_t>(p, static_cast<uint32_t>(s.numel));
     p.push_back('t');
     p.push_back('Q');  // BINPERSID
-    p.push_back('K');  // storage offset
-    p.push_back(0);
-    p.push_back('J');  // size
-    put_le<uint32_t>(p, static_cast<uint32_t>(s.numel));
-    p.push_back(0x85);  // TUPLE1
-    p.push_back('K');   // stride
-    p.push_back(1);
-    p.push_back(0x85);
-    p.push_back(0x89);  // requires_grad=False
-    append(p, "ccollections\nOrderedDict\n");
-    p.push_back(')');
-    p.push_back('R');
-    p.push_back('t');  // args tuple
-    p.push_back('R');  // _rebuild_tensor_v2(*args)
+    int const storage_ref = memo;
+    p.push_back('q');
+    p.push_back(memo++);
+    auto ints = [&](std::vector<uint32_t> const& v) {
+      p.push_back('(');
+      for (uint32_t x : v) {
+        put_u8(p, 'J');
+        put_le<uint32_t>(p, x);
+      }
+      p.push_back('t');
+    };
+    std::vector<pickled_storage::view> views = s.views;
+    if (views.empty()) {
+      views.push_back({0, {static_cast<uint32_t>(s.numel)}, {1}});
+    }
+    for (size_t v = 0; v < views.size(); ++v) {
+      if (v > 0) {  // another tensor over the same storage
+        p.push_back('h');
+        p.push_back(static_cast<uint8_t>(rebuild_memo));
+        p.push_back('(');
+        p.push_back('h');
+        p.push_back(static_cast<uint8_t>(storage_ref));
+      }
+      put_u8(p, 'J');  // storage offset
+      put_le<uint32_t>(p, views[v].offset);
+      ints(views[v].size);
+      ints(views[v].stride);
+      p.push_back(0x89);  // requires_grad=False
+      append(p, "ccollections\nOrderedDict\n");
+      p.push_back(')');
+      p.push_back('R');
+      p.push_back('t');            // args tuple
+      p.push_back('R');            // _rebuild_tensor_v2(*args)
+      if (v + 1 < views.size()) {  // the dict's next key
+        unicode("tensor" + s.key + "_" + std::to_string(v + 1));
+      }
+    }
   }
   p.push_back('u');  // SETITEMS
   p.push_back('.');

@@ -256,6 +256,44 @@ bytes read_file(std::filesystem::path const& path) {
   return bytes(std::istreambuf_iterator<char>(in), {});
 }
 
+TEST(parse_zip_test, shapes_from_the_one_tensor_over_a_storage) {
+  using view = test::pickled_storage::view;
+  auto const s = scan_pickle_storages(test::make_torch_pickle({
+      {"flat", "FloatStorage", 6},
+      {"matrix", "BFloat16Storage", 12, {view{0, {3, 4}, {4, 1}}}},
+      {"ones", "HalfStorage", 4, {view{0, {1, 4, 1}, {9, 1, 7}}}},
+      {"transposed", "FloatStorage", 12, {view{0, {4, 3}, {1, 4}}}},
+      {"offset", "FloatStorage", 12, {view{2, {10}, {1}}}},
+      {"part", "FloatStorage", 12, {view{0, {2, 3}, {3, 1}}}},
+      {"shared",
+       "FloatStorage",
+       6,
+       {view{0, {2, 3}, {3, 1}}, view{0, {6}, {1}}}},
+  }));
+  ASSERT_EQ(s.size(), 7u);
+  using shape = std::vector<uint64_t>;
+  EXPECT_EQ(s.at("flat").shape, shape({6}));
+  EXPECT_EQ(s.at("matrix").shape, shape({3, 4}));
+  EXPECT_EQ(s.at("ones").shape, shape({1, 4, 1}));  // size-1 strides: any
+  EXPECT_EQ(s.at("transposed").shape, shape{});     // not row-major
+  EXPECT_EQ(s.at("offset").shape, shape{});
+  EXPECT_EQ(s.at("part").shape, shape{});  // does not cover the storage
+  EXPECT_EQ(s.at("shared").shape, shape{});
+  EXPECT_EQ(s.at("shared").views, 2u);
+
+  // The shape reaches the storage's region.
+  test::zip_builder z;
+  z.add("archive/data.pkl",
+        test::make_torch_pickle(
+            {{"0", "BFloat16Storage", 12, {view{0, {3, 4}, {4, 1}}}}}));
+  z.add("archive/data/0", make_bytes(24, 1));
+  bytes const file = z.build(false);
+  auto const t = tensors_of(parse_regions(file, "model.pt"));
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].type, dtype::bf16);
+  EXPECT_EQ(t[0].shape, shape({3, 4}));
+}
+
 TEST(parse_zip_test, real_torch_save) {
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch";
@@ -294,9 +332,11 @@ TEST(parse_zip_test, real_torch_save) {
   struct want {
     char const* name;
     dtype type;
+    std::vector<uint64_t> shape;
   };
-  for (want const& w : {want{"bf16", dtype::bf16}, want{"f32", dtype::f32},
-                        want{"i64", dtype::i64}, want{"f16", dtype::f16}}) {
+  for (want const& w :
+       {want{"bf16", dtype::bf16, {7, 5}}, want{"f32", dtype::f32, {3, 11}},
+        want{"i64", dtype::i64, {13}}, want{"f16", dtype::f16, {17}}}) {
     SCOPED_TRACE(w.name);
     bytes const raw = read_file(dir / (std::string(w.name) + ".raw"));
     ASSERT_FALSE(raw.empty());
@@ -306,6 +346,7 @@ TEST(parse_zip_test, real_torch_save) {
       if (std::equal(got.begin(), got.end(), raw.begin(), raw.end())) {
         ++matches;
         EXPECT_EQ(r.type, w.type) << dtype_name(r.type);
+        EXPECT_EQ(r.shape, w.shape);
       }
     }
     EXPECT_EQ(matches, 1);

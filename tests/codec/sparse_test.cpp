@@ -8,12 +8,14 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "tests/codec/error_code.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec {
 namespace {
 
 using testing::adversarial;
+using testing::code_of;
 using testing::test_lengths;
 
 // view<w>(sparse(mask leaf, values leaf), raw tail) over bytes.
@@ -35,15 +37,6 @@ size_t nonzero_lanes(bytes const& d, unsigned w) {
     k += nz;
   }
   return k;
-}
-
-errc code_of(auto&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.code();
-  }
-  return errc::ok;
 }
 
 TEST(sparse_test, roundtrips_every_adversarial_input_at_every_width) {

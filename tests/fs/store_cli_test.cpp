@@ -82,7 +82,7 @@ void crash_at(std::string const& point, int n) {
       "32K",
       st};
   for (int i = 0; i < 4; ++i) {
-    names.push_back("f" + std::to_string(i));
+    names.push_back(std::string("f") + std::to_string(i));
     datas.push_back(ckpt(10 + i));
     write_file(d / names.back(), datas.back());
     args.push_back((d / names.back()).string());
@@ -122,8 +122,8 @@ TEST(store_cli_test, sigkill_at_random_times) {
       brevis_binary(), "store", "add", "--chunk-size", "16K", "-T1", st};
   for (int i = 0; i < 6; ++i) {
     datas.push_back(ckpt(40 + i));
-    write_file(d / ("f" + std::to_string(i)), datas.back());
-    args.push_back((d / ("f" + std::to_string(i))).string());
+    write_file(d / (std::string("f") + std::to_string(i)), datas.back());
+    args.push_back((d / (std::string("f") + std::to_string(i))).string());
   }
   for (int round = 0; round < 6; ++round) {
     std::vector<char*> argv;
@@ -138,7 +138,7 @@ TEST(store_cli_test, sigkill_at_random_times) {
     ::waitpid(pid, &status, 0);
     store s(st);
     for (int i = 0; i < 6; ++i) {
-      std::string got = stored(s, "f" + std::to_string(i));
+      std::string got = stored(s, std::string("f") + std::to_string(i));
       if (got != "<missing>") {
         EXPECT_EQ(got, datas[i]) << "round " << round << " f" << i;
       }

@@ -133,9 +133,9 @@ TEST(mount_crash, sigkill_at_many_points_loses_no_closed_file) {
     // file when it got that far).
     std::vector<std::pair<std::string, std::string>> files;
     for (int k = 0; k < 4; ++k) {
-      files.emplace_back(
-          "r" + std::to_string(it) + "_" + std::to_string(k) + ".safetensors",
-          checkpoint(seed++));
+      files.emplace_back(std::string("r") + std::to_string(it) + "_" +
+                             std::to_string(k) + ".safetensors",
+                         checkpoint(seed++));
     }
     if (!closed.empty()) {
       files.emplace_back(closed.begin()->first, checkpoint(seed++));

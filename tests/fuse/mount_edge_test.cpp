@@ -169,12 +169,12 @@ TEST_F(mount_edge, deep_tree_and_ten_thousand_files) {
     write_file(deep / "here.txt", "depth " + std::to_string(i) + "\n");
   }
   auto content = [](int i) {
-    return "file " + std::to_string(i) + "\n" +
+    return std::string("file ") + std::to_string(i) + "\n" +
            std::string(static_cast<size_t>(i % 300), static_cast<char>(i));
   };
   auto name = [&](int i) {
-    return mnt() / ("many" + std::to_string(i % 10)) /
-           ("f" + std::to_string(i));
+    return mnt() / (std::string("many") + std::to_string(i % 10)) /
+           (std::string("f") + std::to_string(i));
   };
   auto const t0 = std::chrono::steady_clock::now();
   for (int dir = 0; dir < 10; ++dir) {
