@@ -21,9 +21,15 @@ node make_rans_static(stream const& sample_or_whole_value, unsigned width);
 /// The precision (log2) for a table of `symbols` symbols coding `count`
 /// symbols: 2^10..2^16, growing with both.
 unsigned rans_static_scale_for(size_t symbols, uint64_t count);
+inline constexpr size_t fast_table_symbols = 256;
+inline constexpr unsigned fast_table_scale = 12;
+inline constexpr double fast_table_margin = 0.001;
 
 /// The quantized, normalized table make_rans_static chooses for a histogram
-/// (2^(8 width) entries), at precision rans_static_scale_for.
+/// (2^(8 width) entries), at precision rans_static_scale_for; or for
+/// alphabets of up to fast_table_symbols symbols at 2^fast_table_scale,
+/// whose tables decode faster, unless that codes more than
+/// fast_table_margin larger.
 rans_static::table choose_rans_static_table(std::span<uint64_t const> hist);
 /// The same from the present symbols (increasing) and their counts (> 0).
 rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,

@@ -79,6 +79,58 @@ TEST(rans_static_test, coders_decode_exactly_from_recycled_tables) {
   rs::limit_simd(rs::simd_tuned);
 }
 
+// Alphabets of up to 256 symbols get 2^12-slot tables (which decode from
+// L1) where that costs at most fast_table_margin more; a skew whose rare
+// symbols would each take far more than their share at 2^12 keeps the
+// larger table, and so do larger alphabets.
+TEST(rans_static_test, small_alphabets_get_fast_tables_unless_they_cost) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (uint32_t s = 0; s < 128; ++s) {  // bf16's mantissa: near uniform
+    symbols.push_back(s);
+    counts.push_back(8000 + rng() % 400);
+  }
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  ASSERT_GT(rans_static_scale_for(symbols.size(), n), fast_table_scale);
+  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, fast_table_scale);
+
+  symbols.clear(), counts.clear();  // one dominant symbol, 200 singletons
+  for (uint32_t s = 0; s < 201; ++s) {
+    symbols.push_back(s);
+    counts.push_back(s == 100 ? 10000000 : 1);
+  }
+  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, rs::max_scale);
+
+  symbols.clear(), counts.clear();  // past the small alphabets
+  for (uint32_t s = 0; s < 4000; ++s) {
+    symbols.push_back(3 * s);
+    counts.push_back(100 + rng() % 100);
+  }
+  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, rs::max_scale);
+
+  // The fast tables code what they were made from, on every path.
+  bytes d;
+  for (size_t i = 0; i < 3 * rs::wide_from; ++i) {
+    d.push_back(static_cast<uint8_t>(rng() % 128));
+  }
+  std::vector<uint64_t> hist;
+  rs::histogram(d, 1, hist);
+  rs::table const t = choose_rans_static_table(hist);
+  ASSERT_EQ(t.scale, fast_table_scale);
+  rs::coder const c(t, 1);
+  bytes payload;
+  c.encode(d, payload);
+  for (unsigned simd : {0u, 1u, 2u, 3u, rs::simd_tuned}) {
+    rs::limit_simd(simd);
+    bytes back(d.size());
+    c.decode(payload, d.size(), back.data());
+    EXPECT_EQ(back, d) << simd;
+  }
+  rs::limit_simd(rs::simd_tuned);
+}
+
 TEST(rans_static_test, decode_table_bytes_follow_the_layout) {
   rs::table t;
   t.scale = 16;
