@@ -272,21 +272,37 @@ struct exponent_field {
   unsigned width = 1;  // bytes of the field's lanes
 };
 
+// bf16: bitfields of the mantissa (7 bits) and the sign and exponent (9);
+// fp16: byte planes, the high byte the sign, exponent and top 2 mantissa
+// bits. (fp16's top mantissa bits follow the exponent: bitfields 10:6 with
+// a mantissa table of the tensor coded blazepose-heavy.fp16 58 KB larger.)
 exponent_field exponent_field_of(node& program, meaning m) {
-  unsigned const mbits = m == meaning::bf16 ? 7 : 10;
+  bool const bf16 = m == meaning::bf16;
   exponent_field f;
-  f.shift = mbits;
-  f.mask = (1u << (16 - mbits)) - 1;
-  f.width = 16 - mbits > 8 ? 2 : 1;
+  f.shift = bf16 ? 7 : 8;
+  f.mask = bf16 ? 0x1FF : 0xFF;
+  f.width = bf16 ? 2 : 1;
   if (program.op != opcode::view || program.children.size() != 2) return f;
   node& split = program.children[0];
-  if (split.op == opcode::bitfields && split.params.size() == 2 &&
-      split.params[0] == mbits && split.children.size() == 2 &&
+  bool const same = bf16 ? split.op == opcode::bitfields &&
+                               split.params.size() == 2 && split.params[0] == 7
+                         : split.op == opcode::planes;
+  if (same && split.children.size() == 2 &&
       (split.children[1].op == opcode::rans_static ||
        split.children[1].op == opcode::rans0)) {
     f.leaf = &split.children[1];
   }
   return f;
+}
+
+// The split of exponent_field_of: `low` codes the bits below the field,
+// `field` the field.
+node split_of(unsigned shift, node low, node field) {
+  if (shift == 8) {
+    return make_op(opcode::planes, {}, {std::move(low), std::move(field)});
+  }
+  return make_op(opcode::bitfields, {shift, 16 - shift},
+                 {std::move(low), std::move(field)});
 }
 
 // Each class's histogram of the field (k x (mask + 1) counts) and of the
@@ -356,7 +372,7 @@ field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
   if (f.shift == 7) {
     count_fields<7, 0x1FF>(w, rows, cols, by_rows, map, out);
   } else {
-    count_fields<10, 0x3F>(w, rows, cols, by_rows, map, out);
+    count_fields<8, 0xFF>(w, rows, cols, by_rows, map, out);
   }
   uint32_t* const even = out.classes.data();
   for (size_t i = 0; i < cells; ++i) even[i] += even[cells + i];
@@ -549,7 +565,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     after += leaves.back().bytes;
   }
   unsigned const mbits = f->shift;
-  unsigned const mwidth = mbits > 8 ? 2 : 1;
+  unsigned const mwidth = 1;
   size_t const low_cells = size_t{1} << mbits;
   std::vector<uint64_t> mantissa((k + 1) * low_cells, 0);  // then the whole's
   for (size_t i = 0; i < k * low_cells; ++i) {
@@ -619,9 +635,9 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     out.program = view_of(std::move(cls));
   } else {
     std::span<uint64_t const> const mh(&mantissa[k * low_cells], low_cells);
-    out.program = view_of(make_op(
-        opcode::bitfields, {mbits, 16 - mbits},
-        {field_leaf(mantissa_leaves[k].op, mh, mwidth, 0), std::move(cls)}));
+    out.program = view_of(
+        split_of(mbits, field_leaf(mantissa_leaves[k].op, mh, mwidth, 0),
+                 std::move(cls)));
   }
   out.estimated_bytes = to_beat - gain;
   out.rows = best_rows;
