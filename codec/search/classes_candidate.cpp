@@ -453,9 +453,27 @@ node field_leaf(opcode op, std::span<uint64_t const> counts, unsigned width,
 // elements' indexes in the tensor's table are counted a class, in one
 // pass: no 16-bit histogram a class.
 struct element_tables {
-  std::vector<node> leaves;   // a rans_static leaf a class, tables built
-  std::vector<double> bytes;  // their estimates
+  // A class's present values and their counts, and its table's estimate.
+  std::vector<std::vector<uint32_t>> symbols;
+  std::vector<std::vector<uint64_t>> counts;
+  std::vector<double> bytes;
 };
+
+// Class c's leaf: its table built (encoding work: only for the winner).
+node element_leaf(element_tables const& t, unsigned c) {
+  auto const& symbols = t.symbols[c];
+  if (symbols.size() < 2) {  // one value (pruned channels): no payload
+    return make_leaf(symbols.size() == 1 && symbols[0] == 0 ? opcode::zero
+                                                            : opcode::constant);
+  }
+  uint64_t n = 0;
+  for (uint64_t v : t.counts[c]) n += v;
+  node leaf = make_leaf(opcode::rans_static);
+  leaf.blob = serialize_rans_static_table(
+      quantize_rans_static_table(rans_static::normalize(
+          symbols, t.counts[c], rans_static_scale_for(symbols.size(), n))));
+  return leaf;
+}
 
 // Tables of this many values at most: the counts stay in L2.
 constexpr size_t max_table_values = 16384;
@@ -475,7 +493,10 @@ std::optional<element_tables> element_tables_of(node const& inner,
   size_t const values = t.symbols.size();
   if (values < 2 || values > max_table_values) return std::nullopt;
   static thread_local std::vector<uint16_t> index;
-  index.assign(size_t{1} << 16, 0);
+  // Zero but for the table's values, which are reset after the pass: no
+  // 128 KiB fill a tensor. (Every element is one of the table's values; an
+  // other would count as the first, within bounds.)
+  index.resize(size_t{1} << 16, 0);
   for (size_t i = 0; i < values; ++i) {
     index[t.symbols[i]] = static_cast<uint16_t>(i);
   }
@@ -490,11 +511,14 @@ std::optional<element_tables> element_tables_of(node const& inner,
       ++hist[c * values + at[load_le<uint16_t>(row + 2 * j)]];
     }
   }
+  for (uint32_t v : t.symbols) index[v] = 0;
   element_tables out;
+  out.symbols.resize(k);
+  out.counts.resize(k);
   for (unsigned c = 0; c < k; ++c) {
     std::vector<std::pair<uint32_t, uint32_t>> h;
-    std::vector<uint32_t> symbols;
-    std::vector<uint64_t> present;
+    auto& symbols = out.symbols[c];
+    auto& present = out.counts[c];
     uint64_t n = 0;
     for (size_t i = 0; i < values; ++i) {
       uint32_t const v = hist[c * values + i];
@@ -504,21 +528,16 @@ std::optional<element_tables> element_tables_of(node const& inner,
       present.push_back(v);
       n += v;
     }
-    if (symbols.size() < 2) {  // one value (pruned channels): no payload
-      bool const zero = symbols.size() == 1 && symbols[0] == 0;
-      out.bytes.push_back(zero ? 2 : 4);
-      out.leaves.push_back(make_leaf(zero ? opcode::zero : opcode::constant));
+    if (symbols.size() < 2) {
+      out.bytes.push_back(symbols.size() == 1 && symbols[0] == 0 ? 2 : 4);
       continue;
     }
-    unsigned const scale = rans_static_scale_for(symbols.size(), n);
     double payload_bits = 0;
     out.bytes.push_back(
-        2 + estimate_rans_static_blob_bytes(h, n, scale, &payload_bits) +
+        2 +
+        estimate_rans_static_blob_bytes(
+            h, n, rans_static_scale_for(symbols.size(), n), &payload_bits) +
         payload_bits / 8);
-    node leaf = make_leaf(opcode::rans_static);
-    leaf.blob = serialize_rans_static_table(quantize_rans_static_table(
-        rans_static::normalize(symbols, present, scale)));
-    out.leaves.push_back(std::move(leaf));
   }
   return out;
 }
@@ -705,7 +724,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     std::vector<node> kids;
     for (unsigned c = 0; c < k; ++c) {
       if (own_table[c]) {
-        kids.push_back(std::move(tables->leaves[c]));
+        kids.push_back(element_leaf(*tables, c));
         continue;
       }
       std::span<uint64_t const> const h(&per[c * cells], cells);
