@@ -10,10 +10,15 @@
 // counts each channel's exponents (16 buckets), a closed-form floor (every
 // channel its own table) picks columns or rows and drops tensors with no
 // room for a gain, and Lloyd rounds on the dense counts find 4 classes.
-// Then one pass over the tensor counts each class's exponent field, and the
-// classes' leaves are costed from those counts against the tensor's one
-// leaf. The mantissa keeps the tensor's table: one stream and table more a
-// class, not two.
+// Then one pass over the tensor counts each class's sign and exponent (bf16;
+// fp16: its high byte) and, where needed, its mantissa (fp16: low byte),
+// and the programs below are costed from those counts in closed form: the
+// tensor's bitfields (bf16) or planes (fp16) program with that leaf replaced
+// by one a class (a stream and table more a class, not two); that split
+// over the classes, the mantissa shared; the classes each with a split of
+// its own; or, for tensors of few values coded by one table, each class its
+// own table (counted by the values' indexes in the tensor's). Only the
+// winner's tables are built.
 
 #include <memory>
 #include <optional>
