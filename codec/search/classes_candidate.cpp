@@ -6,12 +6,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "codec/choose/histogram.h"
 #include "codec/choose/work_clock.h"
 #include "codec/core/bytes.h"
+#include "codec/leaves/rans_static.h"
 #include "codec/ops/classes.h"
 #include "codec/search/closed_form.h"
 #include "codec/search/production.h"
@@ -31,7 +35,8 @@ constexpr unsigned classes = 4;
 // The gain, of the tensor's bytes, below which classes are not worth their
 // time: 0.02 coded the 82 bf16/fp16 safetensors of the corpus in
 // 203,507,498 B, 0.03 in 204,007,143, 0 in 203,046,770 (the bound:
-// 202,674,221).
+// 202,674,221), measured with a closed-form program a class; kept for the
+// classes of the exponent field.
 constexpr double min_gain = 0.02;
 // Groups are told apart by their exponents alone (the sign is as random in
 // every channel), the top `buckets` - 1 present ones each a bucket and the
@@ -43,20 +48,25 @@ constexpr unsigned buckets = 16;
 constexpr size_t sample_elements = size_t{1} << 14;
 constexpr size_t min_group_sample = 64;
 constexpr int lloyd_rounds = 3;
-// The view, its tail and the classes node with its two params.
-constexpr double frame_bytes = 6 + 2 + 4;
 
 double c_log2_c(double c) { return c > 0 ? c * std::log2(c) : 0; }
 
 // c log2 c of small counts, looked up: the groups' cells are sample counts.
-float small_c_log2_c(uint32_t c) {
-  static auto const table = [] {
-    std::array<float, 4096> t{};
+using c_log2_c_table = std::array<float, 4096>;
+c_log2_c_table const& small_c_log2_c_table() {
+  static c_log2_c_table const table = [] {
+    c_log2_c_table t{};
     for (uint32_t i = 1; i < t.size(); ++i) {
       t[i] = static_cast<float>(c_log2_c(i));
     }
     return t;
   }();
+  return table;
+}
+
+// (The table passed in: a function-local static's guard, checked every
+// call, kept the loop from inlining it.)
+inline float small_c_log2_c(c_log2_c_table const& table, uint32_t c) {
   return c < table.size() ? table[c] : static_cast<float>(c_log2_c(c));
 }
 
@@ -88,6 +98,7 @@ double class_cost(std::span<double const> h) {
 // Sum over groups of their own exponent entropy (bytes): no partition of
 // the groups into classes codes them in fewer.
 double grouped_entropy_bytes(groups const& g) {
+  c_log2_c_table const& table = small_c_log2_c_table();
   double bits = 0;
   for (size_t j = 0; j < g.count; ++j) {
     uint32_t const* cell = &g.counts[j * buckets];
@@ -95,9 +106,9 @@ double grouped_entropy_bytes(groups const& g) {
     float terms = 0;
     for (unsigned b = 0; b < buckets; ++b) {
       n += cell[b];
-      terms += small_c_log2_c(cell[b]);
+      terms += small_c_log2_c(table, cell[b]);
     }
-    bits += small_c_log2_c(n) - terms;
+    bits += small_c_log2_c(table, n) - terms;
   }
   return bits * g.scale / 8;
 }
@@ -141,7 +152,14 @@ struct float_vector<8> {
 // group's K costs are a few vector operations.
 template <unsigned K>
 partition classify(groups const& g) {
-  std::vector<std::pair<float, uint32_t>> order(g.count);
+  // The quantiles by selection, not a sort (a sort of the groups was 2% of
+  // compressing blazepose-heavy.bf16): K - 1 cuts among (mean, index)
+  // pairs, each group's class the number of cuts at or below its pair: the
+  // class of its rank, i K / count, as the sort gave it (ties in the mean,
+  // as quantized weights have, broken by the index; with ties on the cut's
+  // side, antispoof.fp16 lost a class and 9 KB).
+  using keyed = std::pair<float, uint32_t>;
+  std::vector<keyed> mean(g.count);
   for (size_t j = 0; j < g.count; ++j) {
     uint32_t const* cell = &g.counts[j * buckets];
     float sum = 0, n = 0;
@@ -149,12 +167,23 @@ partition classify(groups const& g) {
       sum += static_cast<float>(cell[b] * b);
       n += static_cast<float>(cell[b]);
     }
-    order[j] = {n > 0 ? sum / n : 0, static_cast<uint32_t>(j)};
+    mean[j] = {n > 0 ? sum / n : 0, static_cast<uint32_t>(j)};
   }
-  std::sort(order.begin(), order.end());
+  std::array<keyed, K - 1> cut;
+  {
+    std::vector<keyed> order(mean);
+    for (unsigned q = 1; q < K; ++q) {
+      auto const at =
+          order.begin() + static_cast<ptrdiff_t>((q * g.count + K - 1) / K);
+      std::nth_element(order.begin(), at, order.end());
+      cut[q - 1] = *at;
+    }
+  }
   std::vector<uint8_t> map(g.count);
-  for (size_t i = 0; i < g.count; ++i) {
-    map[order[i].second] = static_cast<uint8_t>(i * K / g.count);
+  for (size_t j = 0; j < g.count; ++j) {
+    unsigned c = 0;
+    for (keyed const& x : cut) c += !(mean[j] < x);
+    map[j] = static_cast<uint8_t>(c);
   }
   // A class's costs side by side: one vector operation a bucket (GCC
   // vectorized the array loop across buckets instead, with shuffles: 9% of
@@ -206,14 +235,21 @@ partition classify(groups const& g) {
 }
 
 // The bucket of each element's top bits (w >> shift: sign and exponent):
-// the `buckets` - 1 highest present exponents of the samples, the rest in
-// bucket 0.
-template <typename Visit>
-std::vector<uint8_t> bucket_of(unsigned shift, unsigned exponent_mask,
-                               Visit&& visit_samples) {
-  std::vector<uint8_t> seen(exponent_mask + 1, 0);
-  visit_samples([&](uint16_t v) { seen[(v >> shift) & exponent_mask] = 1; });
-  std::vector<uint8_t> of_exponent(exponent_mask + 1, 0);
+// the `buckets` - 1 highest present exponents among the elements of rows
+// 0, step, 2 step... (of `cols` 16-bit elements at `w`), the rest in bucket
+// 0. (Flags in 32-bit words, pointers in locals: with byte flags, whose
+// stores may alias anything, the loop reloaded its operands every element.)
+std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
+                               size_t step, unsigned shift,
+                               unsigned exponent_mask) {
+  std::array<uint32_t, 256> seen{};
+  for (size_t i = 0; i < rows; i += step) {
+    uint8_t const* row = w + 2 * i * cols;
+    for (size_t j = 0; j < cols; ++j) {
+      seen[(load_le<uint16_t>(row + 2 * j) >> shift) & exponent_mask] = 1;
+    }
+  }
+  std::array<uint8_t, 256> of_exponent{};
   unsigned next = buckets - 1;
   for (unsigned e = exponent_mask + 1; e-- > 0 && next > 0;) {
     if (seen[e]) of_exponent[e] = static_cast<uint8_t>(next--);
@@ -225,48 +261,294 @@ std::vector<uint8_t> bucket_of(unsigned shift, unsigned exponent_mask,
   return out;
 }
 
-// The elements of each class, in order (the op's encode, on 16-bit lanes),
-// in buffers the thread reuses: fresh ones as large as the tensor cost a
-// page fault every 4 KiB (10% of blazepose-heavy's compress CPU). By
-// columns, each class's column positions are listed once and each row
-// gathered by them: a copy per element through the map and a cursor per
-// class took 0.3 ms a tensor of blazepose-heavy.bf16 (27 ms in all).
-std::vector<bytes>& gather(uint8_t const* w, size_t rows, size_t cols,
-                           bool by_rows, std::vector<uint8_t> const& map,
-                           unsigned k) {
-  std::vector<uint32_t> first(k + 1, 0);
-  for (uint8_t c : map) ++first[c + 1];
-  for (unsigned c = 0; c < k; ++c) first[c + 1] += first[c];
-  size_t const other = by_rows ? cols : rows;
-  static thread_local std::vector<bytes> out;
-  if (out.size() < k) out.resize(k);
-  std::vector<uint16_t*> at(k);
-  for (unsigned c = 0; c < k; ++c) {
-    out[c].resize(size_t{first[c + 1] - first[c]} * other * 2);
-    at[c] = reinterpret_cast<uint16_t*>(out[c].data());
+// The sign and exponent of 16-bit floats: the field whose statistics
+// follow the channels' scales. Its per-class histograms, and the
+// mantissa's, are all that the classes need: one pass over the tensor
+// counts them. A tensor coded by bitfields (closed_form.h's usual winner)
+// keeps its program, the sign-and-exponent leaf replaced by one a class;
+// any other program is replaced by bitfields whose sign and exponent are
+// coded by class (a table of every value a class costs more than the
+// classes save).
+struct exponent_field {
+  node* leaf = nullptr;  // bitfields' sign-and-exponent leaf (none: whole)
+  unsigned shift = 0;    // field = (element >> shift) & mask
+  unsigned mask = 0;
+  unsigned width = 1;  // bytes of the field's lanes
+};
+
+// bf16: bitfields of the mantissa (7 bits) and the sign and exponent (9);
+// fp16: byte planes, the high byte the sign, exponent and top 2 mantissa
+// bits. (fp16's top mantissa bits follow the exponent: bitfields 10:6 with
+// a mantissa table of the tensor coded blazepose-heavy.fp16 58 KB larger.)
+exponent_field exponent_field_of(node& program, meaning m) {
+  bool const bf16 = m == meaning::bf16;
+  exponent_field f;
+  f.shift = bf16 ? 7 : 8;
+  f.mask = bf16 ? 0x1FF : 0xFF;
+  f.width = bf16 ? 2 : 1;
+  if (program.op != opcode::view || program.children.size() != 2) return f;
+  node& split = program.children[0];
+  bool const same = bf16 ? split.op == opcode::bitfields &&
+                               split.params.size() == 2 && split.params[0] == 7
+                         : split.op == opcode::planes;
+  if (same && split.children.size() == 2 &&
+      (split.children[1].op == opcode::rans_static ||
+       split.children[1].op == opcode::rans0)) {
+    f.leaf = &split.children[1];
   }
+  return f;
+}
+
+// The split of exponent_field_of: `low` codes the bits below the field,
+// `field` the field.
+node split_of(unsigned shift, node low, node field) {
+  if (shift == 8) {
+    return make_op(opcode::planes, {}, {std::move(low), std::move(field)});
+  }
+  return make_op(opcode::bitfields, {shift, 16 - shift},
+                 {std::move(low), std::move(field)});
+}
+
+// Each class's histogram of the field (k x (mask + 1) counts) and of the
+// bits below it (the mantissa: k x 2^shift counts), in buffers
+// the thread reuses, in one pass over the tensor in place. Two copies of
+// the counts, alternate elements each: the exponents repeat, and an
+// increment of the counter the previous one wrote waits for it.
+struct field_counts {
+  std::vector<uint32_t> classes;   // 2 x k x (mask + 1); the first summed
+  std::vector<uint32_t> mantissa;  // 2 x k x 2^shift; the first summed
+};
+
+// The pass, for a field of Mask + 1 values at Shift: constants, so that
+// the loop keeps everything in registers (with them read from memory, it
+// took 2.5 ns an element).
+template <unsigned Shift, unsigned Mask, bool Mantissa>
+void count_fields(uint8_t const* w, size_t rows, size_t cols, bool by_rows,
+                  std::vector<uint8_t> const& map, field_counts& out) {
+  size_t const cells = out.classes.size() / 2;
+  uint32_t* const even = out.classes.data();
+  uint32_t* const odd = even + cells;
+  uint32_t* const low_even = out.mantissa.data();
+  uint32_t* const low_odd = low_even + out.mantissa.size() / 2;
+  // A class's cells start at c (Mask + 1) in `hist`, at c 2^Shift in `low`.
+  auto count = [&](uint32_t* hist, uint32_t* low, size_t base,
+                   uint8_t const* at) {
+    uint32_t const v = load_le<uint16_t>(at);
+    ++hist[base + ((v >> Shift) & Mask)];
+    if constexpr (Mantissa) {
+      ++low[((base >> (16 - Shift)) << Shift) + (v & ((1u << Shift) - 1))];
+    }
+  };
   if (by_rows) {
     for (size_t r = 0; r < rows; ++r) {
-      std::memcpy(at[map[r]], w + r * cols * 2, cols * 2);
-      at[map[r]] += cols;
-    }
-    return out;
-  }
-  std::vector<uint32_t> pos(cols);
-  {
-    std::vector<uint32_t> next(first.begin(), first.end() - 1);
-    for (size_t j = 0; j < cols; ++j) {
-      pos[next[map[j]]++] = static_cast<uint32_t>(j);
-    }
-  }
-  for (unsigned c = 0; c < k; ++c) {
-    uint32_t const* p = pos.data() + first[c];
-    size_t const m = first[c + 1] - first[c];
-    uint16_t* dst = at[c];
-    for (size_t r = 0; r < rows; ++r, dst += m) {
       uint8_t const* row = w + r * cols * 2;
-      for (size_t t = 0; t < m; ++t) dst[t] = load_le<uint16_t>(row + 2 * p[t]);
+      size_t const base = size_t{map[r]} * (Mask + 1);
+      size_t j = 0;
+      for (; j + 1 < cols; j += 2) {
+        count(even, low_even, base, row + 2 * j);
+        count(odd, low_odd, base, row + 2 * j + 2);
+      }
+      if (j < cols) count(even, low_even, base, row + 2 * j);
     }
+    return;
+  }
+  static thread_local std::vector<uint32_t> base;
+  base.resize(cols);
+  for (size_t j = 0; j < cols; ++j) base[j] = map[j] * (Mask + 1);
+  uint32_t const* const b = base.data();
+  for (size_t r = 0; r < rows; ++r) {
+    uint8_t const* row = w + r * cols * 2;
+    size_t j = 0;
+    for (; j + 1 < cols; j += 2) {
+      count(even, low_even, b[j], row + 2 * j);
+      count(odd, low_odd, b[j + 1], row + 2 * j + 2);
+    }
+    if (j < cols) count(even, low_even, b[j], row + 2 * j);
+  }
+}
+
+field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
+                                 bool by_rows, std::vector<uint8_t> const& map,
+                                 unsigned k, exponent_field const& f,
+                                 bool mantissa) {
+  size_t const cells = size_t{k} * (f.mask + 1);
+  static thread_local field_counts out;
+  out.classes.assign(2 * cells, 0);
+  size_t const low_cells = mantissa ? size_t{k} << f.shift : 0;
+  out.mantissa.assign(2 * low_cells, 0);
+  auto run = [&]<unsigned Shift, unsigned Mask>() {
+    if (mantissa) {
+      count_fields<Shift, Mask, true>(w, rows, cols, by_rows, map, out);
+    } else {
+      count_fields<Shift, Mask, false>(w, rows, cols, by_rows, map, out);
+    }
+  };
+  if (f.shift == 7) {
+    run.template operator()<7, 0x1FF>();
+  } else {
+    run.template operator()<8, 0xFF>();
+  }
+  uint32_t* const even = out.classes.data();
+  for (size_t i = 0; i < cells; ++i) even[i] += even[cells + i];
+  uint32_t* const low = out.mantissa.data();
+  for (size_t i = 0; i < low_cells; ++i) low[i] += low[low_cells + i];
+  return out;
+}
+
+// The leaf of least estimated bytes (node included) for a value of field
+// counts `counts`: raw when empty, constant for one value, else rANS order
+// 0, a static table or raw.
+struct class_leaf {
+  opcode op = opcode::raw;
+  double bytes = 0;
+};
+
+class_leaf best_field_leaf(std::span<uint64_t const> counts, unsigned width,
+                           double chunks) {
+  size_t present = 0;
+  for (uint64_t c : counts) present += c != 0;
+  if (present == 0) return {opcode::raw, 2};
+  if (present == 1) {
+    return {opcode::constant, 2 + leaf_bytes_from_counts(
+                                      opcode::constant, counts, width, chunks)};
+  }
+  class_leaf best{opcode::rans0, 2 + leaf_bytes_from_counts(
+                                         opcode::rans0, counts, width, chunks)};
+  double const st =
+      2 + leaf_bytes_from_counts(opcode::rans_static, counts, width, chunks);
+  if (st < best.bytes) best = {opcode::rans_static, st};
+  double const raw =
+      2 + leaf_bytes_from_counts(opcode::raw, counts, width, chunks);
+  if (raw < best.bytes) best = {opcode::raw, raw};
+  return best;
+}
+
+// A static table's precision for a value of `symbols` symbols in lanes of
+// `width` bytes: closed_form.cpp's choices for small alphabets, whose
+// tables stay in L1 (2^12 for bytes, 2^13 for 16-bit lanes), with 4 slots
+// a symbol at least.
+unsigned table_scale(size_t symbols, uint64_t n, unsigned width) {
+  unsigned lo = 10;
+  while ((size_t{1} << lo) < 4 * symbols) ++lo;
+  unsigned const top =
+      std::min(rans_static_scale_for(symbols, n), width == 1 ? 12u : 13u);
+  return std::max(lo, top);
+}
+
+// A leaf `op` for the field counts `counts`, its static table built at
+// precision 2^scale (0: table_scale's).
+node field_leaf(opcode op, std::span<uint64_t const> counts, unsigned width,
+                unsigned scale) {
+  node leaf = make_leaf(op);
+  if (op != opcode::rans_static) return leaf;
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> present;
+  uint64_t n = 0;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s]) {
+      symbols.push_back(static_cast<uint32_t>(s));
+      present.push_back(counts[s]);
+      n += counts[s];
+    }
+  }
+  if (scale == 0) scale = table_scale(symbols.size(), n, width);
+  leaf.blob = serialize_rans_static_table(quantize_rans_static_table(
+      rans_static::normalize(symbols, present, scale)));
+  return leaf;
+}
+
+// Each class its own table of whole elements, for a tensor coded by one
+// (view(rans_static, raw)) of few values: quantized weights, whose classes
+// use different subsets of the values (antispoof.bf16's 3136x128 tensor:
+// 241,116 B with one table, 218,635 with 4 classes of their own). The
+// elements' indexes in the tensor's table are counted a class, in one
+// pass: no 16-bit histogram a class.
+struct element_tables {
+  // A class's present values and their counts, and its table's estimate.
+  std::vector<std::vector<uint32_t>> symbols;
+  std::vector<std::vector<uint64_t>> counts;
+  std::vector<double> bytes;
+};
+
+// Class c's leaf: its table built (encoding work: only for the winner).
+node element_leaf(element_tables const& t, unsigned c) {
+  auto const& symbols = t.symbols[c];
+  if (symbols.size() < 2) {  // one value (pruned channels): no payload
+    return make_leaf(symbols.size() == 1 && symbols[0] == 0 ? opcode::zero
+                                                            : opcode::constant);
+  }
+  uint64_t n = 0;
+  for (uint64_t v : t.counts[c]) n += v;
+  node leaf = make_leaf(opcode::rans_static);
+  leaf.blob = serialize_rans_static_table(
+      quantize_rans_static_table(rans_static::normalize(
+          symbols, t.counts[c], rans_static_scale_for(symbols.size(), n))));
+  return leaf;
+}
+
+// Tables of this many values at most: the counts stay in L2.
+constexpr size_t max_table_values = 16384;
+
+std::optional<element_tables> element_tables_of(node const& inner,
+                                                uint8_t const* w, size_t rows,
+                                                size_t cols, bool by_rows,
+                                                std::vector<uint8_t> const& map,
+                                                unsigned k) {
+  if (inner.op != opcode::view || inner.children.size() != 2 ||
+      inner.children[0].op != opcode::rans_static ||
+      inner.children[0].blob.empty()) {
+    return std::nullopt;
+  }
+  rans_static::table const t =
+      parse_rans_static_table(inner.children[0].blob, 2);
+  size_t const values = t.symbols.size();
+  if (values < 2 || values > max_table_values) return std::nullopt;
+  static thread_local std::vector<uint16_t> index;
+  // Zero but for the table's values, which are reset after the pass: no
+  // 128 KiB fill a tensor. (Every element is one of the table's values; an
+  // other would count as the first, within bounds.)
+  index.resize(size_t{1} << 16, 0);
+  for (size_t i = 0; i < values; ++i) {
+    index[t.symbols[i]] = static_cast<uint16_t>(i);
+  }
+  static thread_local std::vector<uint32_t> counts;
+  counts.assign(size_t{k} * values, 0);
+  uint16_t const* const at = index.data();
+  uint32_t* const hist = counts.data();
+  for (size_t r = 0; r < rows; ++r) {
+    uint8_t const* row = w + 2 * r * cols;
+    for (size_t j = 0; j < cols; ++j) {
+      size_t const c = by_rows ? map[r] : map[j];
+      ++hist[c * values + at[load_le<uint16_t>(row + 2 * j)]];
+    }
+  }
+  for (uint32_t v : t.symbols) index[v] = 0;
+  element_tables out;
+  out.symbols.resize(k);
+  out.counts.resize(k);
+  for (unsigned c = 0; c < k; ++c) {
+    std::vector<std::pair<uint32_t, uint32_t>> h;
+    auto& symbols = out.symbols[c];
+    auto& present = out.counts[c];
+    uint64_t n = 0;
+    for (size_t i = 0; i < values; ++i) {
+      uint32_t const v = hist[c * values + i];
+      if (v == 0) continue;
+      h.emplace_back(t.symbols[i], v);
+      symbols.push_back(t.symbols[i]);
+      present.push_back(v);
+      n += v;
+    }
+    if (symbols.size() < 2) {
+      out.bytes.push_back(symbols.size() == 1 && symbols[0] == 0 ? 2 : 4);
+      continue;
+    }
+    double payload_bits = 0;
+    out.bytes.push_back(
+        2 +
+        estimate_rans_static_blob_bytes(
+            h, n, rans_static_scale_for(symbols.size(), n), &payload_bits) +
+        payload_bits / 8);
   }
   return out;
 }
@@ -274,6 +556,7 @@ std::vector<bytes>& gather(uint8_t const* w, size_t rows, size_t cols,
 }  // namespace
 
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
+                                              node const& inner,
                                               double to_beat) {
   if (r.kind != region_kind::tensor ||
       (r.type != dtype::bf16 && r.type != dtype::f16) || r.shape.size() < 2 ||
@@ -295,7 +578,6 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   // Read in place, unaligned (a safetensors header of odd length leaves
   // every tensor so): an aligned copy paged in fresh memory every tensor.
   uint8_t const* const w = data.data();
-  auto lane = [w](size_t i) { return load_le<uint16_t>(w + 2 * i); };
   // Sampled: the columns' counts from every col_step-th row, the rows'
   // from every row_step-th column, each group keeping >= min_group_sample.
   // Counting every element cost 0.17 ms a tensor of blazepose-heavy.bf16.
@@ -305,22 +587,18 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
       n / sample_elements, 1, std::max<size_t>(1, cols / min_group_sample));
   bool const by_rows_too =
       r.length <= max_rows_region && rows >= 2 && rows <= max_rows;
-  auto visit_samples = [&](auto&& visit) {
-    for (size_t i = 0; i < rows; i += col_step) {
-      for (size_t j = 0; j < cols; ++j) visit(lane(i * cols + j));
-    }
-  };
-  std::vector<uint8_t> const bucket =
-      bucket_of(shift, exponent_mask, visit_samples);
+  std::vector<uint8_t> const bucket_table =
+      bucket_of(w, rows, cols, col_step, shift, exponent_mask);
+  uint8_t const* const bucket = bucket_table.data();
   groups by_col;
   by_col.count = cols;
   by_col.counts.assign(cols * buckets, 0);
   by_col.scale = static_cast<double>(col_step);
   for (size_t i = 0; i < rows; i += col_step) {
-    size_t const row = i * cols;
+    uint8_t const* row = w + 2 * i * cols;
     uint32_t* cell = by_col.counts.data();
     for (size_t j = 0; j < cols; ++j, cell += buckets) {
-      ++cell[bucket[lane(row + j) >> shift]];
+      ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
     }
   }
   groups by_row;
@@ -329,10 +607,10 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     by_row.counts.assign(rows * buckets, 0);
     by_row.scale = static_cast<double>(row_step);
     for (size_t i = 0; i < rows; ++i) {
-      size_t const row = i * cols;
-      uint32_t* cell = &by_row.counts[i * buckets];
+      uint8_t const* row = w + 2 * i * cols;
+      uint32_t* const cell = by_row.counts.data() + i * buckets;
       for (size_t j = 0; j < cols; j += row_step) {
-        ++cell[bucket[lane(row + j) >> shift]];
+        ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
       }
     }
   }
@@ -367,38 +645,183 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   }
   bool const best_rows = use_rows;
 
-  uint64_t const stride = best_rows ? cols : 1;
-  std::vector<bytes>& pool = gather(w, rows, cols, best_rows, best.map, best.k);
-  std::span<bytes const> const parts(pool.data(), best.k);
+  // The tensor's program, its exponent field's leaf replaced by one a
+  // class: the same shape, one more stream a class, and a pass over the
+  // tensor for the classes' field counts (no gather, no histogram of each
+  // class's elements, no program of its own a class).
   classes_choice out;
-  out.rows = best_rows;
-  out.estimated_bytes = frame_bytes + static_cast<double>(best.map.size()) *
-                                          std::log2(best.k) / 8;
-  std::vector<closed_form_choice> chosen;
-  std::vector<sparse_hist> hists;
-  for (bytes const& part : parts) {
-    region sub = r;
-    sub.length = part.size();
-    sub.shape.clear();
-    hists.push_back(sparse_histogram(part));
-    float16_marginals const mg = float16_marginals_of(hists.back(), m);
-    region_input const in{sub, part, nullptr, &hists.back(), &mg};
-    chosen.push_back(closed_form_decide(in, closed_form_costs(in, mg)));
-    double const view = chosen.back().program.op == opcode::view ? 6 : 0;
-    out.estimated_bytes += chosen.back().estimated_bytes - view;
-    if (out.estimated_bytes >= to_beat) return std::nullopt;
+  out.program = inner;
+  exponent_field const field = exponent_field_of(out.program, m);
+  exponent_field const* const f = &field;
+  if ((best_rows ? rows : cols) != best.map.size()) return std::nullopt;
+  unsigned const k = best.k;
+  size_t const cells = size_t{f->mask} + 1;
+  field_counts const& counted =
+      class_field_counts(w, rows, cols, best_rows, best.map, k, *f,
+                         f->leaf == nullptr || m != meaning::bf16);
+  std::vector<uint64_t> per(size_t{k} * cells);
+  std::vector<uint64_t> all(cells, 0);
+  for (size_t i = 0; i < per.size(); ++i) {
+    per[i] = counted.classes[i];
+    all[i % cells] += per[i];
   }
+  double const chunks =
+      std::max(1.0, std::ceil(static_cast<double>(data.size()) / (1u << 20)));
+  // The classes node with its params and map, and a leaf a class.
+  double after = 6 + static_cast<double>(best.map.size()) * std::log2(k) / 8;
+  std::vector<class_leaf> leaves;
+  for (unsigned c = 0; c < k; ++c) {
+    std::span<uint64_t const> const h(&per[c * cells], cells);
+    leaves.push_back(best_field_leaf(h, f->width, chunks));
+    after += leaves.back().bytes;
+  }
+  unsigned const mbits = f->shift;
+  unsigned const mwidth = 1;
+  size_t const low_cells = size_t{1} << mbits;
+  // (bf16's mantissas are counted only where the program is replaced
+  // whole: a bitfields program keeps its mantissa's leaf. Counting them too
+  // cost 6 instructions an element, and own mantissas changed
+  // blazepose-heavy.bf16 by 0.002%; fp16's low bytes set quantized classes
+  // apart: handlandmark-full.fp16 12 KB.)
+  bool const mantissas = f->leaf == nullptr || m != meaning::bf16;
+  std::vector<uint64_t> mantissa((k + 1) * low_cells, 0);  // then the whole's
+  for (size_t i = 0; mantissas && i < k * low_cells; ++i) {
+    mantissa[i] = counted.mantissa[i];
+    mantissa[k * low_cells + i % low_cells] += mantissa[i];
+  }
+  // Each class's mantissa leaf, then the whole's. The classes' are costed
+  // only where their floor (entropy, a bitfields node and a quarter byte a
+  // value of table) is below the whole's leaf: the static tables' estimates
+  // of k mantissas were 4% of compressing blazepose-heavy.bf16, and their
+  // mantissas rarely differ.
+  std::vector<class_leaf> mantissa_leaves(k + 1);
+  mantissa_leaves[k] =
+      best_field_leaf({&mantissa[k * low_cells], low_cells}, mwidth, chunks);
+  double own = 0;
+  for (unsigned c = 0; c < k; ++c) {
+    uint64_t n = 0;
+    double terms = 0, present = 0;
+    for (size_t i = 0; i < low_cells; ++i) {
+      uint64_t const v = mantissa[c * low_cells + i];
+      n += v, terms += c_log2_c(static_cast<double>(v)), present += v != 0;
+    }
+    own += (c_log2_c(static_cast<double>(n)) - terms) / 8 + 6 + present / 4;
+  }
+  if (mantissas && own < mantissa_leaves[k].bytes) {
+    own = 0;
+    for (unsigned c = 0; c < k; ++c) {
+      mantissa_leaves[c] = best_field_leaf(
+          {&mantissa[c * low_cells], low_cells}, mwidth, chunks);
+      own += mantissa_leaves[c].bytes + 4;  // and bitfields
+    }
+  } else {
+    own = std::numeric_limits<double>::infinity();
+  }
+  // The gains, against the tensor's program, of: its sign-and-exponent leaf
+  // replaced by the classes' (bitfields programs); bitfields with the
+  // mantissa's table of the tensor and the classes' sign and exponent (any
+  // other program); classes each with a bitfields program of its own
+  // (classes that differ in more than their scale: one of quantized
+  // values, one of noise, say).
+  enum class shape { leaf, shared_mantissa, own_mantissas, own_tables };
+  shape how = shape::own_mantissas;
+  double gain = 0;
+  {
+    double const map_bytes =
+        6 + static_cast<double>(best.map.size()) * std::log2(k) / 8;
+    double const se_bytes = after - map_bytes;  // the classes' leaves
+    gain = to_beat - (6 + map_bytes + se_bytes + own);
+    double const shared =
+        to_beat - (6 + 4 + mantissa_leaves[k].bytes + map_bytes + se_bytes);
+    if (f->leaf != nullptr) {
+      double const before =
+          2 + leaf_bytes_from_counts(f->leaf->op, all, f->width, chunks);
+      double const replaced = before - (map_bytes + se_bytes);
+      if (replaced >= gain) gain = replaced, how = shape::leaf;
+    } else if (shared >= gain) {
+      gain = shared, how = shape::shared_mantissa;
+    }
+  }
+  std::optional<element_tables> tables =
+      element_tables_of(inner, w, rows, cols, best_rows, best.map, k);
+  // Each class the cheaper of its own table and its own split (classes as
+  // different as antispoof.fp16's: one of few values, one of noise).
+  std::vector<bool> own_table(k, false);
+  if (tables) {
+    double const map_bytes =
+        6 + static_cast<double>(best.map.size()) * std::log2(k) / 8;
+    double mixed = 6 + map_bytes;
+    if (std::isinf(own)) {  // the classes' mantissa leaves, not yet costed
+      for (unsigned c = 0; c < k; ++c) {
+        mantissa_leaves[c] = best_field_leaf(
+            {&mantissa[c * low_cells], low_cells}, mwidth, chunks);
+      }
+    }
+    for (unsigned c = 0; c < k; ++c) {
+      double const split = mantissa_leaves[c].bytes + 4 + leaves[c].bytes;
+      own_table[c] = tables->bytes[c] < split;
+      mixed += own_table[c] ? tables->bytes[c] : split;
+    }
+    if (to_beat - mixed > gain) gain = to_beat - mixed, how = shape::own_tables;
+  }
+  if (!(gain > wanted)) return std::nullopt;
+  if (how == shape::own_tables) {
+    std::vector<node> kids;
+    for (unsigned c = 0; c < k; ++c) {
+      if (own_table[c]) {
+        kids.push_back(element_leaf(*tables, c));
+        continue;
+      }
+      std::span<uint64_t const> const h(&per[c * cells], cells);
+      std::span<uint64_t const> const mh(&mantissa[c * low_cells], low_cells);
+      kids.push_back(split_of(mbits,
+                              field_leaf(mantissa_leaves[c].op, mh, mwidth, 0),
+                              field_leaf(leaves[c].op, h, f->width, 0)));
+    }
+    node cls =
+        make_op(opcode::classes, {best_rows ? cols : 1, k}, std::move(kids));
+    cls.blob.assign(best.map.begin(), best.map.end());
+    out.program = make_op(opcode::view, {2, static_cast<uint64_t>(m)},
+                          {std::move(cls), make_leaf(opcode::raw)});
+    out.rows = best_rows;
+    out.estimated_bytes = to_beat - gain;
+    return out;
+  }
+  unsigned const scale = how == shape::leaf &&
+                                 f->leaf->op == opcode::rans_static &&
+                                 !f->leaf->blob.empty()
+                             ? f->leaf->blob[0]
+                             : 0;
   std::vector<node> kids;
-  for (size_t c = 0; c < chosen.size(); ++c) {
-    build_closed_form_tables(chosen[c], hists[c], m);
-    node& p = chosen[c].program;
-    kids.push_back(p.op == opcode::view ? std::move(p.children[0])
-                                        : std::move(p));
+  for (unsigned c = 0; c < k; ++c) {
+    std::span<uint64_t const> const h(&per[c * cells], cells);
+    node se = field_leaf(leaves[c].op, h, f->width, scale);
+    if (how == shape::own_mantissas) {
+      std::span<uint64_t const> const mh(&mantissa[c * low_cells], low_cells);
+      se = split_of(mbits, field_leaf(mantissa_leaves[c].op, mh, mwidth, 0),
+                    std::move(se));
+    }
+    kids.push_back(std::move(se));
   }
-  node cls = make_op(opcode::classes, {stride, best.k}, std::move(kids));
+  uint64_t const stride = best_rows ? cols : 1;
+  node cls = make_op(opcode::classes, {stride, k}, std::move(kids));
   cls.blob.assign(best.map.begin(), best.map.end());
-  out.program = make_op(opcode::view, {2, static_cast<uint64_t>(m)},
-                        {std::move(cls), make_leaf(opcode::raw)});
+  auto view_of = [&](node elements) {
+    return make_op(opcode::view, {2, static_cast<uint64_t>(m)},
+                   {std::move(elements), make_leaf(opcode::raw)});
+  };
+  if (how == shape::leaf) {
+    *f->leaf = std::move(cls);
+  } else if (how == shape::own_mantissas) {
+    out.program = view_of(std::move(cls));
+  } else {
+    std::span<uint64_t const> const mh(&mantissa[k * low_cells], low_cells);
+    out.program = view_of(
+        split_of(mbits, field_leaf(mantissa_leaves[k].op, mh, mwidth, 0),
+                 std::move(cls)));
+  }
+  out.estimated_bytes = to_beat - gain;
+  out.rows = best_rows;
   return out;
 }
 
@@ -414,7 +837,7 @@ class classes_chooser final : public recording_chooser {
     bool const recorded = inner_->choose_recorded(r, data, program, how);
     if (!recorded || how.estimated_bytes <= 0) return recorded;
     double const start = work_clock_ms();
-    auto c = classes_program(r, data, how.estimated_bytes);
+    auto c = classes_program(r, data, program, how.estimated_bytes);
     double const ms = work_clock_ms() - start;
     how.ms += ms;
     if (c) {

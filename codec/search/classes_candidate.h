@@ -1,16 +1,24 @@
 #pragma once
 // The `classes` candidate (codec/ops/classes.cpp): a bf16/fp16 tensor whose
 // channels (columns: the last dimension; or rows) carry scales of their own
-// is coded as groups of channels of similar exponent statistics, each
-// group with its own closed-form program (closed_form.h) and tables.
+// is coded as groups of channels of similar exponent statistics, the
+// tensor's own program (closed_form.h) coding each group's exponent field
+// by a leaf and table of its own.
 //
 // One table per tensor pays for the mix of every channel's exponents; a
-// group's exponents are narrower. Choosing is cheap before the per-class
-// programs: one pass over a sample counts each channel's exponents (16
-// buckets), a closed-form floor (every channel its own table) picks columns
-// or rows and drops tensors with no room for a gain, and Lloyd rounds on
-// the dense counts find 4 classes. Only then are the classes gathered and
-// their closed-form programs costed (the exact comparison).
+// group's exponents are narrower. Choosing is cheap: one pass over a sample
+// counts each channel's exponents (16 buckets), a closed-form floor (every
+// channel its own table) picks columns or rows and drops tensors with no
+// room for a gain, and Lloyd rounds on the dense counts find 4 classes.
+// Then one pass over the tensor counts each class's sign and exponent (bf16;
+// fp16: its high byte) and, where needed, its mantissa (fp16: low byte),
+// and the programs below are costed from those counts in closed form: the
+// tensor's bitfields (bf16) or planes (fp16) program with that leaf replaced
+// by one a class (a stream and table more a class, not two); that split
+// over the classes, the mantissa shared; the classes each with a split of
+// its own; or, for tensors of few values coded by one table, each class its
+// own table (counted by the values' indexes in the tensor's). Only the
+// winner's tables are built.
 
 #include <memory>
 #include <optional>
@@ -29,9 +37,11 @@ struct classes_choice {
 };
 
 /// The `classes` program of region `r` (its whole bytes `data`), when `r` is
-/// a bf16/fp16 tensor of rank >= 2 whose channels group into classes
-/// estimated smaller than `to_beat` bytes; its static tables built.
+/// a bf16/fp16 tensor of rank >= 2 whose channels group into classes that
+/// code the exponent field of `inner` (its program, view(split(...), raw),
+/// estimated `to_beat` bytes) enough smaller; its static tables built.
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
+                                              node const& inner,
                                               double to_beat);
 
 /// Wraps `inner`: each region's program is the inner chooser's, or the

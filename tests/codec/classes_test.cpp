@@ -14,6 +14,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "codec/leaves/rans_static.h"
 #include "codec/parse/region.h"
 #include "codec/search/classes_candidate.h"
 #include "codec/search/search_chooser.h"
@@ -212,6 +213,182 @@ TEST(classes_test, search_picks_classes_for_per_column_scales) {
   EXPECT_GT(gain, 1.05);
 }
 
+// 16-bit weights rows x cols (bf16, or fp16 with `fp16`) whose columns, or
+// rows with `by_rows`, have scales spread over 2^-12..1 (fp16: 2^-8..1).
+bytes channel_scales(size_t rows, size_t cols, bool fp16, bool by_rows,
+                     uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> scale(by_rows ? rows : cols);
+  for (auto& s : scale) {
+    s = std::ldexp(1.0f, -static_cast<int>(rng() % (fp16 ? 8 : 12)));
+  }
+  bytes out;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      float const f = g(rng) * scale[by_rows ? r : j];
+      if (fp16) {
+        _Float16 const h = static_cast<_Float16>(f);
+        uint16_t u;
+        std::memcpy(&u, &h, 2);
+        testing::append<uint16_t>(out, u);
+      } else {
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        testing::append<uint16_t>(out, static_cast<uint16_t>(u >> 16));
+      }
+    }
+  }
+  return out;
+}
+
+size_t coded_size(node const& p, byte_view data) {
+  bytes payload;
+  encode_chunk(p, data, payload);
+  return payload.size() + serialize_program(p).size();
+}
+
+// Every shape the closed form gives a 16-bit float tensor (closed_form.h):
+// the classes code its exponent field (the elements whole become
+// bitfields), by columns and by rows, for bf16 and fp16; each roundtrips and
+// codes smaller than the program it came from.
+TEST(classes_test, candidate_classes_the_exponent_of_every_program_shape) {
+  for (bool const fp16 : {false, true}) {
+    meaning const m = fp16 ? meaning::fp16 : meaning::bf16;
+    uint64_t const mbits = fp16 ? 10 : 7;
+    auto view = [&](node inner) {
+      return make_op(opcode::view, {2, static_cast<uint64_t>(m)},
+                     {std::move(inner), make_leaf(opcode::raw)});
+    };
+    auto r0 = [] { return make_leaf(opcode::rans0); };
+    std::vector<node> const shapes = {
+        view(r0()),
+        view(make_op(opcode::bitfields, {mbits, 16 - mbits}, {r0(), r0()})),
+        view(make_op(opcode::fields, {}, {r0(), r0(), r0()})),
+        view(make_op(opcode::planes, {}, {r0(), r0()})),
+    };
+    for (bool const by_rows : {false, true}) {
+      size_t const rows = 256, cols = 128;
+      bytes const data = channel_scales(rows, cols, fp16, by_rows, 5);
+      region r;
+      r.kind = region_kind::tensor;
+      r.type = fp16 ? dtype::f16 : dtype::bf16;
+      r.length = data.size();
+      r.shape = {rows, cols};
+      for (node const& inner : shapes) {
+        SCOPED_TRACE(program_text(inner) + (by_rows ? " by rows" : ""));
+        check_program(inner);
+        size_t const before = coded_size(inner, data);
+        auto const c = search::classes_program(r, data, inner,
+                                               static_cast<double>(before));
+        ASSERT_TRUE(c.has_value());
+        EXPECT_EQ(c->rows, by_rows);
+        check_program(c->program);
+        EXPECT_EQ(classes_cycle_elements(c->program),
+                  by_rows ? rows * cols : cols);
+        ASSERT_TRUE(roundtrips(c->program, data)) << program_text(c->program);
+        size_t const after = coded_size(c->program, data);
+        std::printf("%s %s: %zu -> %zu\n", program_text(inner).c_str(),
+                    by_rows ? "rows" : "columns", before, after);
+        EXPECT_LT(after, before);
+      }
+    }
+  }
+}
+
+// A program other than bitfields (zstd, a palette...) is replaced whole:
+// by bitfields over classes, or classes each with bitfields of its own
+// where the classes' mantissas differ (here: one class of bf16 values with
+// their low mantissa bits cleared, as quantized weights have them).
+TEST(classes_test, candidate_replaces_other_programs_whole) {
+  size_t const rows = 256, cols = 128;
+  bytes data = channel_scales(rows, cols, false, false, 6);
+  // Every 4th column: scale 1, 3 mantissa bits (the others' scales are
+  // 2^-12..1: most fall in other classes).
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0, 1);
+  for (size_t i = 0; i < rows * cols; i += 4) {
+    float const f = g(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    store_le<uint16_t>(&data[2 * i], static_cast<uint16_t>(u >> 16) & 0xFFF0);
+  }
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = dtype::bf16;
+  r.length = data.size();
+  r.shape = {rows, cols};
+  node const zstd =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_op(opcode::zstd, {3}, {}), make_leaf(opcode::raw)});
+  for (node const& inner : {zstd, make_leaf(opcode::raw)}) {
+    auto const c = search::classes_program(r, data, inner,
+                                           static_cast<double>(data.size()));
+    ASSERT_TRUE(c.has_value());
+    check_program(c->program);
+    EXPECT_EQ(classes_cycle_elements(c->program), cols);
+    EXPECT_TRUE(roundtrips(c->program, data)) << program_text(c->program);
+    // classes(bitfields(...), ...): a mantissa table a class.
+    EXPECT_EQ(c->program.children[0].op, opcode::classes)
+        << program_text(c->program);
+  }
+}
+
+// Quantized weights: few values, each column class using its own 32 (of
+// scales 2^0 and 2^-6). Coded by one table of the elements, the candidate
+// gives each class a table of its own.
+TEST(classes_test, candidate_gives_few_valued_classes_tables_of_their_own) {
+  size_t const rows = 256, cols = 128;
+  std::mt19937 rng(9);
+  bytes data;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
+                                 j % 2 == 0 ? -4 : -10);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+    }
+  }
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = dtype::bf16;
+  r.length = data.size();
+  r.shape = {rows, cols};
+  node const inner =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
+               make_leaf(opcode::raw)});
+  size_t const before = coded_size(inner, data);
+  auto const c =
+      search::classes_program(r, data, inner, static_cast<double>(before));
+  ASSERT_TRUE(c.has_value());
+  check_program(c->program);
+  node const& cls = c->program.children[0];
+  ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
+  for (node const& kid : cls.children) {
+    EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
+  }
+  ASSERT_TRUE(roundtrips(c->program, data));
+  EXPECT_LT(coded_size(c->program, data), before);
+}
+
+// The default chooser codes fp16 weights with per-column scales by classes.
+TEST(classes_test, search_picks_classes_for_fp16_per_column_scales) {
+  size_t const rows = 288, cols = 192;
+  bytes const data = channel_scales(rows, cols, true, false, 12);
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = dtype::f16;
+  r.length = data.size();
+  r.shape = {1, 1, rows, cols};
+  search_chooser_options so;
+  auto const chooser = make_search_chooser(so);
+  node const p = chooser->choose(r, data);
+  EXPECT_EQ(classes_cycle_elements(p), cols) << program_text(p);
+  ASSERT_TRUE(roundtrips(p, data));
+}
+
 TEST(classes_test, not_proposed_for_vectors_or_small_tensors) {
   bytes const data = per_column_scales(16, 64, 3);
   region r;
@@ -219,9 +396,9 @@ TEST(classes_test, not_proposed_for_vectors_or_small_tensors) {
   r.type = dtype::bf16;
   r.length = data.size();
   r.shape = {16 * 64};
-  EXPECT_FALSE(search::classes_program(r, data, 1e18).has_value());
+  EXPECT_FALSE(search::classes_program(r, data, node{}, 1e18).has_value());
   r.shape = {16, 64};  // 1024 elements: too few
-  EXPECT_FALSE(search::classes_program(r, data, 1e18).has_value());
+  EXPECT_FALSE(search::classes_program(r, data, node{}, 1e18).has_value());
 }
 
 }  // namespace
