@@ -10,12 +10,14 @@
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
 #include "codec/search/search_chooser.h"
+#include "tests/codec/error_code.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec {
 namespace {
 
 using testing::adversarial;
+using testing::code_of;
 using testing::test_lengths;
 
 node literal_of(byte_view blob) {
@@ -52,15 +54,6 @@ bool roundtrip(node const& n, byte_view data, unsigned width) {
       again.size(), again.data());
   EXPECT_EQ(again, back);
   return true;
-}
-
-errc code_of_decode(auto&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.code();
-  }
-  return errc::ok;
 }
 
 TEST(literal_test, roundtrips_every_adversarial_input_and_its_slices) {
@@ -300,7 +293,7 @@ TEST(literal_test, forged_in_program_chunks_are_rejected) {
   uint64_t payload_area = 0;
   for (chunk_entry const& c : x.chunks) payload_area += c.payload_length;
   auto decodes = [&](brv::archive_index const& y) {
-    return code_of_decode(
+    return code_of(
         [&] { brv::decode_index(brv::encode_index(y), 4096, payload_area); });
   };
   EXPECT_EQ(decodes(x), errc::ok);
