@@ -59,7 +59,9 @@ void text_node(node const& n, std::string& out) {
     out += std::to_string(p);
   }
   if (!n.blob.empty()) {
-    out += "[" + std::to_string(n.blob.size()) + "B]";
+    out += '[';
+    out += std::to_string(n.blob.size());
+    out += "B]";
   }
   if (n.children.empty()) return;
   out += '(';

@@ -37,7 +37,8 @@ bool is_float(meaning m) noexcept {
 }
 
 std::string type_name(value_type t) {
-  std::string s = "u" + std::to_string(8 * t.width);
+  std::string s = "u";
+  s += std::to_string(8 * t.width);
   switch (t.kind) {
     case meaning::none:
       break;

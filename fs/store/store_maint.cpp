@@ -38,6 +38,13 @@ struct inode_check {
 
 std::string ino_name(uint64_t ino) { return "inode " + std::to_string(ino); }
 
+// A directory entry's key is the parent's 8-byte inode number, then the name;
+// a damaged store may hold a shorter key, which has no name.
+std::string dirent_name(std::span<uint8_t const> key) {
+  if (key.size() <= 8) return {};
+  return {key.begin() + 8, key.end()};
+}
+
 }  // namespace
 
 fsck_report store::fsck(fsck_options const& opt) {
@@ -53,7 +60,6 @@ fsck_report store::fsck(fsck_options const& opt) {
   std::map<uint64_t, pack_rec> packs;
   std::map<std::pair<uint64_t, uint64_t>, record_info> records;
   std::map<uint64_t, inode_check> inodes;
-  std::map<codec::bytes, uint64_t> dangling_dirents;  // key -> target
   std::vector<std::array<uint8_t, 16>> dangling_chunks;
   std::unordered_map<payload_key, payload_rec, payload_key_hash> payloads;
   std::unordered_map<payload_key, uint64_t, payload_key_hash> refs;
@@ -130,16 +136,15 @@ fsck_report store::fsck(fsck_options const& opt) {
     {
       cursor c(t, s.dirents);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        codec::bytes k(c.key().begin(), c.key().end());
         uint64_t const target = c.value().size() == 8
                                     ? codec::load_le<uint64_t>(c.value().data())
                                     : 0;
         auto it = inodes.find(target);
         if (it == inodes.end()) {
-          dangling_dirents[k] = target;
-          rep.problems.push_back("directory entry '" +
-                                 std::string(k.begin() + 8, k.end()) +
-                                 "' names missing " + ino_name(target));
+          std::string problem = "directory entry '";
+          problem += dirent_name(c.key());
+          problem += "' names missing " + ino_name(target);
+          rep.problems.push_back(std::move(problem));
         } else {
           ++it->second.links;
         }
@@ -263,8 +268,7 @@ fsck_report store::fsck(fsck_options const& opt) {
       }
       for (auto const& k : del) {
         t.del(s.dirents, k);
-        repairs.push_back("removed directory entry '" +
-                          std::string(k.begin() + 8, k.end()) + "'");
+        repairs.push_back("removed directory entry '" + dirent_name(k) + "'");
       }
     }
     for (uint64_t ino : drop) {

@@ -372,7 +372,7 @@ TEST(mount_race, open_and_unlink_race_leaves_no_ghost_copy) {
   fixture f(0);
   std::string const data = weights(12, 4000);
   for (int i = 0; i < 100; ++i) {
-    std::string const name = "f" + std::to_string(i);
+    std::string const name = std::string("f") + std::to_string(i);
     uint64_t const ino = f.put(name, data);
     auto opener = start([&] {
       try {
@@ -417,7 +417,7 @@ TEST(mount_race, restage_unlink_lookup_do_not_deadlock) {
   int rounds = 0;
   while (std::chrono::steady_clock::now() < end || rounds < 20 ||
          restaged < 5 || looked < 5) {
-    std::string const name = "tmp" + std::to_string(rounds++ % 8);
+    std::string const name = std::string("tmp") + std::to_string(rounds++ % 8);
     uint64_t const t = f.put(name, "x");
     bool const w = f.m->open(t, O_RDONLY);
     f.m->unlink(root_inode, name);  // open: the store asks keep()

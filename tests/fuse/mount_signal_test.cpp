@@ -51,7 +51,8 @@ TEST(mount_signal, only_the_loop_thread_takes_stop_signals) {
   std::vector<fs::path> files;
   for (int k = 0; k < 3; ++k) {
     size_t const n = 200000;
-    files.push_back(d.mnt() / ("f" + std::to_string(k) + ".safetensors"));
+    files.push_back(d.mnt() /
+                    (std::string("f") + std::to_string(k) + ".safetensors"));
     write_file(files.back(),
                make_safetensors({{"w", "BF16", {n}, bf16_weights(n, k + 1)}}));
   }

@@ -81,8 +81,8 @@ class worker {
   static constexpr int names = 6;
 
   std::string name(int k) const {
-    return "d" + std::to_string(k % 2) + "/t" + std::to_string(id_) + "_" +
-           std::to_string(k);
+    return std::string("d") + std::to_string(k % 2) + "/t" +
+           std::to_string(id_) + "_" + std::to_string(k);
   }
   fs::path path(std::string const& n) const { return root_ / n; }
 
@@ -304,9 +304,10 @@ TEST(mount_stress, concurrent_writers_readers_renames_deletes) {
       std::mt19937_64 rng(7);
       std::vector<char> buf(1 << 17);
       while (!stop) {
-        fs::path const p = d.mnt() / ("d" + std::to_string(rng() % 2)) /
-                           ("t" + std::to_string(rng() % writers) + "_" +
-                            std::to_string(rng() % 6));
+        fs::path const p = d.mnt() /
+                           (std::string("d") + std::to_string(rng() % 2)) /
+                           (std::string("t") + std::to_string(rng() % writers) +
+                            "_" + std::to_string(rng() % 6));
         int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
           if (errno != ENOENT) {

@@ -379,7 +379,7 @@ TEST_F(mount_test, cached_reads_programs_and_no_stale_bytes) {
   ASSERT_GT(n, 0);
   std::string const programs(buf, static_cast<size_t>(n));
   EXPECT_EQ(programs.rfind("0-", 0), 0u) << programs;
-  EXPECT_NE(programs.find("-" + std::to_string(data.size()) + " "),
+  EXPECT_NE(programs.find(std::string("-") + std::to_string(data.size()) + " "),
             std::string::npos)
       << programs;
   EXPECT_EQ(programs.back(), '\n');
