@@ -151,12 +151,18 @@ int run_cli(int argc, char** argv) {
         ->add_option("--search-budget", copt.search_budget,
                      "Search expansions per region (default 24)")
         ->check(CLI::Range(size_t{1}, size_t{100000}));
+    CLI::Option* const reproducible = compress->add_flag(
+        "--reproducible", copt.reproducible,
+        "Same input and options, same archive bytes on any machine and at "
+        "any -T: records 0 for the time each region's choice took (inspect's "
+        "ms column)");
     compress
         ->add_option("--search-ms", copt.search_ms,
                      "Search limit per region in ms of CPU time (default 0: "
                      "none, expansions alone bound it and the output does not "
                      "depend on timing)")
-        ->check(CLI::Range(0.0, 1e6));
+        ->check(CLI::Range(0.0, 1e6))
+        ->excludes(reproducible);
     compress
         ->add_option("--slow-margin", copt.slow_margin,
                      "Fraction a program decoding below 500 MB/s must "

@@ -76,6 +76,7 @@ void compress_one(compress_options const& opt,
   // Decoding back doubles the encoding work; it pays where the input is
   // about to be deleted.
   writer.set_verify(opt.verify || opt.remove_input);
+  writer.set_record_times(!opt.reproducible);
   parallel_for_index(opt.common.threads, writer.region_count(),
                      [&](size_t r) { writer.choose_program(r); });
   // Choosing: parsing, the file's tables and prior, and every search, in

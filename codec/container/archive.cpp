@@ -106,7 +106,9 @@ void archive_writer::choose_program(size_t r) {
     p = fallback_program();  // encode() must never fail: keep to the safe one
   }
   chosen_[r] = std::move(p);
-  if (recorded) regions_[r].how = how;
+  if (!recorded) return;
+  if (!record_times_) how.ms = 0;
+  regions_[r].how = how;
 }
 
 void archive_writer::plan_chunks() {

@@ -74,6 +74,10 @@ class archive_writer {
   /// costs about half as much; every chunk's XXH3 is in the index either way,
   /// so reading the archive still detects a fault.
   void set_verify(bool on) { verify_ = on; }
+  /// When off, the choice records keep 0 for the time spent choosing: the
+  /// one field of an archive that depends on the machine, not on the input
+  /// and the options (with a search bounded by expansions alone). Default on.
+  void set_record_times(bool on) { record_times_ = on; }
   /// Payloads encode() has decoded back so far (for -v and tests).
   size_t verified_chunks() const {
     return verified_.load(std::memory_order_relaxed);
@@ -123,6 +127,7 @@ class archive_writer {
   std::unique_ptr<program_chooser> file_chooser_;  // chooser_.for_file(...)
   uint32_t chunk_size_;
   bool verify_ = true;
+  bool record_times_ = true;
   mutable std::atomic<size_t> verified_{0};
   std::vector<region_entry> regions_;
   std::vector<node> chosen_;    // per region, from choose_program

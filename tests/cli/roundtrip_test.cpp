@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/cli/helpers.h"
 
@@ -98,6 +101,76 @@ TEST(cli_roundtrip_test, safetensors_made_here) {
       {"empty", "F16", {0}, ""},
   });
   expect_roundtrip(dir, "model.safetensors", st);
+}
+
+// --reproducible: the same archive bytes at -T1 and -T2, whatever the
+// machine's speed; every region's choice record says 0 ms. Without it the
+// time spent choosing is recorded (the search runs on these tensors).
+TEST(cli_roundtrip_test, reproducible_archives_at_any_thread_count) {
+  temp_dir dir;
+  std::string const st = make_safetensors({
+      {"a.weight", "BF16", {128, 96}, bf16_weights(128 * 96, 21)},
+      {"b.weight", "BF16", {96, 64}, bf16_weights(96 * 64, 22)},
+      {"c.weight", "F32", {3000}, random_bytes(12000, 23)},
+      {"d.bias", "U8", {333}, random_bytes(333, 24)},
+  });
+  fs::path const in = dir / "m.safetensors";
+  write_file(in, st);
+  auto archive = [&](char const* threads, bool reproducible) {
+    fs::path const out =
+        dir / (std::string("m") + threads + (reproducible ? "r" : "") + ".brv");
+    std::vector<std::string> args = {
+        "compress", in.string(), "-o", out.string(),   "-T",
+        threads,    "-k",        "-f", "--chunk-size", "8K"};
+    if (reproducible) args.emplace_back("--reproducible");
+    run_result const r = brevis(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  };
+  std::string const one = read_file(archive("1", true));
+  EXPECT_TRUE(one == read_file(archive("2", true)));
+  EXPECT_TRUE(one == read_file(archive("1", true)));
+
+  // inspect's ms column: 0 in every region row of the reproducible archive;
+  // more than 0 somewhere in the default one.
+  auto ms_column = [&](fs::path const& a) {
+    run_result const r = brevis({"inspect", a.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // The column is right-aligned under its heading; names and programs
+    // may hold spaces, so it is found by position, not by counting words.
+    std::vector<double> ms;
+    std::istringstream lines(r.out);
+    std::string line;
+    size_t end = std::string::npos;  // one past the column's last character
+    while (std::getline(lines, line)) {
+      if (end == std::string::npos) {
+        size_t const at = line.find("  ms  ");
+        if (line.rfind("region", 0) == 0 && at != std::string::npos) {
+          end = at + 4;
+        }
+        continue;
+      }
+      if (line.rfind("total", 0) == 0) break;
+      EXPECT_GT(line.size(), end) << line;
+      if (line.size() <= end) continue;
+      size_t const begin = line.rfind(' ', end - 1) + 1;
+      ms.push_back(std::stod(line.substr(begin, end - begin)));
+    }
+    return ms;
+  };
+  std::vector<double> const zero = ms_column(dir / "m1r.brv");
+  ASSERT_GE(zero.size(), 4u);
+  for (double v : zero) EXPECT_EQ(v, 0.0);
+  std::vector<double> const timed = ms_column(archive("1", false));
+  ASSERT_EQ(timed.size(), zero.size());
+  EXPECT_GT(*std::max_element(timed.begin(), timed.end()), 0.0);
+  expect_roundtrip(dir, "again.safetensors", st, {"--reproducible"});
+
+  run_result const both =
+      brevis({"compress", in.string(), "-o", (dir / "x.brv").string(),
+              "--reproducible", "--search-ms", "5"});
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
 }
 
 // Classes (the default): a bf16 tensor whose output channels (columns)
