@@ -18,6 +18,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f")
+// clang ignores the GCC pragma (the fuzz build uses clang).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), \
+                             apply_to = function)
+#endif
 #define XXH_INLINE_ALL
 #define XXH_VECTOR 3  // XXH_AVX512
 #include <xxhash.h>
@@ -29,6 +34,9 @@ namespace {
 
 }  // namespace
 }  // namespace brevis::codec::xxh3_kernels
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 

@@ -6,6 +6,7 @@
 // fit their bits. No side data.
 #include <vector>
 
+#include "codec/core/target_clones.h"
 #include "codec/dsl/operator.h"
 #include "codec/ops/bitfields_kernels.h"
 #include "codec/ops/op_util.h"
@@ -28,9 +29,8 @@ void extract(uint8_t const* in, size_t count, unsigned shift, unsigned bits,
 // the lanes of the portable SSE2 build. Returns false when some value is
 // wider than its field (clones must not throw: GCC 12 then terminates).
 template <typename T, typename N>
-__attribute__((target_clones("avx2", "default"))) bool insert(
-    uint8_t const* in, size_t count, unsigned shift, unsigned bits, bool first,
-    uint8_t* out) {
+BREVIS_AVX2_CLONES bool insert(uint8_t const* in, size_t count, unsigned shift,
+                               unsigned bits, bool first, uint8_t* out) {
   if (!op_util::lanes_fit<N>(in, count, bits)) return false;
   for (size_t j = 0; j < count; ++j) {
     T const v = static_cast<T>(T{load_le<N>(in + j * sizeof(N))} << shift);

@@ -3,6 +3,7 @@
 // nearly all the redundancy of trained weights; apart, each field gets a leaf
 // suited to it. Decode checks every field fits its bits: a corrupt payload
 // must fail, not silently produce other floats.
+#include "codec/core/target_clones.h"
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -71,11 +72,8 @@ void split(uint8_t const* in, size_t count, uint8_t* sign, uint8_t* exp,
 // does twice the lanes of the portable SSE2 build. Returns false when some
 // field is out of range (clones must not throw: GCC 12 then terminates).
 template <typename L>
-__attribute__((target_clones("avx2", "default"))) bool join(uint8_t const* sign,
-                                                            uint8_t const* exp,
-                                                            uint8_t const* man,
-                                                            size_t count,
-                                                            uint8_t* out) {
+BREVIS_AVX2_CLONES bool join(uint8_t const* sign, uint8_t const* exp,
+                             uint8_t const* man, size_t count, uint8_t* out) {
   using W = typename L::word;
   using E = typename L::exp;
   using M = typename L::man;

@@ -5,6 +5,7 @@
 // values that do not fit in 8W - k bits.
 #include <vector>
 
+#include "codec/core/target_clones.h"
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -29,8 +30,8 @@ void encode_lanes(uint8_t const* in, size_t count, unsigned k, uint8_t* out) {
 // when some value is wider than its bits (clones must not throw: GCC 12
 // then terminates).
 template <typename T, typename N>
-__attribute__((target_clones("avx2", "default"))) bool decode_lanes(
-    uint8_t const* in, size_t count, unsigned k, uint8_t* out) {
+BREVIS_AVX2_CLONES bool decode_lanes(uint8_t const* in, size_t count,
+                                     unsigned k, uint8_t* out) {
   if (!op_util::lanes_fit<N>(in, count, 8 * sizeof(T) - k)) return false;
   for (size_t j = 0; j < count; ++j) {
     store_le<T>(out + j * sizeof(T),

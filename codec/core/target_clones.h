@@ -1,0 +1,11 @@
+#pragma once
+// BREVIS_AVX2_CLONES: an AVX2 clone of a hot decoding loop beside the
+// portable build, picked at load time. GCC clones function templates; clang
+// (the libFuzzer build) does not, so there the portable build stands alone,
+// which fuzzing does not mind.
+
+#if defined(__clang__)
+#define BREVIS_AVX2_CLONES
+#else
+#define BREVIS_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
