@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds Release (build/) and an AddressSanitizer +
-# UndefinedBehaviorSanitizer tree (build-asan/), and runs every test in both.
+# UndefinedBehaviorSanitizer tree (build-asan/), and runs every test in both;
+# then builds the libFuzzer targets with clang (build-fuzz/) and replays the
+# fuzz corpora through them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +19,15 @@ cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+# The libFuzzer targets build only with clang, which nothing else here uses:
+# build them and run the committed corpora through them once (-runs=0), so a
+# change that breaks the clang build or the fuzzers shows here, not when
+# someone next fuzzes.
+echo "== libFuzzer targets (clang): build and replay the corpora" >&2
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBREVIS_FUZZ=ON
+cmake --build build-fuzz --target fuzz_decode fuzz_program
+build-fuzz/tests/fuzz_decode -runs=0 tests/fuzz/corpus/decode tests/data/bad
+build-fuzz/tests/fuzz_program -runs=0 tests/fuzz/corpus/program
 echo "== all tests passed" >&2
