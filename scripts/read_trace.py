@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Where a sequential read through a FUSE mount spends its time, from a
+tracefs capture (events fuse:fuse_request_send, fuse:fuse_request_end and
+sched:sched_switch; `scripts/bench.sh --mount` takes one of the cold read).
+
+    read_trace.py TRACE DAEMON_COMM READER_COMM
+
+Prints three markdown table cells, one a line:
+  - how many FUSE_READ requests were in flight, as shares of the time from
+    the first READ sent to the last answered (0 in flight: the kernel asked
+    for nothing, so only the daemon's prefetch could be working);
+  - the READs' latency, p50 / p90 / max;
+  - what both CPUs ran meanwhile: the daemon's threads, the reader, nothing,
+    and other processes (a large share of others: the box was busy, and the
+    read's wall time says little).
+On 2 cores a read bound by CPU shows little idle and little 0 in flight.
+"""
+import re
+import sys
+from collections import Counter
+
+REQUEST = re.compile(
+    r"\s(\d+\.\d+): fuse_request_(send|end): connection \d+ req (\d+)"
+    r"(?: opcode \d+ \((\w+)\))?")
+SWITCH = re.compile(
+    r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): sched_switch: prev_comm=.*? prev_pid=\d+"
+    r" .*?==> next_comm=(.*?) next_pid=")
+
+
+def main(path, daemon, reader):
+    requests, switches = [], []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = SWITCH.search(line)
+            if m:
+                switches.append((float(m[2]), int(m[1]), m[3]))
+                continue
+            m = REQUEST.search(line)
+            if m:
+                requests.append((float(m[1]), m[2], int(m[3]), m[4]))
+    reads = {r for _, kind, r, op in requests
+             if kind == "send" and op == "FUSE_READ"}
+    events = [(t, kind, r) for t, kind, r, _ in requests if r in reads]
+    if not events:
+        print("no READs traced\n\n")
+        return
+    start, end = events[0][0], events[-1][0]
+    span = max(end - start, 1e-9)
+
+    in_flight, sent, latency = Counter(), {}, []
+    last = start
+    for t, kind, r in events:
+        in_flight[min(len(sent), 4)] += t - last
+        last = t
+        if kind == "send":
+            sent[r] = t
+        elif r in sent:
+            latency.append(t - sent.pop(r))
+    print("  ".join("%s%s: %.0f%%" % (k, "+" if k == 4 else "",
+                                       100 * v / span)
+                    for k, v in sorted(in_flight.items())))
+    latency.sort()
+    n = len(latency)
+    print("%d READs, %.2f / %.2f / %.2f ms" %
+          (n, 1e3 * latency[n // 2], 1e3 * latency[9 * n // 10],
+           1e3 * latency[-1]) if n else "no READ answered")
+
+    def kind_of(comm):
+        if comm.startswith("swapper"):
+            return "idle"
+        if comm.startswith(daemon):
+            return "daemon"
+        if comm == reader:
+            return "reader"
+        return "other"
+
+    if not switches:
+        print("no scheduler events")
+        return
+    ran, running = Counter(), {}
+    for t, cpu, comm in switches + [(end, c, None) for c in range(1024)]:
+        if cpu in running:
+            since, who = running[cpu]
+            overlap = min(t, end) - max(since, start)
+            if overlap > 0:
+                ran[kind_of(who)] += overlap
+        if comm is not None:
+            running[cpu] = (t, comm)
+    cpus = max(len(running), 1)
+    print(" / ".join("%.0f%%" % (100 * ran[k] / (cpus * span))
+                     for k in ("daemon", "reader", "idle", "other")) +
+          " of %d CPUs" % cpus)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
