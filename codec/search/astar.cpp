@@ -50,6 +50,7 @@
 #include "codec/choose/sample.h"
 #include "codec/choose/work_clock.h"
 #include "codec/dsl/operator.h"
+#include "codec/dsl/scratch.h"
 #include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
 #include "codec/search/cost_model.h"
@@ -791,24 +792,75 @@ class engine {
       split_cache_;
 };
 
+// Adds the symbols of `in` (width 1 or 2, else errc::domain, as
+// rans_static::histogram) to `acc`, a dense histogram sized on first use:
+// counted in place, with no per-chunk histogram of 2^16 entries to zero and
+// add (for 16-bit leaves, fresh 512 KiB a chunk: with the chunk's copy, a
+// fifth of fit_static_tables on blazepose-detector.fp32).
+void add_histogram(byte_view in, unsigned width, std::vector<uint64_t>& acc) {
+  fail_if(width != 1 && width != 2, errc::domain,
+          "rans_static: symbols are 8 or 16 bits");
+  if (acc.empty()) acc.assign(size_t{1} << (8 * width), 0);
+  size_t const n = in.size() / width;
+  uint8_t const* const p = in.data();
+  if (width == 2) {
+    for (size_t i = 0; i < n; ++i) ++acc[load_le<uint16_t>(p + 2 * i)];
+    return;
+  }
+  // Four sub-histograms hide the store-to-load latency of repeated bytes
+  // (u32 counts: a chunk holds far fewer than 2^32 bytes).
+  uint32_t sub[4][256] = {};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    ++sub[0][p[i]], ++sub[1][p[i + 1]], ++sub[2][p[i + 2]], ++sub[3][p[i + 3]];
+  }
+  for (; i < n; ++i) ++sub[0][p[i]];
+  for (size_t s = 0; s < 256; ++s) {
+    acc[s] += uint64_t{sub[0][s]} + sub[1][s] + sub[2][s] + sub[3][s];
+  }
+}
+
 // Adds the histograms of the empty-table rans_static leaves under `n` (in
-// pre-order) for one chunk's value `in`.
-void collect(node const& n, stream const& in,
+// pre-order) for one chunk's value `in` of type `type`, read in place as
+// the archive's encoder reads it (encode_node_view): concatenating
+// operators hand their children slices, others read their input once, and
+// the children's buffers go back to the thread's scratch.
+void collect(node const& n, byte_view in, value_type type,
              std::vector<std::vector<uint64_t>>& hists, size_t& next) {
   if (is_leaf(n.op)) {
     if (n.op != opcode::rans_static || !n.blob.empty()) return;
-    std::vector<uint64_t> h;
-    rans_static::histogram(in.data, in.type.width, h);
-    std::vector<uint64_t>& acc = hists[next++];
-    if (acc.empty()) acc.assign(h.size(), 0);
-    for (size_t i = 0; i < h.size(); ++i) acc[i] += h[i];
+    add_histogram(in, type.width, hists[next++]);
+    return;
+  }
+  op_def const& op = op_for(n.op);
+  if (op.concatenates()) {
+    std::vector<value_type> const types = op.child_types(n, type);
+    byte_reader none{byte_view{}};
+    std::vector<size_t> const sizes = op.child_sizes(n, type, in.size(), none);
+    fail_if(sizes.size() != types.size() || types.size() != n.children.size(),
+            errc::bad_program, "operator gave wrong number of child sizes");
+    size_t at = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      fail_if(sizes[i] > in.size() - at || sizes[i] % types[i].width != 0,
+              errc::bad_program, "child sizes do not tile the value");
+      collect(n.children[i], in.subspan(at, sizes[i]), types[i], hists, next);
+      at += sizes[i];
+    }
     return;
   }
   std::vector<stream> kids;
   bytes side;
-  op_for(n.op).encode(n, in, kids, side);
+  op.encode_view(n, in, type, kids, side);
   for (size_t i = 0; i < kids.size(); ++i) {
-    collect(n.children[i], kids[i], hists, next);
+    try {
+      collect(n.children[i], kids[i].data, kids[i].type, hists, next);
+    } catch (...) {
+      for (size_t j = i; j < kids.size(); ++j) {
+        scratch::give(std::move(kids[j].data));
+      }
+      throw;
+    }
+    scratch::give(std::move(kids[i].data));
   }
 }
 
@@ -948,10 +1000,8 @@ void fit_static_tables(node& program, byte_view data, uint32_t chunk_size) {
   try {
     for (size_t off = 0; off < data.size(); off += step) {
       size_t const len = std::min(step, data.size() - off);
-      stream chunk{bytes(data.begin() + off, data.begin() + off + len),
-                   bytes_type};
       size_t next = 0;
-      collect(program, chunk, hists, next);
+      collect(program, data.subspan(off, len), bytes_type, hists, next);
     }
   } catch (error const&) {
     // Some chunk is outside an operator's domain: it will fall back; the

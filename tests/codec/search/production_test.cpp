@@ -42,5 +42,31 @@ TEST(production, zstd_codes_a_tensors_bytes_and_elements_only) {
       zstd_applies({sample, stats, 1, opcode::runs, {}, nullptr}, raw_in));
 }
 
+TEST(production, zstd_is_not_tried_on_typed_tensors_past_64_kib) {
+  for (size_t size : {size_t{64} << 10, (size_t{64} << 10) + 2}) {
+    bytes data(size);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = (i / 16) % 4;
+    stream const sample{bytes(data.begin(), data.begin() + 4096), bytes_type};
+    value_stats stats = measure(sample);
+    stats.word_repeats = 0.5;
+    bool const small = size <= (64u << 10);
+    region tensor{0, size, region_kind::tensor, dtype::bf16, {size / 2}, "w"};
+    region_input const in{tensor, data};
+    EXPECT_EQ(zstd_applies({sample, stats, 0, opcode::raw, {}, nullptr}, in),
+              small);
+    EXPECT_EQ(zstd_applies({sample, stats, 1, opcode::view, {}, nullptr}, in),
+              small);
+    // Untyped bytes and opaque regions of any size still try it.
+    region untyped{0, size, region_kind::tensor, dtype::none, {}, "u"};
+    region_input const raw_in{untyped, data};
+    EXPECT_TRUE(
+        zstd_applies({sample, stats, 0, opcode::raw, {}, nullptr}, raw_in));
+    region opaque{0, size, region_kind::opaque, dtype::none, {}, "h"};
+    region_input const opaque_in{opaque, data};
+    EXPECT_TRUE(
+        zstd_applies({sample, stats, 0, opcode::raw, {}, nullptr}, opaque_in));
+  }
+}
+
 }  // namespace
 }  // namespace brevis::codec::search
