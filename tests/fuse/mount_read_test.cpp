@@ -171,10 +171,9 @@ TEST_F(mount_read_test, one_read_across_thousands_of_tiny_chunks) {
   // them, more pieces than one writev takes.
   std::vector<st_tensor> tensors;
   for (int i = 0; i < 3000; ++i) {
-    tensors.push_back({std::string("t") + std::to_string(i),
-                       "BF16",
-                       {3},
-                       bf16_weights(3, i)});
+    std::string name = "t";
+    name += std::to_string(i);
+    tensors.push_back({std::move(name), "BF16", {3}, bf16_weights(3, i)});
   }
   std::string const data = make_safetensors(tensors);
   fs::path const f = mnt() / "tiny.safetensors";
