@@ -252,6 +252,12 @@ std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
   std::array<uint32_t, 256> seen{};
   for (size_t i = 0; i < rows; i += step) {
     uint8_t const* row = w + 2 * i * cols;
+    // The next sampled row, a jump the hardware prefetcher cannot guess:
+    // the sample's rows are read from memory here (by_col rereads them).
+    if (step > 1 && i + step < rows) {
+      uint8_t const* next = row + 2 * step * cols;
+      for (size_t b = 0; b < 2 * cols; b += 64) __builtin_prefetch(next + b);
+    }
     for (size_t j = 0; j < cols; ++j) {
       seen[(load_le<uint16_t>(row + 2 * j) >> shift) & exponent_mask] = 1;
     }
