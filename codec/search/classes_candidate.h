@@ -35,8 +35,8 @@ struct classes_choice {
   double estimated_bytes = 0;
   bool rows = false;  // grouped by rows (else by columns)
   // Thread CPU ms (work_clock.h) of the work whose results the program's
-  // coders take as input: the counts its tables were built from and their
-  // building. Choosing alone is the rest.
+  // coders take as input: the passes counting what its tables were built
+  // from. Choosing alone is the rest.
   double coding_ms = 0;
   // Whether the inner program's tables still code (the classes replaced
   // its exponent leaf alone).
