@@ -133,7 +133,10 @@ void compress_one(compress_options const& opt,
     // The choosing clock (from the start, as it always was) also ran while
     // the input was read and while the symbol counts and static tables that
     // the coders take as input were computed (choice_record::coding_ms): an
-    // order-0 coder does that work as it encodes. Both shares are shown.
+    // order-0 coder does that work as it encodes. Only the work whose result
+    // the chosen program codes with counts: the classes' counting passes
+    // where the classes win, not the tables of a program they replace
+    // (classes_candidate.cpp). Both shares are shown.
     double const coding = std::min(choose_cpu - read_cpu, coding_ms / 1000);
     double const choosing_alone = choose_cpu - read_cpu - coding;
     std::fprintf(stderr,

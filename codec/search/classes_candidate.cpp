@@ -48,6 +48,13 @@ constexpr unsigned buckets = 16;
 constexpr size_t sample_elements = size_t{1} << 14;
 constexpr size_t min_group_sample = 64;
 constexpr int lloyd_rounds = 3;
+// Elements whose values the classes' own tables are first costed on
+// (element_tables_of), and the margin of the sample's gain, of the
+// tensor's bytes, below the gain to beat where every row is counted: with
+// no margin rvm.bf16 lost 1.5 KB (0.06%); with 0.01 the 164 files are
+// within a few bytes a file of counting every row.
+constexpr size_t table_sample_elements = size_t{1} << 15;
+constexpr double table_sample_margin = 0.01;
 
 double c_log2_c(double c) { return c > 0 ? c * std::log2(c) : 0; }
 
@@ -146,6 +153,30 @@ struct float_vector<8> {
   typedef float type __attribute__((vector_size(32)));
 };
 
+// Cuts qlo..qhi (of K - 1; cut q the pair of rank (q count + K - 1) / K)
+// among the pairs order[lo, hi): the middle one selected in the range,
+// then each side's within its side. The pairs are distinct (the index
+// breaks ties), so a cut is the pair of its rank whatever the order of
+// selection; nested ranges scan half of what selecting each cut among all
+// the pairs did (the three selections were most of classifying
+// blazepose-heavy.bf16's 1632 rows).
+template <unsigned K>
+void select_cuts(std::vector<std::pair<float, uint32_t>>& order,
+                 std::array<std::pair<float, uint32_t>, K - 1>& cut,
+                 unsigned qlo, unsigned qhi, size_t lo, size_t hi) {
+  if (qlo > qhi) return;
+  unsigned const q = (qlo + qhi) / 2;
+  size_t const at = (q * order.size() + K - 1) / K;
+  if (at >= lo && at < hi) {
+    std::nth_element(order.begin() + static_cast<ptrdiff_t>(lo),
+                     order.begin() + static_cast<ptrdiff_t>(at),
+                     order.begin() + static_cast<ptrdiff_t>(hi));
+  }  // else: the rank of a cut outside, already in place
+  cut[q - 1] = order[at];
+  select_cuts<K>(order, cut, qlo, q - 1, lo, std::min(at, hi));
+  select_cuts<K>(order, cut, q + 1, qhi, std::max(at + 1, lo), hi);
+}
+
 // K classes: by quantiles of the groups' mean exponent, then refined by
 // Lloyd rounds (each group to the class whose histogram codes it in the
 // fewest bits). Empty classes are dropped. Dense cells and a fixed K: a
@@ -172,12 +203,7 @@ partition classify(groups const& g) {
   std::array<keyed, K - 1> cut;
   {
     std::vector<keyed> order(mean);
-    for (unsigned q = 1; q < K; ++q) {
-      auto const at =
-          order.begin() + static_cast<ptrdiff_t>((q * g.count + K - 1) / K);
-      std::nth_element(order.begin(), at, order.end());
-      cut[q - 1] = *at;
-    }
+    select_cuts<K>(order, cut, 1, K - 1, 0, order.size());
   }
   std::vector<uint8_t> map(g.count);
   for (size_t j = 0; j < g.count; ++j) {
@@ -245,6 +271,12 @@ std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
   std::array<uint32_t, 256> seen{};
   for (size_t i = 0; i < rows; i += step) {
     uint8_t const* row = w + 2 * i * cols;
+    // The next sampled row, a jump the hardware prefetcher cannot guess:
+    // the sample's rows are read from memory here (by_col rereads them).
+    if (step > 1 && i + step < rows) {
+      uint8_t const* next = row + 2 * step * cols;
+      for (size_t b = 0; b < 2 * cols; b += 64) __builtin_prefetch(next + b);
+    }
     for (size_t j = 0; j < cols; ++j) {
       seen[(load_le<uint16_t>(row + 2 * j) >> shift) & exponent_mask] = 1;
     }
@@ -489,16 +521,23 @@ node element_leaf(element_tables const& t, unsigned c) {
 // Tables of this many values at most: the counts stay in L2.
 constexpr size_t max_table_values = 16384;
 
+// Whether `inner` codes whole elements by one static table
+// (view(rans_static, raw)): element_tables_of's input.
+bool codes_elements_by_table(node const& inner) {
+  return inner.op == opcode::view && inner.children.size() == 2 &&
+         inner.children[0].op == opcode::rans_static &&
+         !inner.children[0].blob.empty();
+}
+
+// The classes' element tables counted from rows 0, row_step, 2 row_step...
+// (1: every row, the counts the winner's tables are built from), the
+// counts scaled to the whole tensor.
 std::optional<element_tables> element_tables_of(node const& inner,
                                                 uint8_t const* w, size_t rows,
                                                 size_t cols, bool by_rows,
                                                 std::vector<uint8_t> const& map,
-                                                unsigned k) {
-  if (inner.op != opcode::view || inner.children.size() != 2 ||
-      inner.children[0].op != opcode::rans_static ||
-      inner.children[0].blob.empty()) {
-    return std::nullopt;
-  }
+                                                unsigned k, size_t row_step) {
+  if (!codes_elements_by_table(inner)) return std::nullopt;
   rans_static::table const t =
       parse_rans_static_table(inner.children[0].blob, 2);
   size_t const values = t.symbols.size();
@@ -515,7 +554,7 @@ std::optional<element_tables> element_tables_of(node const& inner,
   counts.assign(size_t{k} * values, 0);
   uint16_t const* const at = index.data();
   uint32_t* const hist = counts.data();
-  for (size_t r = 0; r < rows; ++r) {
+  for (size_t r = 0; r < rows; r += row_step) {
     uint8_t const* row = w + 2 * r * cols;
     for (size_t j = 0; j < cols; ++j) {
       size_t const c = by_rows ? map[r] : map[j];
@@ -523,6 +562,17 @@ std::optional<element_tables> element_tables_of(node const& inner,
     }
   }
   for (uint32_t v : t.symbols) index[v] = 0;
+  // A value seen in the sample stands for rows / sampled of its kind.
+  double const scale = static_cast<double>(rows) /
+                       static_cast<double>((rows + row_step - 1) / row_step);
+  if (row_step > 1) {
+    for (size_t i = 0; i < size_t{k} * values; ++i) {
+      if (hist[i]) {
+        hist[i] = std::max<uint32_t>(
+            1, static_cast<uint32_t>(std::lround(hist[i] * scale)));
+      }
+    }
+  }
   element_tables out;
   out.symbols.resize(k);
   out.counts.resize(k);
@@ -656,9 +706,14 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   if ((best_rows ? rows : cols) != best.map.size()) return std::nullopt;
   unsigned const k = best.k;
   size_t const cells = size_t{f->mask} + 1;
+  // Timed by the thread's CPU clock (work_clock.h), a system call of 1.4
+  // to 7 us here: the passes alone, not the winner's table building (36 us
+  // a tensor on blazepose-heavy.bf16, left with choosing).
+  double const counts_start = thread_cpu_ms();
   field_counts const& counted =
       class_field_counts(w, rows, cols, best_rows, best.map, k, *f,
                          f->leaf == nullptr || m != meaning::bf16);
+  double const counts_ms = thread_cpu_ms() - counts_start;
   std::vector<uint64_t> per(size_t{k} * cells);
   std::vector<uint64_t> all(cells, 0);
   for (size_t i = 0; i < per.size(); ++i) {
@@ -742,27 +797,57 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
       gain = shared, how = shape::shared_mantissa;
     }
   }
-  std::optional<element_tables> tables =
-      element_tables_of(inner, w, rows, cols, best_rows, best.map, k);
   // Each class the cheaper of its own table and its own split (classes as
   // different as antispoof.fp16's: one of few values, one of noise).
   std::vector<bool> own_table(k, false);
-  if (tables) {
+  std::optional<element_tables> tables;
+  double tables_ms = 0;  // the whole tensor's pass (thread CPU)
+  if (codes_elements_by_table(inner)) {
     double const map_bytes =
         6 + static_cast<double>(best.map.size()) * std::log2(k) / 8;
-    double mixed = 6 + map_bytes;
     if (std::isinf(own)) {  // the classes' mantissa leaves, not yet costed
       for (unsigned c = 0; c < k; ++c) {
         mantissa_leaves[c] = best_field_leaf(
             {&mantissa[c * low_cells], low_cells}, mwidth, chunks);
       }
     }
-    for (unsigned c = 0; c < k; ++c) {
-      double const split = mantissa_leaves[c].bytes + 4 + leaves[c].bytes;
-      own_table[c] = tables->bytes[c] < split;
-      mixed += own_table[c] ? tables->bytes[c] : split;
+    auto mixed_bytes = [&](element_tables const& t) {
+      double mixed = 6 + map_bytes;
+      for (unsigned c = 0; c < k; ++c) {
+        double const split = mantissa_leaves[c].bytes + 4 + leaves[c].bytes;
+        own_table[c] = t.bytes[c] < split;
+        mixed += own_table[c] ? t.bytes[c] : split;
+      }
+      return mixed;
+    };
+    // Decided on a sample of rows first: the whole pass (a gather an
+    // element) only where the sample's gain could win. The sample's
+    // estimate is optimistic (fewer values seen: smaller tables, lower
+    // entropy), so it rarely turns away a winner; on blazepose-heavy.bf16
+    // 1 of 27 tensors took its own tables, and their passes were 11 of its
+    // 40 ms choosing the classes.
+    size_t const step = std::clamp<size_t>(n / table_sample_elements, 1,
+                                           std::max<size_t>(1, rows / 8));
+    bool worth = true;
+    if (step > 1) {
+      std::optional<element_tables> const sampled =
+          element_tables_of(inner, w, rows, cols, best_rows, best.map, k, step);
+      worth = sampled.has_value() &&
+              to_beat - mixed_bytes(*sampled) >
+                  std::max(gain, wanted) - table_sample_margin * to_beat;
     }
-    if (to_beat - mixed > gain) gain = to_beat - mixed, how = shape::own_tables;
+    if (worth) {
+      double const start = thread_cpu_ms();
+      tables =
+          element_tables_of(inner, w, rows, cols, best_rows, best.map, k, 1);
+      tables_ms = thread_cpu_ms() - start;
+      if (tables) {
+        double const mixed = mixed_bytes(*tables);
+        if (to_beat - mixed > gain) {
+          gain = to_beat - mixed, how = shape::own_tables;
+        }
+      }
+    }
   }
   if (!(gain > wanted)) return std::nullopt;
   if (how == shape::own_tables) {
@@ -785,6 +870,11 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
                           {std::move(cls), make_leaf(opcode::raw)});
     out.rows = best_rows;
     out.estimated_bytes = to_beat - gain;
+    // The element counts are the own tables' input; the field counts are
+    // the splits', where a class has one.
+    bool const any_split =
+        std::find(own_table.begin(), own_table.end(), false) != own_table.end();
+    out.coding_ms = tables_ms + (any_split ? counts_ms : 0);
     return out;
   }
   unsigned const scale = how == shape::leaf &&
@@ -822,6 +912,8 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   }
   out.estimated_bytes = to_beat - gain;
   out.rows = best_rows;
+  out.keeps_inner_tables = how == shape::leaf;
+  out.coding_ms = counts_ms;
   return out;
 }
 
@@ -841,6 +933,12 @@ class classes_chooser final : public recording_chooser {
     double const ms = work_clock_ms() - start;
     how.ms += ms;
     if (c) {
+      // Coding work (choice_record::coding_ms): the classes' counts and
+      // tables, and the inner program's only where its tables still code
+      // (the classes replaced one leaf); a program replaced whole wasted
+      // its count and tables on choosing.
+      how.coding_ms =
+          (c->keeps_inner_tables ? how.coding_ms : 0) + c->coding_ms;
       if (std::getenv("BREVIS_SEARCH_DEBUG")) {
         std::fprintf(stderr, "%s: classes by %s, est %.0f (was %.0f)\n",
                      r.name.c_str(), c->rows ? "rows" : "columns",

@@ -34,6 +34,13 @@ struct classes_choice {
   node program;  // view(classes(...)(one closed-form program per class), raw)
   double estimated_bytes = 0;
   bool rows = false;  // grouped by rows (else by columns)
+  // Thread CPU ms (work_clock.h) of the work whose results the program's
+  // coders take as input: the passes counting what its tables were built
+  // from. Choosing alone is the rest.
+  double coding_ms = 0;
+  // Whether the inner program's tables still code (the classes replaced
+  // its exponent leaf alone).
+  bool keeps_inner_tables = false;
 };
 
 /// The `classes` program of region `r` (its whole bytes `data`), when `r` is

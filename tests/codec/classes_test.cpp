@@ -331,46 +331,55 @@ TEST(classes_test, candidate_replaces_other_programs_whole) {
     // classes(bitfields(...), ...): a mantissa table a class.
     EXPECT_EQ(c->program.children[0].op, opcode::classes)
         << program_text(c->program);
+    EXPECT_FALSE(c->keeps_inner_tables);
   }
 }
 
 // Quantized weights: few values, each column class using its own 32 (of
 // scales 2^0 and 2^-6). Coded by one table of the elements, the candidate
-// gives each class a table of its own.
+// gives each class a table of its own: costed on every row, and on a
+// sample of rows first where the tensor is larger (1024 rows).
 TEST(classes_test, candidate_gives_few_valued_classes_tables_of_their_own) {
-  size_t const rows = 256, cols = 128;
-  std::mt19937 rng(9);
-  bytes data;
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < cols; ++j) {
-      float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
-                                 j % 2 == 0 ? -4 : -10);
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+  for (size_t const rows : {256, 1024}) {
+    SCOPED_TRACE(rows);
+    size_t const cols = 128;
+    std::mt19937 rng(9);
+    bytes data;
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < cols; ++j) {
+        float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
+                                   j % 2 == 0 ? -4 : -10);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+      }
     }
+    region r;
+    r.kind = region_kind::tensor;
+    r.type = dtype::bf16;
+    r.length = data.size();
+    r.shape = {rows, cols};
+    node const inner =
+        make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+                {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
+                 make_leaf(opcode::raw)});
+    size_t const before = coded_size(inner, data);
+    auto const c =
+        search::classes_program(r, data, inner, static_cast<double>(before));
+    ASSERT_TRUE(c.has_value());
+    check_program(c->program);
+    node const& cls = c->program.children[0];
+    ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
+    for (node const& kid : cls.children) {
+      EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
+    }
+    // Its tables are built from counts of its own: the inner table is not
+    // the coders' input.
+    EXPECT_FALSE(c->keeps_inner_tables);
+    EXPECT_GE(c->coding_ms, 0);
+    ASSERT_TRUE(roundtrips(c->program, data));
+    EXPECT_LT(coded_size(c->program, data), before);
   }
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {rows, cols};
-  node const inner =
-      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
-              {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
-               make_leaf(opcode::raw)});
-  size_t const before = coded_size(inner, data);
-  auto const c =
-      search::classes_program(r, data, inner, static_cast<double>(before));
-  ASSERT_TRUE(c.has_value());
-  check_program(c->program);
-  node const& cls = c->program.children[0];
-  ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
-  for (node const& kid : cls.children) {
-    EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
-  }
-  ASSERT_TRUE(roundtrips(c->program, data));
-  EXPECT_LT(coded_size(c->program, data), before);
 }
 
 // The default chooser codes fp16 weights with per-column scales by classes.
