@@ -151,18 +151,17 @@ int run_cli(int argc, char** argv) {
         ->add_option("--search-budget", copt.search_budget,
                      "Search expansions per region (default 24)")
         ->check(CLI::Range(size_t{1}, size_t{100000}));
-    CLI::Option* const reproducible = compress->add_flag(
+    compress->add_flag(
         "--reproducible", copt.reproducible,
-        "Same input and options, same archive bytes on any machine and at "
-        "any -T: records 0 for the time each region's choice took (inspect's "
-        "ms column)");
+        "Same input, options and brevis build, same archive bytes on any "
+        "machine and at any -T: records 0 for the time each region's choice "
+        "took (inspect's ms column); not with a --search-ms limit");
     compress
         ->add_option("--search-ms", copt.search_ms,
                      "Search limit per region in ms of CPU time (default 0: "
                      "none, expansions alone bound it and the output does not "
                      "depend on timing)")
-        ->check(CLI::Range(0.0, 1e6))
-        ->excludes(reproducible);
+        ->check(CLI::Range(0.0, 1e6));
     compress
         ->add_option("--slow-margin", copt.slow_margin,
                      "Fraction a program decoding below 500 MB/s must "

@@ -162,6 +162,12 @@ int run_compress(compress_options const& opt) {
     report_error(opt.output, "-o takes exactly one input file");
     return 1;
   }
+  if (opt.reproducible && opt.search_ms > 0) {
+    // A time limit makes the programs depend on the machine's speed.
+    report_error("--reproducible",
+                 "cannot be used with a --search-ms time limit");
+    return 1;
+  }
   codec::search_chooser_options so;
   so.search.how = opt.search == "greedy"  ? codec::search::strategy::greedy
                   : opt.search == "fixed" ? codec::search::strategy::fixed

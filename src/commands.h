@@ -39,8 +39,8 @@ struct compress_options {
   double search_ms = 0;
   double slow_margin = 0.03;
   bool classes = true;  // also try the classes operator (--no-classes: off)
-  // Record 0 for the time each region's choice took, so that the same input
-  // and options give the same archive bytes on any machine, at any -T.
+  // Record 0 for the time each region's choice took, so that the same input,
+  // options and build give the same archive bytes on any machine, at any -T.
   bool reproducible = false;
   common_options common;
 };

@@ -846,6 +846,8 @@ void collect(node const& n, byte_view in, value_type type,
       collect(n.children[i], in.subspan(at, sizes[i]), types[i], hists, next);
       at += sizes[i];
     }
+    fail_if(at != in.size(), errc::bad_program,
+            "child sizes do not tile the value");
     return;
   }
   std::vector<stream> kids;
