@@ -1,7 +1,8 @@
 brevis_add_test(store_test
   fs/store_test.cpp
   fs/store_cli_test.cpp)
-target_link_libraries(store_test PRIVATE brevis_store)
+# (LMDB itself too: a test damages the index as a disk fault would.)
+target_link_libraries(store_test PRIVATE brevis_store PkgConfig::LMDB)
 add_dependencies(store_test brevis)
 brevis_add_test(chunk_cache_test fs/chunk_cache_test.cpp)
 target_link_libraries(chunk_cache_test PRIVATE brevis_cache)
