@@ -23,17 +23,23 @@ REQUEST = re.compile(
     r"\s(\d+\.\d+): fuse_request_(send|end): connection \d+ req (\d+)"
     r"(?: opcode \d+ \((\w+)\))?")
 SWITCH = re.compile(
-    r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): sched_switch: prev_comm=.*? prev_pid=\d+"
+    r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): sched_switch: prev_comm=(.*?) prev_pid=\d+"
     r" .*?==> next_comm=(.*?) next_pid=")
+# The ring buffer overflowed: events are missing, the shares are partial.
+LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 
 
 def main(path, daemon, reader):
-    requests, switches = [], []
+    requests, switches, lost = [], [], 0
     with open(path, errors="replace") as f:
         for line in f:
             m = SWITCH.search(line)
             if m:
-                switches.append((float(m[2]), int(m[1]), m[3]))
+                switches.append((float(m[2]), int(m[1]), m[3], m[4]))
+                continue
+            m = LOST.search(line)
+            if m:
+                lost += int(m[1])
                 continue
             m = REQUEST.search(line)
             if m:
@@ -78,9 +84,12 @@ def main(path, daemon, reader):
         print("no scheduler events")
         return
     ran, running = Counter(), {}
-    for t, cpu, comm in switches + [(end, c, None) for c in range(1024)]:
-        if cpu in running:
-            since, who = running[cpu]
+    for t, cpu, prev, comm in switches + [(end, c, None, None)
+                                          for c in range(1024)]:
+        # Before a CPU's first switch, what it ran is the first switch's
+        # prev_comm.
+        since, who = running.get(cpu, (start, prev))
+        if who is not None:
             overlap = min(t, end) - max(since, start)
             if overlap > 0:
                 ran[kind_of(who)] += overlap
@@ -89,7 +98,8 @@ def main(path, daemon, reader):
     cpus = max(len(running), 1)
     print(" / ".join("%.0f%%" % (100 * ran[k] / (cpus * span))
                      for k in ("daemon", "reader", "idle", "other")) +
-          " of %d CPUs" % cpus)
+          " of %d CPUs" % cpus +
+          (" (the trace lost %d events: partial)" % lost if lost else ""))
 
 
 if __name__ == "__main__":
