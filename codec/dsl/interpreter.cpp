@@ -80,21 +80,11 @@ void encode_node_view(node const& n, byte_view in, value_type type,
   }
   op_def const& op = op_for(n.op);
   if (op.concatenates()) {
-    std::vector<value_type> const types = op.child_types(n, type);
-    byte_reader none{byte_view{}};
-    std::vector<size_t> const sizes = op.child_sizes(n, type, in.size(), none);
-    fail_if(sizes.size() != types.size() || types.size() != n.children.size(),
-            errc::bad_program, "operator gave wrong number of child sizes");
-    size_t at = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      fail_if(sizes[i] > in.size() - at || sizes[i] % types[i].width != 0,
-              errc::bad_program, "child sizes do not tile the value");
-      encode_node_view(n.children[i], in.subspan(at, sizes[i]), types[i],
-                       payload);
-      at += sizes[i];
+    std::vector<child_slice> const kids =
+        concatenated_children(op, n, in, type);
+    for (size_t i = 0; i < kids.size(); ++i) {
+      encode_node_view(n.children[i], kids[i].data, kids[i].type, payload);
     }
-    fail_if(at != in.size(), errc::bad_program,
-            "child sizes do not tile the value");
     return;
   }
   std::vector<stream> kids;

@@ -125,6 +125,16 @@ leaf_def const* find_leaf(opcode op) noexcept;
 /// none (the interpreter's lookups, where an unknown opcode is bad input).
 op_def const& op_for(opcode op);
 leaf_def const& leaf_for(opcode op);
+/// One child's part of a value under an operator that concatenates
+/// (op_def::concatenates): a slice of the value, and its type.
+struct child_slice {
+  byte_view data;
+  value_type type;
+};
+/// The children's slices of `in` under `op` (which concatenates), checked to
+/// tile it exactly; throws errc::bad_program when they do not.
+std::vector<child_slice> concatenated_children(op_def const& op, node const& n,
+                                               byte_view in, value_type type);
 /// Name of an opcode ("planes"), or "op#NN" when unknown.
 std::string_view opcode_name(opcode op) noexcept;
 

@@ -66,6 +66,27 @@ op_def const& op_for(opcode op) {
   return *d;
 }
 
+std::vector<child_slice> concatenated_children(op_def const& op, node const& n,
+                                               byte_view in, value_type type) {
+  std::vector<value_type> const types = op.child_types(n, type);
+  byte_reader none{byte_view{}};
+  std::vector<size_t> const sizes = op.child_sizes(n, type, in.size(), none);
+  fail_if(sizes.size() != types.size() || types.size() != n.children.size(),
+          errc::bad_program, "operator gave wrong number of child sizes");
+  std::vector<child_slice> out;
+  out.reserve(sizes.size());
+  size_t at = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    fail_if(sizes[i] > in.size() - at || sizes[i] % types[i].width != 0,
+            errc::bad_program, "child sizes do not tile the value");
+    out.push_back({in.subspan(at, sizes[i]), types[i]});
+    at += sizes[i];
+  }
+  fail_if(at != in.size(), errc::bad_program,
+          "child sizes do not tile the value");
+  return out;
+}
+
 leaf_def const& leaf_for(opcode op) {
   leaf_def const* d = find_leaf(op);
   if (d == nullptr) fail(errc::bad_program, "unknown leaf opcode");
