@@ -27,6 +27,21 @@ struct raw_common {
   bool force = false;
 };
 
+// --chunk-size's text into `out`, left as it is when the option was not
+// given; false, the error printed, when it is not a size from 4K to 64M.
+bool resolve_chunk_size(std::string const& text, uint32_t& out) {
+  if (text.empty()) return true;
+  auto size = parse_size(text);
+  if (!size || *size < codec::min_chunk_size || *size > codec::max_chunk_size) {
+    std::fprintf(stderr,
+                 "brevis: --chunk-size %s: expected a size from 4K to 64M\n",
+                 text.c_str());
+    return false;
+  }
+  out = static_cast<uint32_t>(*size);
+  return true;
+}
+
 void add_common(CLI::App& sub, raw_common& c, bool writes) {
   sub.add_option("-T,--threads", c.threads,
                  "Worker threads (0 = all cores, the default)");
@@ -362,18 +377,7 @@ int run_cli(int argc, char** argv) {
     if (!parsed(cmd)) continue;
     sopt.action = action;
     sopt.common = resolved;
-    if (!chunk_size_text.empty()) {
-      auto size = parse_size(chunk_size_text);
-      if (!size || *size < codec::min_chunk_size ||
-          *size > codec::max_chunk_size) {
-        std::fprintf(stderr,
-                     "brevis: --chunk-size %s: expected a size from 4K to "
-                     "64M\n",
-                     chunk_size_text.c_str());
-        return 1;
-      }
-      sopt.chunk_size = static_cast<uint32_t>(*size);
-    }
+    if (!resolve_chunk_size(chunk_size_text, sopt.chunk_size)) return 1;
     return run_store(sopt);
   }
   if (parsed(mount)) {
@@ -383,18 +387,7 @@ int run_cli(int argc, char** argv) {
   if (parsed(unmount)) return run_unmount(mopt);
   if (parsed(compress)) {
     copt.common = resolved;
-    if (!chunk_size_text.empty()) {
-      auto size = parse_size(chunk_size_text);
-      if (!size || *size < codec::min_chunk_size ||
-          *size > codec::max_chunk_size) {
-        std::fprintf(stderr,
-                     "brevis: --chunk-size %s: expected a size from 4K to "
-                     "64M\n",
-                     chunk_size_text.c_str());
-        return 1;
-      }
-      copt.chunk_size = static_cast<uint32_t>(*size);
-    }
+    if (!resolve_chunk_size(chunk_size_text, copt.chunk_size)) return 1;
     if (!default_to_stdin(copt.inputs)) return 1;
     return run_compress(copt);
   }

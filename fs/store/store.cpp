@@ -197,42 +197,46 @@ store::impl::~impl() {
   if (append_fd >= 0) ::close(append_fd);
 }
 
-store::impl::writer_guard::writer_guard(impl& s) : s_(s) {
-  if (s_.lock_fd < 0) {
-    store_fail(store_errc::invalid, s_.dir + ": the store is open read-only");
+namespace {
+// Takes this process's mutex, then the flock on `fd` that other processes
+// take (`path` names the lock file in errors): both, so that threads and
+// processes alike take turns.
+void lock_both(std::string const& dir, std::mutex& mu, int fd,
+               std::string const& path) {
+  if (fd < 0) {
+    store_fail(store_errc::invalid, dir + ": the store is open read-only");
   }
-  s_.writer_mu.lock();
-  while (::flock(s_.lock_fd, LOCK_EX) != 0) {
+  mu.lock();
+  while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
       int e = errno;
-      s_.writer_mu.unlock();
-      store_fail_errno(e, "lock " + s_.index_dir() + "/writer.lock");
+      mu.unlock();
+      store_fail_errno(e, "lock " + path);
     }
   }
+}
+
+void unlock_both(std::mutex& mu, int fd) {
+  ::flock(fd, LOCK_UN);
+  mu.unlock();
+}
+}  // namespace
+
+store::impl::writer_guard::writer_guard(impl& s) : s_(s) {
+  lock_both(s_.dir, s_.writer_mu, s_.lock_fd, s_.index_dir() + "/writer.lock");
 }
 
 store::impl::writer_guard::~writer_guard() {
-  ::flock(s_.lock_fd, LOCK_UN);
-  s_.writer_mu.unlock();
+  unlock_both(s_.writer_mu, s_.lock_fd);
 }
 
 store::impl::append_guard::append_guard(impl& s) : s_(s) {
-  if (s_.append_fd < 0) {
-    store_fail(store_errc::invalid, s_.dir + ": the store is open read-only");
-  }
-  s_.append_mu.lock();
-  while (::flock(s_.append_fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      int e = errno;
-      s_.append_mu.unlock();
-      store_fail_errno(e, "lock " + s_.index_dir() + "/append.lock");
-    }
-  }
+  lock_both(s_.dir, s_.append_mu, s_.append_fd,
+            s_.index_dir() + "/append.lock");
 }
 
 store::impl::append_guard::~append_guard() {
-  ::flock(s_.append_fd, LOCK_UN);
-  s_.append_mu.unlock();
+  unlock_both(s_.append_mu, s_.append_fd);
 }
 
 std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id) {

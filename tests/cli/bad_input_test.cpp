@@ -135,6 +135,13 @@ TEST(cli_bad_input_test, usage_errors) {
   temp_dir dir;
   EXPECT_NE(brevis({"compress", "--chunk-size", "12Q", "x"}).exit_code, 0);
   EXPECT_NE(brevis({"compress", "--chunk-size", "1K", "x"}).exit_code, 0);
+  auto const store_add = brevis(
+      {"store", "add", "--chunk-size", "128M", (dir / "st").string(), "x"});
+  EXPECT_EQ(store_add.exit_code, 1);
+  EXPECT_NE(store_add.err.find("--chunk-size 128M: expected a size from 4K"),
+            std::string::npos)
+      << store_add.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "st"));
   EXPECT_NE(brevis({"frobnicate"}).exit_code, 0);
   write_file(dir / "a", "a");
   write_file(dir / "b", "b");
