@@ -559,17 +559,33 @@ element_tables element_tables_of(rans_static::table const& t, uint8_t const* w,
   for (size_t i = 0; i < values; ++i) {
     index[t.symbols[i]] = static_cast<uint16_t>(i);
   }
+  // Two copies of the counts, alternate elements each, summed after: a
+  // value repeats, and an increment of the counter the previous one wrote
+  // waits for it. Each element's class as the offset of its counts, a
+  // column's computed once.
+  size_t const cells = size_t{k} * values;
   static thread_local std::vector<uint32_t> counts;
-  counts.assign(size_t{k} * values, 0);
+  counts.assign(2 * cells, 0);
+  static thread_local std::vector<uint32_t> offset;
+  offset.resize(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    offset[j] = by_rows ? 0 : static_cast<uint32_t>(map[j] * values);
+  }
   uint16_t const* const at = index.data();
   uint32_t* const hist = counts.data();
+  uint32_t const* const of = offset.data();
   for (size_t r = 0; r < rows; r += row_step) {
     uint8_t const* row = w + 2 * r * cols;
-    for (size_t j = 0; j < cols; ++j) {
-      size_t const c = by_rows ? map[r] : map[j];
-      ++hist[c * values + at[load_le<uint16_t>(row + 2 * j)]];
+    uint32_t* const even = hist + (by_rows ? size_t{map[r]} * values : 0);
+    uint32_t* const odd = even + cells;
+    size_t j = 0;
+    for (; j + 2 <= cols; j += 2) {
+      ++even[of[j] + at[load_le<uint16_t>(row + 2 * j)]];
+      ++odd[of[j + 1] + at[load_le<uint16_t>(row + 2 * j + 2)]];
     }
+    if (j < cols) ++even[of[j] + at[load_le<uint16_t>(row + 2 * j)]];
   }
+  for (size_t i = 0; i < cells; ++i) hist[i] += hist[cells + i];
   for (uint32_t v : t.symbols) index[v] = 0;
   // A value seen in the sample stands for rows / sampled of its kind.
   double const scale = static_cast<double>(rows) /
