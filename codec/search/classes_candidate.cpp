@@ -55,6 +55,8 @@ constexpr int lloyd_rounds = 3;
 // within a few bytes a file of counting every row.
 constexpr size_t table_sample_elements = size_t{1} << 15;
 constexpr double table_sample_margin = 0.01;
+// Row steps below this count every row instead of a sample.
+constexpr size_t min_table_sample_step = 4;
 
 double c_log2_c(double c) { return c > 0 ? c * std::log2(c) : 0; }
 
@@ -529,19 +531,26 @@ bool codes_elements_by_table(node const& inner) {
          !inner.children[0].blob.empty();
 }
 
-// The classes' element tables counted from rows 0, row_step, 2 row_step...
-// (1: every row, the counts the winner's tables are built from), the
-// counts scaled to the whole tensor.
-std::optional<element_tables> element_tables_of(node const& inner,
-                                                uint8_t const* w, size_t rows,
-                                                size_t cols, bool by_rows,
-                                                std::vector<uint8_t> const& map,
-                                                unsigned k, size_t row_step) {
+// The table of `inner` (codes_elements_by_table), when its values are
+// few enough to count a class: parsed once for both of element_tables_of's
+// passes (a parse was a sixth of their time on blazepose-heavy.bf16).
+std::optional<rans_static::table> element_table_of(node const& inner) {
   if (!codes_elements_by_table(inner)) return std::nullopt;
-  rans_static::table const t =
-      parse_rans_static_table(inner.children[0].blob, 2);
+  rans_static::table t = parse_rans_static_table(inner.children[0].blob, 2);
   size_t const values = t.symbols.size();
   if (values < 2 || values > max_table_values) return std::nullopt;
+  return t;
+}
+
+// The classes' element tables, of the elements of `t` (element_table_of),
+// counted from rows 0, row_step, 2 row_step... (1: every row, the counts
+// the winner's tables are built from), the counts scaled to the whole
+// tensor.
+element_tables element_tables_of(rans_static::table const& t, uint8_t const* w,
+                                 size_t rows, size_t cols, bool by_rows,
+                                 std::vector<uint8_t> const& map, unsigned k,
+                                 size_t row_step) {
+  size_t const values = t.symbols.size();
   static thread_local std::vector<uint16_t> index;
   // Zero but for the table's values, which are reset after the pass: no
   // 128 KiB fill a tensor. (Every element is one of the table's values; an
@@ -550,17 +559,33 @@ std::optional<element_tables> element_tables_of(node const& inner,
   for (size_t i = 0; i < values; ++i) {
     index[t.symbols[i]] = static_cast<uint16_t>(i);
   }
+  // Two copies of the counts, alternate elements each, summed after: a
+  // value repeats, and an increment of the counter the previous one wrote
+  // waits for it. Each element's class as the offset of its counts, a
+  // column's computed once.
+  size_t const cells = size_t{k} * values;
   static thread_local std::vector<uint32_t> counts;
-  counts.assign(size_t{k} * values, 0);
+  counts.assign(2 * cells, 0);
+  static thread_local std::vector<uint32_t> offset;
+  offset.resize(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    offset[j] = by_rows ? 0 : static_cast<uint32_t>(map[j] * values);
+  }
   uint16_t const* const at = index.data();
   uint32_t* const hist = counts.data();
+  uint32_t const* const of = offset.data();
   for (size_t r = 0; r < rows; r += row_step) {
     uint8_t const* row = w + 2 * r * cols;
-    for (size_t j = 0; j < cols; ++j) {
-      size_t const c = by_rows ? map[r] : map[j];
-      ++hist[c * values + at[load_le<uint16_t>(row + 2 * j)]];
+    uint32_t* const even = hist + (by_rows ? size_t{map[r]} * values : 0);
+    uint32_t* const odd = even + cells;
+    size_t j = 0;
+    for (; j + 2 <= cols; j += 2) {
+      ++even[of[j] + at[load_le<uint16_t>(row + 2 * j)]];
+      ++odd[of[j + 1] + at[load_le<uint16_t>(row + 2 * j + 2)]];
     }
+    if (j < cols) ++even[of[j] + at[load_le<uint16_t>(row + 2 * j)]];
   }
+  for (size_t i = 0; i < cells; ++i) hist[i] += hist[cells + i];
   for (uint32_t v : t.symbols) index[v] = 0;
   // A value seen in the sample stands for rows / sampled of its kind.
   double const scale = static_cast<double>(rows) /
@@ -656,8 +681,25 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     by_row.count = rows;
     by_row.counts.assign(rows * buckets, 0);
     by_row.scale = static_cast<double>(row_step);
-    for (size_t i = 0; i < rows; ++i) {
-      uint8_t const* row = w + 2 * i * cols;
+    // Four rows at a time: a row's elements fall in a few buckets, and an
+    // increment of the cell the previous one wrote waits for it; four rows
+    // are four chains of increments side by side (one row at a time, this
+    // loop was 12% of classes_program on handlandmark-full.bf16).
+    size_t const line = 2 * cols;
+    size_t i = 0;
+    for (; i + 4 <= rows; i += 4) {
+      uint8_t const* row = w + i * line;
+      uint32_t* const cell = by_row.counts.data() + i * buckets;
+      for (size_t j = 0; j < cols; j += row_step) {
+        uint8_t const* at = row + 2 * j;
+        ++cell[bucket[load_le<uint16_t>(at) >> shift]];
+        ++cell[buckets + bucket[load_le<uint16_t>(at + line) >> shift]];
+        ++cell[2 * buckets + bucket[load_le<uint16_t>(at + 2 * line) >> shift]];
+        ++cell[3 * buckets + bucket[load_le<uint16_t>(at + 3 * line) >> shift]];
+      }
+    }
+    for (; i < rows; ++i) {
+      uint8_t const* row = w + i * line;
       uint32_t* const cell = by_row.counts.data() + i * buckets;
       for (size_t j = 0; j < cols; j += row_step) {
         ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
@@ -826,26 +868,28 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     // entropy), so it rarely turns away a winner; on blazepose-heavy.bf16
     // 1 of 27 tensors took its own tables, and their passes were 11 of its
     // 40 ms choosing the classes.
-    size_t const step = std::clamp<size_t>(n / table_sample_elements, 1,
-                                           std::max<size_t>(1, rows / 8));
-    bool worth = true;
-    if (step > 1) {
-      std::optional<element_tables> const sampled =
-          element_tables_of(inner, w, rows, cols, best_rows, best.map, k, step);
-      worth = sampled.has_value() &&
-              to_beat - mixed_bytes(*sampled) >
-                  std::max(gain, wanted) - table_sample_margin * to_beat;
+    // A sample of half or a third of the rows costs about what the whole
+    // pass does (the tables' costing is most of a pass of blazepose-heavy's
+    // 288x288 tensors): those count every row at once.
+    size_t step = std::clamp<size_t>(n / table_sample_elements, 1,
+                                     std::max<size_t>(1, rows / 8));
+    if (step < min_table_sample_step) step = 1;
+    std::optional<rans_static::table> const table = element_table_of(inner);
+    bool worth = table.has_value();
+    if (worth && step > 1) {
+      element_tables const sampled = element_tables_of(
+          *table, w, rows, cols, best_rows, best.map, k, step);
+      worth = to_beat - mixed_bytes(sampled) >
+              std::max(gain, wanted) - table_sample_margin * to_beat;
     }
     if (worth) {
       double const start = thread_cpu_ms();
       tables =
-          element_tables_of(inner, w, rows, cols, best_rows, best.map, k, 1);
+          element_tables_of(*table, w, rows, cols, best_rows, best.map, k, 1);
       tables_ms = thread_cpu_ms() - start;
-      if (tables) {
-        double const mixed = mixed_bytes(*tables);
-        if (to_beat - mixed > gain) {
-          gain = to_beat - mixed, how = shape::own_tables;
-        }
+      double const mixed = mixed_bytes(*tables);
+      if (to_beat - mixed > gain) {
+        gain = to_beat - mixed, how = shape::own_tables;
       }
     }
   }

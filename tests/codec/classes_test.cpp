@@ -381,6 +381,53 @@ TEST(classes_test, candidate_gives_few_valued_classes_tables_of_their_own) {
   }
 }
 
+// The same by rows and by columns, in shapes that leave tails (rows not a
+// multiple of the four counted side by side, odd columns) and sizes whose
+// rows are all counted (no sample: 257 rows), sampled every 2nd row
+// (counted whole instead: 515) or every 4th (1031).
+TEST(classes_test, candidate_gives_own_tables_by_rows_and_columns_with_tails) {
+  for (bool const by_rows : {false, true}) {
+    for (size_t const rows : {257, 515, 1031}) {
+      SCOPED_TRACE(std::to_string(rows) + (by_rows ? " by rows" : ""));
+      size_t const cols = 127;
+      std::mt19937 rng(11);
+      bytes data;
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t j = 0; j < cols; ++j) {
+          size_t const channel = by_rows ? r : j;
+          float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
+                                     channel % 2 == 0 ? -4 : -10);
+          uint32_t u;
+          std::memcpy(&u, &f, 4);
+          testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+        }
+      }
+      region r;
+      r.kind = region_kind::tensor;
+      r.type = dtype::bf16;
+      r.length = data.size();
+      r.shape = {rows, cols};
+      node const inner =
+          make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+                  {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
+                   make_leaf(opcode::raw)});
+      size_t const before = coded_size(inner, data);
+      auto const c =
+          search::classes_program(r, data, inner, static_cast<double>(before));
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->rows, by_rows);
+      check_program(c->program);
+      node const& cls = c->program.children[0];
+      ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
+      for (node const& kid : cls.children) {
+        EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
+      }
+      ASSERT_TRUE(roundtrips(c->program, data));
+      EXPECT_LT(coded_size(c->program, data), before);
+    }
+  }
+}
+
 // The default chooser codes fp16 weights with per-column scales by classes.
 TEST(classes_test, search_picks_classes_for_fp16_per_column_scales) {
   size_t const rows = 288, cols = 192;
