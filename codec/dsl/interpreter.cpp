@@ -5,6 +5,7 @@
 
 #include "codec/dsl/operator.h"
 #include "codec/dsl/scratch.h"
+#include "codec/leaves/bits.h"
 
 namespace brevis::codec {
 namespace {
@@ -163,12 +164,24 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
       kids[i].data = coded;
       continue;
     }
+    // A bits leaf's payload size is checked before its buffer is taken.
+    byte_view packed;
+    if (child.op == opcode::bits) {
+      leaf_for(opcode::bits).check(child, types[i]);
+      packed = r.blob(r.remaining(), "leaf payload length");
+      bits_value_count(static_cast<unsigned>(child.params[0]), types[i],
+                       packed.size(), sizes[i]);
+    }
     held.push_back(scratch::take_buffer(sizes[i]));
     uint8_t* const at = held.back().data.get();
     kids[i].data = byte_view(at, sizes[i]);
     if (child.op == opcode::rans_static) {
       byte_view const coded = r.blob(r.remaining(), "leaf payload length");
       deferred.push_back({&child, types[i], coded, sizes[i], at});
+      continue;
+    }
+    if (child.op == opcode::bits) {
+      leaf_for(opcode::bits).decode(child, types[i], packed, sizes[i], at);
       continue;
     }
     decode_node(child, types[i], r, sizes[i], at, mem);

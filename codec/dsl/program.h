@@ -43,6 +43,7 @@ enum class opcode : uint8_t {
   zstd = 69,         // zstd(level)
   rans_static = 70,  // rANS with a static table held in the program blob
   literal = 71,      // the bytes in the program blob; payload: their offset
+  bits = 72,         // b-bit values packed, no entropy coder
 };
 
 inline bool is_leaf(opcode op) { return static_cast<uint8_t>(op) >= 64; }

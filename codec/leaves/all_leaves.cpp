@@ -14,12 +14,13 @@ leaf_def const& rans1_leaf_def();
 leaf_def const& zstd_leaf_def();
 leaf_def const& rans_static_leaf_def();
 leaf_def const& literal_leaf_def();
+leaf_def const& bits_leaf_def();
 
 std::span<leaf_def const* const> all_leaves() noexcept {
   static leaf_def const* const leaves[] = {
       &raw_leaf_def(),         &zero_leaf_def(),    &constant_leaf_def(),
       &rans0_leaf_def(),       &rans1_leaf_def(),   &zstd_leaf_def(),
-      &rans_static_leaf_def(), &literal_leaf_def(),
+      &rans_static_leaf_def(), &literal_leaf_def(), &bits_leaf_def(),
   };
   return leaves;
 }

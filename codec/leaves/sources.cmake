@@ -7,4 +7,6 @@ list(APPEND BREVIS_CODEC_SOURCES
   leaves/rans1.cpp
   leaves/zstd.cpp
   leaves/rans_static.cpp
-  leaves/literal.cpp)
+  leaves/literal.cpp
+  leaves/bits.cpp
+  leaves/bits_kernels.cpp)

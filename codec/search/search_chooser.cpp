@@ -1,7 +1,9 @@
 #include "codec/search/search_chooser.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
@@ -46,6 +49,64 @@ node trivial_program(byte_view data) {
 bool wants_root_histogram(region const& r) {
   unsigned const w = dtype_width(r.type);
   return w == 2 || (r.type == dtype::none && r.length >= (64u << 10));
+}
+
+// The entropy in bytes of values with these counts (their sum `n`).
+double entropy_bytes(std::span<uint64_t const> counts, uint64_t& n) {
+  n = 0;
+  double terms = 0;
+  for (uint64_t c : counts) n += c, terms += c_log2_c(c);
+  if (n == 0) return 0;
+  double const total = static_cast<double>(n);
+  return (total * std::log2(total) - terms) / 8;
+}
+
+// The mantissa leaf of a bf16 program (view<u16:bf16> of bitfields:7:9 or
+// fields) that an entropy coder closes, or nullptr.
+node* entropy_coded_mantissa(node& program) {
+  if (program.op != opcode::view || program.params.size() != 2 ||
+      program.params[0] != 2 ||
+      program.params[1] != static_cast<uint64_t>(meaning::bf16) ||
+      program.children.empty()) {
+    return nullptr;
+  }
+  node& e = program.children[0];
+  node* leaf = nullptr;
+  if (e.op == opcode::bitfields && e.params == std::vector<uint64_t>{7, 9} &&
+      e.children.size() == 2) {
+    leaf = &e.children[0];
+  } else if (e.op == opcode::fields && e.children.size() == 3) {
+    leaf = &e.children[2];
+  }
+  if (leaf == nullptr ||
+      (leaf->op != opcode::rans_static && leaf->op != opcode::rans0)) {
+    return nullptr;
+  }
+  return leaf;
+}
+
+// Gives a bf16 program's entropy-coded mantissa to the bits leaf where that
+// costs at most packed_mantissa_margin of the region's estimated bytes
+// (its payload less the mantissa's entropy: a bound, rANS costs more).
+// `mantissa_counts` is the mantissas' histogram when the caller has it;
+// otherwise they are counted. A function of the bytes alone (the store's
+// dedup).
+void pack_mantissa(byte_view data, uint64_t const* mantissa_counts,
+                   node& program, choice_record& how) {
+  node* const leaf = entropy_coded_mantissa(program);
+  if (leaf == nullptr || how.estimated_bytes <= 0) return;
+  std::array<uint64_t, 128> counted{};
+  if (mantissa_counts == nullptr) {
+    for (size_t i = 0; i + 1 < data.size(); i += 2) ++counted[data[i] & 127];
+    mantissa_counts = counted.data();
+  }
+  uint64_t n = 0;
+  double const entropy =
+      entropy_bytes(std::span<uint64_t const>(mantissa_counts, 128), n);
+  double const cost = static_cast<double>(n) * 7 / 8 - entropy;
+  if (cost > packed_mantissa_margin * how.estimated_bytes) return;
+  *leaf = make_leaf(opcode::bits, {7});
+  how.estimated_bytes += cost;
 }
 
 // --fixed: one program per dtype, byte planes + rANS (what the byte-grouping
@@ -162,6 +223,7 @@ class search_file_chooser final : public recording_chooser {
     search_result res = run(r, data, prior_, opt_.search, seed);
     program = std::move(res.program);
     how.estimated_bytes = res.estimated_bytes;
+    if (opt_.pack_mantissas) pack_mantissa(data, nullptr, program, how);
     how.expansions = static_cast<uint32_t>(res.expansions);
     how.ms = work_clock_ms() - start;
     how.coding_ms = coding_ms(r, program, res.table_ms);
@@ -215,6 +277,10 @@ class search_file_chooser final : public recording_chooser {
     program = std::move(choice->program);
     how.estimated_bytes = choice->estimated_bytes;
     how.expansions = 0;
+    if (opt_.pack_mantissas && marginals != nullptr &&
+        marginals->fields.size() == 3 && marginals->fields[2].size() == 128) {
+      pack_mantissa(data, marginals->fields[2].data(), program, how);
+    }
     how.coding_ms =
         uses_static_table(program) ? choice->table_ms + own_count_ms : 0;
     return true;
@@ -519,6 +585,7 @@ std::unique_ptr<program_chooser> make_store_chooser() {
   search_chooser_options o;
   o.sharing = table_sharing::per_region;
   o.search.budget = store_search_budget;
+  o.pack_mantissas = true;
   return make_search_chooser(o);
 }
 

@@ -10,3 +10,8 @@ target_link_libraries(brevis_passthrough PRIVATE PkgConfig::FUSE3_PT)
 # kernels on a CPU.
 add_executable(brevis_rans_static_bench bench/rans_static_decode.cpp)
 target_link_libraries(brevis_rans_static_bench PRIVATE brevis_codec)
+
+# CPU ns an element of decoding a checkpoint's bf16 tensors with the store's
+# programs and with their mantissas packed (the bits leaf).
+add_executable(brevis_program_decode_bench bench/program_decode.cpp)
+target_link_libraries(brevis_program_decode_bench PRIVATE brevis_codec)

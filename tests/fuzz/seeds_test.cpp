@@ -375,6 +375,24 @@ std::vector<seed_case> seed_cases() {
                                                   : 0);
         }));
   }
+  // bits (format 1.3): at the root, under bitfields (a bf16 mantissa) and
+  // on 16-bit lanes, each with an odd tail.
+  add("leaf_bits7", leaf(opcode::bits, {7}), small_ints(5001, 7));
+  {
+    bytes d = bf16s(2600);
+    d.push_back(0x5a);
+    add("bitfields_bf16_bits",
+        view(2, meaning::bf16,
+             make_op(opcode::bitfields, {7, 9},
+                     {leaf(opcode::bits, {7}), leaf(opcode::rans0)})),
+        d);
+  }
+  {
+    bytes d = lanes_of<uint16_t>(
+        2600, [&](size_t) { return static_cast<uint16_t>(rng() & 511); });
+    d.push_back(0x01);
+    add("view_u16_bits9", view(2, meaning::uint, leaf(opcode::bits, {9})), d);
+  }
   return out;
 }
 

@@ -694,7 +694,11 @@ TEST(search, file_closed_form_matches_the_region_closed_form) {
   archive_writer w(file, "m", *chooser);
   for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
   w.plan_chunks();
-  auto store = make_store_chooser();
+  // The store's chooser, less the packing of mantissas (only the store's).
+  search_chooser_options o;
+  o.sharing = table_sharing::per_region;
+  o.search.budget = store_search_budget;
+  auto store = make_search_chooser(o);
   bool saw = false;
   for (size_t r = 0; r < w.region_count(); ++r) {
     region_entry const& e = w.regions()[r];

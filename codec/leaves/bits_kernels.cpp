@@ -1,0 +1,259 @@
+#include "codec/leaves/bits_kernels.h"
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "codec/core/bytes.h"
+
+namespace brevis::codec::bits_kernels {
+namespace {
+
+std::atomic<unsigned> cap{2};
+
+uint64_t low_mask(unsigned bits) {
+  return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
+
+uint64_t load_lane(uint8_t const* p, unsigned width) {
+  switch (width) {
+    case 1:
+      return *p;
+    case 2:
+      return load_le<uint16_t>(p);
+    case 4:
+      return load_le<uint32_t>(p);
+    default:
+      return load_le<uint64_t>(p);
+  }
+}
+
+void store_lane(uint8_t* p, unsigned width, uint64_t v) {
+  switch (width) {
+    case 1:
+      *p = static_cast<uint8_t>(v);
+      return;
+    case 2:
+      return store_le<uint16_t>(p, static_cast<uint16_t>(v));
+    case 4:
+      return store_le<uint32_t>(p, static_cast<uint32_t>(v));
+    default:
+      return store_le<uint64_t>(p, v);
+  }
+}
+
+// Up to 8 bytes at `p` (fewer where the payload ends), little-endian.
+uint64_t load_upto8(uint8_t const* p, size_t avail) {
+  if (avail >= 8) return load_le<uint64_t>(p);
+  uint64_t v = 0;
+  for (size_t k = 0; k < avail; ++k) v |= uint64_t{p[k]} << (8 * k);
+  return v;
+}
+
+// The field at bit `pos` of the `size` bytes at `in`; its bits lie inside.
+uint64_t read_field(uint8_t const* in, size_t size, uint64_t pos,
+                    unsigned bits) {
+  size_t const at = static_cast<size_t>(pos >> 3);
+  unsigned const shift = static_cast<unsigned>(pos & 7);
+  uint64_t v = load_upto8(in + at, size - at) >> shift;
+  if (shift + bits > 64) v |= uint64_t{in[at + 8]} << (64 - shift);
+  return v & low_mask(bits);
+}
+
+// Values from `first` on, one at a time: every width and b, and the tails.
+void unpack_from(uint8_t const* in, size_t size, size_t first, size_t count,
+                 unsigned bits, unsigned width, uint8_t* out) {
+  for (size_t i = first; i < count; ++i) {
+    store_lane(out + i * width, width,
+               read_field(in, size, uint64_t{i} * bits, bits));
+  }
+}
+
+// 8-bit lanes, 8 values (b bytes) a step, from one 8-byte load: plain
+// shifts the compiler unrolls. Returns the values done.
+size_t unpack8_portable(uint8_t const* in, size_t size, size_t count,
+                        unsigned bits, uint8_t* out) {
+  uint8_t const mask = static_cast<uint8_t>(low_mask(bits));
+  size_t g = 0;
+  for (; (g + 1) * 8 <= count && g * bits + 8 <= size; ++g) {
+    uint64_t const x = load_le<uint64_t>(in + g * bits);
+    for (unsigned t = 0; t < 8; ++t) {
+      out[g * 8 + t] = static_cast<uint8_t>((x >> (t * bits)) & mask);
+    }
+  }
+  return g * 8;
+}
+
+// The same with one pdep a step.
+[[gnu::target("bmi2")]] size_t unpack8_bmi2(uint8_t const* in, size_t size,
+                                            size_t count, unsigned bits,
+                                            uint8_t* out) {
+  uint64_t const mask = 0x0101010101010101ull * low_mask(bits);
+  size_t g = 0;
+  for (; (g + 1) * 8 <= count && g * bits + 8 <= size; ++g) {
+    store_le<uint64_t>(out + g * 8,
+                       _pdep_u64(load_le<uint64_t>(in + g * bits), mask));
+  }
+  return g * 8;
+}
+
+// GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// 64 values (8b bytes) a step: each qword gathers its 8 values' b bytes
+// (vpermb), then vpmultishiftqb picks the byte at every value's bit offset.
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] size_t unpack8_vbmi(
+    uint8_t const* in, size_t count, unsigned bits, uint8_t* out) {
+  alignas(64) uint8_t index[64];
+  alignas(64) uint8_t offset[64];
+  for (unsigned j = 0; j < 8; ++j) {
+    for (unsigned t = 0; t < 8; ++t) {
+      index[8 * j + t] = static_cast<uint8_t>(bits * j + t);
+      offset[8 * j + t] = static_cast<uint8_t>(bits * t);
+    }
+  }
+  __m512i const gather = _mm512_load_si512(index);
+  __m512i const shifts = _mm512_load_si512(offset);
+  __m512i const mask = _mm512_set1_epi8(static_cast<char>(low_mask(bits)));
+  __mmask64 const load_mask =
+      bits == 8 ? ~__mmask64{0} : (__mmask64{1} << (8 * bits)) - 1;
+  size_t g = 0;
+  for (; (g + 1) * 64 <= count; ++g) {
+    __m512i const x = _mm512_maskz_loadu_epi8(load_mask, in + g * 8 * bits);
+    __m512i const q = _mm512_permutexvar_epi8(gather, x);
+    __m512i const v =
+        _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, q), mask);
+    _mm512_storeu_si512(out + g * 64, v);
+  }
+  return g * 64;
+}
+#pragma GCC diagnostic pop
+
+// Values from `first` on, one at a time, into a zeroed `out`. Returns the
+// OR of the bits above `bits` of every value.
+uint64_t pack_from(uint8_t const* in, unsigned width, size_t first,
+                   size_t count, unsigned bits, uint8_t* out) {
+  uint64_t const mask = low_mask(bits);
+  uint64_t over = 0;
+  for (size_t i = first; i < count; ++i) {
+    uint64_t const v = load_lane(in + i * width, width);
+    over |= v & ~mask;
+    uint64_t const pos = uint64_t{i} * bits;
+    size_t const at = static_cast<size_t>(pos >> 3);
+    unsigned const shift = static_cast<unsigned>(pos & 7);
+    // The field spans at most 9 bytes from `at`.
+    unsigned const span = (shift + bits + 7) / 8;
+    uint64_t const low = (v & mask) << shift;
+    for (unsigned k = 0; k < span && k < 8; ++k) {
+      out[at + k] |= static_cast<uint8_t>(low >> (8 * k));
+    }
+    if (span > 8) {
+      out[at + 8] |= static_cast<uint8_t>((v & mask) >> (64 - shift));
+    }
+  }
+  return over;
+}
+
+// 8-bit lanes, 8 values a step into b bytes. Returns the values done; ORs
+// their bits above `bits` into `over`.
+size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
+                      uint8_t* out, uint64_t& over) {
+  uint64_t const mask = 0x0101010101010101ull * low_mask(bits);
+  size_t g = 0;
+  uint64_t bad = 0;
+  for (; (g + 1) * 8 <= count; ++g) {
+    uint64_t const x = load_le<uint64_t>(in + g * 8);
+    bad |= x & ~mask;
+    uint64_t packed = 0;
+    for (unsigned t = 0; t < 8; ++t) {
+      packed |= ((x >> (8 * t)) & 0xff & low_mask(bits)) << (t * bits);
+    }
+    uint8_t word[8];
+    store_le<uint64_t>(word, packed);
+    std::memcpy(out + g * bits, word, bits);
+  }
+  over |= bad;
+  return g * 8;
+}
+
+[[gnu::target("bmi2")]] size_t pack8_bmi2(uint8_t const* in, size_t count,
+                                          unsigned bits, uint8_t* out,
+                                          uint64_t& over) {
+  uint64_t const mask = 0x0101010101010101ull * low_mask(bits);
+  size_t g = 0;
+  uint64_t bad = 0;
+  for (; (g + 1) * 8 <= count; ++g) {
+    uint64_t const x = load_le<uint64_t>(in + g * 8);
+    bad |= x & ~mask;
+    uint8_t word[8];
+    store_le<uint64_t>(word, _pext_u64(x, mask));
+    std::memcpy(out + g * bits, word, bits);
+  }
+  over |= bad;
+  return g * 8;
+}
+
+// 2 VBMI (with BMI2), 1 BMI2, 0 neither; capped. Unpacking 7-bit values
+// (brevis_program_decode_bench, Zen 5): portable 0.36 ns a value, pdep
+// 0.07, VBMI 0.03. Zen 1 and 2 run pdep/pext in microcode (hundreds of
+// cycles for these masks): there the portable loop.
+unsigned level() {
+  static unsigned const cpu = [] {
+    bool const fast_pdep = __builtin_cpu_supports("bmi2") &&
+                           !__builtin_cpu_is("znver1") &&
+                           !__builtin_cpu_is("znver2");
+    if (!fast_pdep) return 0u;
+    return __builtin_cpu_supports("avx512vbmi") &&
+                   __builtin_cpu_supports("avx512bw")
+               ? 2u
+               : 1u;
+  }();
+  unsigned const c = cap.load(std::memory_order_relaxed);
+  return cpu < c ? cpu : c;
+}
+
+}  // namespace
+
+size_t packed_size(size_t count, unsigned bits) noexcept {
+  return count / 8 * bits + ((count % 8) * bits + 7) / 8;
+}
+
+bool pack(uint8_t const* in, unsigned width, size_t count, unsigned bits,
+          uint8_t* out) noexcept {
+  size_t const size = packed_size(count, bits);
+  if (size > 0) std::memset(out, 0, size);
+  uint64_t over = 0;
+  size_t done = 0;
+  if (width == 1) {
+    done = level() >= 1 ? pack8_bmi2(in, count, bits, out, over)
+                        : pack8_portable(in, count, bits, out, over);
+  }
+  over |= pack_from(in, width, done, count, bits, out);
+  return over == 0;
+}
+
+bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
+            uint8_t* out) noexcept {
+  size_t const size = packed_size(count, bits);
+  size_t done = 0;
+  if (width == 1) {
+    unsigned const l = level();
+    if (l >= 2) done = unpack8_vbmi(in, count, bits, out);
+    if (l >= 1) {
+      done += unpack8_bmi2(in + done / 8 * bits, size - done / 8 * bits,
+                           count - done, bits, out + done);
+    } else {
+      done = unpack8_portable(in, size, count, bits, out);
+    }
+  }
+  unpack_from(in, size, done, count, bits, width, out);
+  unsigned const tail_bits = static_cast<unsigned>((count % 8) * bits % 8);
+  return tail_bits == 0 || (in[size - 1] >> tail_bits) == 0;
+}
+
+void set_cap(unsigned level) noexcept {
+  cap.store(level, std::memory_order_relaxed);
+}
+
+}  // namespace brevis::codec::bits_kernels
