@@ -6,6 +6,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/decode_speed.cpp
   search/astar.cpp
   search/sparse_mask.cpp
+  search/whole_counts.cpp
   search/closed_form.cpp
   search/classes_candidate.cpp
   search/roles.cpp

@@ -1,0 +1,84 @@
+// The whole value's run counts that scale runs' sampled costs: the sizes of
+// the outputs the operator itself writes.
+#include "codec/search/whole_counts.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "codec/dsl/operator.h"
+
+namespace brevis::codec {
+namespace {
+
+// Elements of `width` bytes: zero with probability `zeros`, else one of a
+// few values, each repeating the previous element with probability 1/2.
+bytes elements(size_t n, unsigned width, double zeros, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution zero(zeros), again(0.5);
+  std::uniform_int_distribution<int> value(1, 5);
+  bytes d;
+  uint64_t last = 1;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v = again(rng) ? last : static_cast<uint64_t>(value(rng)) << 7;
+    last = v;
+    if (zero(rng)) v = 0;
+    for (unsigned b = 0; b < width; ++b) {
+      d.push_back(static_cast<uint8_t>(v >> (8 * (b % 8))));
+    }
+  }
+  return d;
+}
+
+std::vector<stream> encoded(opcode op, bytes const& d, unsigned width) {
+  std::vector<stream> kids;
+  bytes side;
+  op_for(op).encode(make_op(op, {}, {}),
+                    stream{d, {static_cast<uint8_t>(width), meaning::uint}},
+                    kids, side);
+  return kids;
+}
+
+// Runs of the byte `plane` of each element of `d`.
+size_t plane_runs(bytes const& d, unsigned width, unsigned plane) {
+  bytes p;
+  for (size_t i = plane; i + width - plane <= d.size(); i += width) {
+    p.push_back(d[i]);
+  }
+  return encoded(opcode::runs, p, 1).at(1).count();
+}
+
+TEST(whole_counts, runs_equal_the_operators_outputs) {
+  for (unsigned width : {1u, 2u, 4u, 8u}) {
+    for (size_t n :
+         {size_t{0}, size_t{1}, size_t{2}, size_t{100}, size_t{3001}}) {
+      for (double zeros : {0.0, 0.4, 1.0}) {
+        bytes const d = elements(n, width, zeros, static_cast<uint32_t>(n));
+        bytes const nonzero = encoded(opcode::sparse, d, width).at(1).data;
+        EXPECT_EQ(search::count_runs({d, width}),
+                  encoded(opcode::runs, d, width).at(1).count())
+            << width << " " << n << " " << zeros;
+        EXPECT_EQ(search::count_runs({d, width, true}),
+                  encoded(opcode::runs, nonzero, width).at(1).count())
+            << width << " " << n << " " << zeros;
+        for (unsigned plane = 0; plane < width; ++plane) {
+          EXPECT_EQ(search::count_runs({d, width, false, 8 * plane, 8}),
+                    plane_runs(d, width, plane));
+          EXPECT_EQ(search::count_runs({d, width, true, 8 * plane, 8}),
+                    plane_runs(nonzero, width, plane));
+        }
+      }
+    }
+  }
+}
+
+TEST(whole_counts, ignore_a_partial_element) {
+  bytes const d = {0, 0, 1, 1, 1, 1, 0};  // three u16 elements and a byte
+  EXPECT_EQ(search::count_runs({d, 2}), 2u);
+  EXPECT_EQ(search::count_runs({d, 2, true}), 1u);
+  EXPECT_EQ(search::count_runs({d, 2, false, 8, 8}), 2u);
+  EXPECT_EQ(search::count_runs({d, 2, false, 0, 1}), 2u);  // bits 0, 1, 1
+}
+
+}  // namespace
+}  // namespace brevis::codec
