@@ -40,6 +40,27 @@ inline bool valid_width(uint64_t w) {
 /// Lane width that a meaning requires, or 0 when any width goes.
 unsigned meaning_width(meaning m) noexcept;
 bool is_float(meaning m) noexcept;
+
+/// Mantissa bits of float meaning `m` (the `fields` operator's third
+/// child), or 0 for a meaning that is not a float.
+constexpr unsigned float_mantissa_bits(meaning m) noexcept {
+  switch (m) {
+    case meaning::bf16:
+      return 7;
+    case meaning::fp16:
+      return 10;
+    case meaning::fp32:
+      return 23;
+    case meaning::fp64:
+      return 52;
+    case meaning::f8e4m3:
+      return 3;
+    case meaning::f8e5m2:
+      return 2;
+    default:
+      return 0;
+  }
+}
 /// "u8", "u16:bf16", "u32:fp32", "u8:int" ...
 std::string type_name(value_type t);
 

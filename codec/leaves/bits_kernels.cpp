@@ -10,7 +10,7 @@
 namespace brevis::codec::bits_kernels {
 namespace {
 
-std::atomic<unsigned> cap{2};
+std::atomic<unsigned> kernel_cap{2};
 
 uint64_t low_mask(unsigned bits) {
   return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
@@ -209,7 +209,7 @@ unsigned level() {
                ? 2u
                : 1u;
   }();
-  unsigned const c = cap.load(std::memory_order_relaxed);
+  unsigned const c = kernel_cap.load(std::memory_order_relaxed);
   return cpu < c ? cpu : c;
 }
 
@@ -252,8 +252,8 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
   return tail_bits == 0 || (in[size - 1] >> tail_bits) == 0;
 }
 
-void set_cap(unsigned level) noexcept {
-  cap.store(level, std::memory_order_relaxed);
+void set_cap(unsigned limit) noexcept {
+  kernel_cap.store(limit, std::memory_order_relaxed);
 }
 
 }  // namespace brevis::codec::bits_kernels

@@ -12,7 +12,8 @@
 namespace brevis::codec::bits_kernels {
 
 /// Payload bytes of `count` values of `bits` bits: ceil(count bits / 8),
-/// without overflow for any count a size_t holds.
+/// without overflow for the count of any value in memory (count lanes of
+/// ceil(bits / 8) bytes or more: the result is at most their size).
 size_t packed_size(size_t count, unsigned bits) noexcept;
 
 /// Packs `count` lanes of `width` bytes (1, 2, 4 or 8) into `bits`-bit
@@ -31,6 +32,6 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
 /// Caps the instructions the kernels may use: 0 portable, 1 up to BMI2, 2 up
 /// to AVX-512 VBMI (the default; each only where the CPU has it). For tests,
 /// which check that every path gives the same.
-void set_cap(unsigned level) noexcept;
+void set_cap(unsigned limit) noexcept;
 
 }  // namespace brevis::codec::bits_kernels

@@ -27,6 +27,13 @@ using fp32_layout = layout<uint32_t, uint8_t, uint32_t, 8, 23>;
 using fp64_layout = layout<uint64_t, uint16_t, uint64_t, 11, 52>;
 using f8e4m3_layout = layout<uint8_t, uint8_t, uint8_t, 4, 3>;
 using f8e5m2_layout = layout<uint8_t, uint8_t, uint8_t, 5, 2>;
+// The search (float_mantissa_bits) costs the same fields.
+static_assert(bf16_layout::mbits == float_mantissa_bits(meaning::bf16) &&
+              fp16_layout::mbits == float_mantissa_bits(meaning::fp16) &&
+              fp32_layout::mbits == float_mantissa_bits(meaning::fp32) &&
+              fp64_layout::mbits == float_mantissa_bits(meaning::fp64) &&
+              f8e4m3_layout::mbits == float_mantissa_bits(meaning::f8e4m3) &&
+              f8e5m2_layout::mbits == float_mantissa_bits(meaning::f8e5m2));
 
 /// Calls f.template operator()<L>() with L the layout of float meaning m.
 template <typename F>

@@ -133,26 +133,6 @@ node& at(node& root, std::vector<uint8_t> const& path) {
   return *n;
 }
 
-// Mantissa bits of float meaning m (fields' third child), or 0.
-unsigned mantissa_bits(meaning m) {
-  switch (m) {
-    case meaning::bf16:
-      return 7;
-    case meaning::fp16:
-      return 10;
-    case meaning::fp32:
-      return 23;
-    case meaning::fp64:
-      return 52;
-    case meaning::f8e4m3:
-      return 3;
-    case meaning::f8e5m2:
-      return 2;
-    default:
-      return 0;
-  }
-}
-
 double ns_per_byte(opcode op) { return 1000.0 / decode_mb_per_s(op); }
 
 // The node's own bytes in the serialized program (opcode, counts and
@@ -765,7 +745,9 @@ class engine {
       out[1] = ratio(nonzero, kids[1].count());
     } else if (n.op == opcode::runs && kids.size() == 2) {
       if (v.source.elements.empty()) return out;
-      out[0] = out[1] = ratio(count_runs(v.source), kids[1].count());
+      // 0: a source count_runs does not handle (the sample's share then).
+      size_t const whole = count_runs(v.source);
+      if (whole > 0) out[0] = out[1] = ratio(whole, kids[1].count());
     }
     return out;
   }
@@ -780,7 +762,7 @@ class engine {
       return s;
     }
     unsigned const m = meaning_width(v.sample.type.kind) == w
-                           ? mantissa_bits(v.sample.type.kind)
+                           ? float_mantissa_bits(v.sample.type.kind)
                            : 0;
     if (n.op != opcode::fields || m == 0 || i > 2) return {};
     unsigned const e = 8 * w - 1 - m;  // sign, exponent, mantissa

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -56,9 +57,7 @@ double entropy_bytes(std::span<uint64_t const> counts, uint64_t& n) {
   n = 0;
   double terms = 0;
   for (uint64_t c : counts) n += c, terms += c_log2_c(c);
-  if (n == 0) return 0;
-  double const total = static_cast<double>(n);
-  return (total * std::log2(total) - terms) / 8;
+  return entropy_from_terms(n, terms) / 8;
 }
 
 // The mantissa leaf of a bf16 program (view<u16:bf16> of bitfields:7:9 or
@@ -574,6 +573,11 @@ class search_chooser final : public program_chooser {
 
 std::unique_ptr<program_chooser> make_search_chooser(
     search_chooser_options const& opt) {
+  if (opt.pack_mantissas && opt.sharing != table_sharing::per_region) {
+    // Per file, regions settled by the file's tables, the learning or their
+    // role would keep their entropy-coded mantissas.
+    throw std::invalid_argument("pack_mantissas is per-region choosing only");
+  }
   auto chooser = std::make_unique<search_chooser>(opt);
   if (!opt.classes || opt.search.how == search::strategy::fixed) {
     return chooser;
@@ -581,12 +585,16 @@ std::unique_ptr<program_chooser> make_search_chooser(
   return search::with_classes(std::move(chooser));
 }
 
-std::unique_ptr<program_chooser> make_store_chooser() {
+search_chooser_options store_chooser_options() {
   search_chooser_options o;
   o.sharing = table_sharing::per_region;
   o.search.budget = store_search_budget;
   o.pack_mantissas = true;
-  return make_search_chooser(o);
+  return o;
+}
+
+std::unique_ptr<program_chooser> make_store_chooser() {
+  return make_search_chooser(store_chooser_options());
 }
 
 }  // namespace brevis::codec

@@ -36,6 +36,7 @@ struct search_chooser_options {
   // Code the 7-bit mantissa of bf16 elements packed (the bits leaf) instead
   // of by an entropy coder where that costs at most packed_mantissa_margin
   // of the region's bytes (the store: its cold reads are decode-bound).
+  // Per-region choosing only (make_search_chooser throws otherwise).
   bool pack_mantissas = false;
 };
 
@@ -64,7 +65,11 @@ std::unique_ptr<program_chooser> make_search_chooser(
 /// stored again would code to another payload and not dedup.
 inline constexpr size_t store_search_budget = 4;
 
-/// The chooser of the store and the mount: the search, per region.
+/// The options of the store's and the mount's chooser: the search, per
+/// region, bf16 mantissas packed.
+search_chooser_options store_chooser_options();
+
+/// make_search_chooser(store_chooser_options()).
 std::unique_ptr<program_chooser> make_store_chooser();
 
 }  // namespace brevis::codec

@@ -32,7 +32,7 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
   T last = 0;
   for (size_t i = 0; i < n; ++i) {
     T const e = load_le<T>(p + i * sizeof(T));
-    bool const counted = !skip_zeros || e != 0;
+    bool const counted = e != 0;
     T const x = static_cast<T>((e >> shift) & mask);
     runs += counted & (first | (x != last));
     first &= !counted;

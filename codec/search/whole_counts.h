@@ -27,7 +27,8 @@ struct value_source {
   unsigned bits = 0;  // 0: the whole element
 };
 
-/// Runs of equal symbols in the value `s` describes (runs' output count).
+/// Runs of equal symbols in the value `s` describes (runs' output count);
+/// 0 for an empty value, and for a width or field it does not handle.
 size_t count_runs(value_source const& s);
 
 }  // namespace brevis::codec::search

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <stdexcept>
 
 #include "codec/container/archive.h"
 #include "codec/dsl/operator.h"
@@ -708,6 +709,15 @@ TEST(search, every_strategy_and_prior_roundtrips) {
   }
 }
 
+// Packing mantissas is for per-region choosing (the store's): per file,
+// regions settled by the file's tables or their role would skip it.
+TEST(search, packing_mantissas_needs_per_region_choosing) {
+  search_chooser_options o = store_chooser_options();
+  EXPECT_NO_THROW(make_search_chooser(o));
+  o.sharing = table_sharing::per_file;
+  EXPECT_THROW(make_search_chooser(o), std::invalid_argument);
+}
+
 }  // namespace
 // A file's bf16 tensors get their closed form while the file's tables count
 // them (closed_form_costs, then closed_form_decide against the shared
@@ -723,9 +733,8 @@ TEST(search, file_closed_form_matches_the_region_closed_form) {
   for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
   w.plan_chunks();
   // The store's chooser, less the packing of mantissas (only the store's).
-  search_chooser_options o;
-  o.sharing = table_sharing::per_region;
-  o.search.budget = store_search_budget;
+  search_chooser_options o = store_chooser_options();
+  o.pack_mantissas = false;
   auto store = make_search_chooser(o);
   bool saw = false;
   for (size_t r = 0; r < w.region_count(); ++r) {
