@@ -2,8 +2,6 @@
 // inputs at every width, stride, class count and map length; malformed
 // nodes and child sizes; the chunk step; and the search proposing it for a
 // tensor with per-column scales.
-#include "codec/ops/classes.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +13,7 @@
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
 #include "codec/leaves/rans_static.h"
+#include "codec/ops/classes.h"
 #include "codec/parse/region.h"
 #include "codec/search/classes_candidate.h"
 #include "codec/search/search_chooser.h"
@@ -383,95 +382,75 @@ TEST(classes_test, candidate_replaces_other_programs_whole) {
   }
 }
 
-// Quantized weights: few values, each column class using its own 32 (of
-// scales 2^0 and 2^-6). Coded by one table of the elements, the candidate
-// gives each class a table of its own: costed on every row, and on a
-// sample of rows first where the tensor is larger (1024 rows).
+// Quantized weights: few values, each class of rows or columns using its
+// own 32 (of scales 2^0 and 2^-6). Coded by one table of the elements, the
+// candidate gives each class a table of its own.
+void expect_own_tables(size_t rows, size_t cols, bool by_rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  bytes data;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      // Classes of rows that a sample of every 4th row sees both of.
+      bool const fine = by_rows ? r % 3 == 0 : j % 2 == 0;
+      float const f =
+          std::ldexp(static_cast<float>(rng() % 32) - 15.5f, fine ? -4 : -10);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+    }
+  }
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = dtype::bf16;
+  r.length = data.size();
+  r.shape = {rows, cols};
+  node const inner =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
+               make_leaf(opcode::raw)});
+  size_t const before = coded_size(inner, data);
+  auto const c =
+      search::classes_program(r, data, inner, static_cast<double>(before));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->rows, by_rows);
+  check_program(c->program);
+  node const& cls = c->program.children[0];
+  ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
+  for (node const& kid : cls.children) {
+    EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
+  }
+  // Its tables are built from counts of its own: the inner table is not
+  // the coders' input.
+  EXPECT_FALSE(c->keeps_inner_tables);
+  ASSERT_TRUE(roundtrips(c->program, data));
+  EXPECT_LT(coded_size(c->program, data), before);
+}
+
+// The own tables are costed on every row, or on a sample of every step-th
+// row first (step = elements / 2^15, at most rows / 8, and steps below 4
+// count every row instead): 256x128 (step 1, every row) and 1024x128
+// (step 4, sampled) by columns.
 TEST(classes_test, candidate_gives_few_valued_classes_tables_of_their_own) {
   for (size_t const rows : {256, 1024}) {
     SCOPED_TRACE(rows);
-    size_t const cols = 128;
-    std::mt19937 rng(9);
-    bytes data;
-    for (size_t r = 0; r < rows; ++r) {
-      for (size_t j = 0; j < cols; ++j) {
-        float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
-                                   j % 2 == 0 ? -4 : -10);
-        uint32_t u;
-        std::memcpy(&u, &f, 4);
-        testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
-      }
-    }
-    region r;
-    r.kind = region_kind::tensor;
-    r.type = dtype::bf16;
-    r.length = data.size();
-    r.shape = {rows, cols};
-    node const inner =
-        make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
-                {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
-                 make_leaf(opcode::raw)});
-    size_t const before = coded_size(inner, data);
-    auto const c =
-        search::classes_program(r, data, inner, static_cast<double>(before));
-    ASSERT_TRUE(c.has_value());
-    check_program(c->program);
-    node const& cls = c->program.children[0];
-    ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
-    for (node const& kid : cls.children) {
-      EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
-    }
-    // Its tables are built from counts of its own: the inner table is not
-    // the coders' input.
-    EXPECT_FALSE(c->keeps_inner_tables);
-    ASSERT_TRUE(roundtrips(c->program, data));
-    EXPECT_LT(coded_size(c->program, data), before);
+    expect_own_tables(rows, 128, false, 9);
   }
 }
 
 // The same by rows and by columns, in shapes that leave tails (rows not a
-// multiple of the four counted side by side, odd columns) and sizes whose
-// rows are all counted (no sample: 257 rows), sampled every 2nd row
-// (counted whole instead: 515) or every 4th (1031).
+// multiple of the four counted side by side, odd columns): 257x127 has
+// step 1 (every row), 1031x127 step 3 (counted whole instead) and 1031x129
+// step 4 (sampled every 4th row).
 TEST(classes_test, candidate_gives_own_tables_by_rows_and_columns_with_tails) {
+  struct shape {
+    size_t rows, cols;
+  };
   for (bool const by_rows : {false, true}) {
-    for (size_t const rows : {257, 515, 1031}) {
-      SCOPED_TRACE(std::to_string(rows) + (by_rows ? " by rows" : ""));
-      size_t const cols = 127;
-      std::mt19937 rng(11);
-      bytes data;
-      for (size_t r = 0; r < rows; ++r) {
-        for (size_t j = 0; j < cols; ++j) {
-          size_t const channel = by_rows ? r : j;
-          float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
-                                     channel % 2 == 0 ? -4 : -10);
-          uint32_t u;
-          std::memcpy(&u, &f, 4);
-          testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
-        }
-      }
-      region r;
-      r.kind = region_kind::tensor;
-      r.type = dtype::bf16;
-      r.length = data.size();
-      r.shape = {rows, cols};
-      node const inner =
-          make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
-                  {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
-                   make_leaf(opcode::raw)});
-      size_t const before = coded_size(inner, data);
-      auto const c =
-          search::classes_program(r, data, inner, static_cast<double>(before));
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->rows, by_rows);
-      check_program(c->program);
-      node const& cls = c->program.children[0];
-      ASSERT_EQ(cls.op, opcode::classes) << program_text(c->program);
-      for (node const& kid : cls.children) {
-        EXPECT_EQ(kid.op, opcode::rans_static) << program_text(c->program);
-      }
-      ASSERT_TRUE(roundtrips(c->program, data));
-      EXPECT_LT(coded_size(c->program, data), before);
+    for (shape const s :
+         {shape{257, 127}, shape{1031, 127}, shape{1031, 129}}) {
+      SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                   (by_rows ? " by rows" : ""));
+      expect_own_tables(s.rows, s.cols, by_rows, 11);
     }
   }
 }
