@@ -22,6 +22,7 @@
 #include "codec/search/search_chooser.h"
 #include "tests/codec/error_code.h"
 #include "tests/codec/generators.h"
+#include "tests/codec/uses_op.h"
 
 namespace brevis::codec {
 namespace {
@@ -29,6 +30,7 @@ namespace {
 using testing::adversarial;
 using testing::code_of;
 using testing::test_lengths;
+using testing::uses_op;
 
 node classes_node(uint64_t stride, uint64_t k, bytes map,
                   std::vector<node> kids = {}) {
@@ -213,14 +215,6 @@ TEST(classes_test, search_picks_classes_for_per_column_scales) {
   std::printf("classes: %zu -> %zu bytes (programs included: %.3fx)\n",
               without.size(), with.size(), gain);
   EXPECT_GT(gain, 1.05);
-}
-
-bool uses_op(node const& n, opcode op) {
-  if (n.op == op) return true;
-  for (node const& k : n.children) {
-    if (uses_op(k, op)) return true;
-  }
-  return false;
 }
 
 // Bytes of `p`'s chunk of `data`, the program included.
