@@ -10,9 +10,12 @@
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
 #include "generators.h"
+#include "tests/codec/uses_op.h"
 
 namespace brevis::codec {
 namespace {
+
+using testing::uses_op;
 
 region tensor_region(dtype t, size_t bytes) {
   region r;
@@ -53,14 +56,6 @@ node choose_and_check(region const& r, bytes const& data) {
   check_program(p);
   EXPECT_TRUE(roundtrips(p, data)) << program_text(p);
   return p;
-}
-
-bool uses(node const& n, opcode op) {
-  if (n.op == op) return true;
-  for (node const& c : n.children) {
-    if (uses(c, op)) return true;
-  }
-  return false;
 }
 
 // The search costs own static tables by estimates instead of building
@@ -250,19 +245,19 @@ TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
 TEST(choose_test, bf16_weights_get_whole_word_coding) {
   bytes data = gaussian_bf16(1 << 20);
   node p = choose_and_check(tensor_region(dtype::bf16, data.size()), data);
-  EXPECT_TRUE(uses(p, opcode::rans_static)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::rans_static)) << program_text(p);
 }
 
 TEST(choose_test, fp32_upcast_from_bf16_drops_zero_bits) {
   bytes data = gaussian_f32(1 << 19, 0xffff0000);
   node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
-  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::low_zero)) << program_text(p);
 }
 
 TEST(choose_test, fp32_upcast_from_fp16_drops_zero_bits) {
   bytes data = gaussian_f32(1 << 19, 0xffffe000);
   node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
-  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::low_zero)) << program_text(p);
 }
 
 TEST(choose_test, few_distinct_values_use_a_palette) {
@@ -272,7 +267,7 @@ TEST(choose_test, few_distinct_values_use_a_palette) {
   for (int i = 0; i < 200; ++i) values.push_back(std::sin(i * 0.37f) * 3.1f);
   for (int i = 0; i < 100000; ++i) testing::append(data, values[rng() % 200]);
   node p = choose_and_check(tensor_region(dtype::f32, data.size()), data);
-  EXPECT_TRUE(uses(p, opcode::palette)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::palette)) << program_text(p);
 }
 
 TEST(choose_test, constant_regions_cost_nothing) {
@@ -347,7 +342,7 @@ TEST(choose_test, small_tensors_of_a_file_share_a_table) {
   }
   size_t shared = 0;
   for (node const& p : programs) shared += p == programs[0];
-  EXPECT_TRUE(uses(programs[0], opcode::rans_static))
+  EXPECT_TRUE(uses_op(programs[0], opcode::rans_static))
       << program_text(programs[0]);
   EXPECT_GE(shared, 30u);
   // Every tensor of the file encodes with it (its table has every symbol).

@@ -16,11 +16,13 @@
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/parse_fixtures.h"
+#include "tests/codec/uses_op.h"
 
 namespace brevis::codec::search {
 namespace {
 
 using test::make_safetensors;
+using testing::uses_op;
 
 std::vector<uint16_t> gaussian_bf16(size_t n, float sigma, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -158,14 +160,6 @@ TEST(closed_form, gate_sends_planted_structure_to_the_search) {
   EXPECT_EQ(gate_of(words), gate_reason::words);
 }
 
-bool uses(node const& n, opcode op) {
-  if (n.op == op) return true;
-  for (node const& k : n.children) {
-    if (uses(k, op)) return true;
-  }
-  return false;
-}
-
 // Regions the gate sends to the search get the operator that captures
 // their structure, end to end: a 1-D bf16 tensor repeating a period longer
 // than the gate's windows, and fp16 weights with a third of them zero.
@@ -192,9 +186,9 @@ TEST(closed_form, gated_regions_get_their_operator) {
     ASSERT_TRUE(e.how.has_value());
     EXPECT_GT(e.how->expansions, 0u) << e.info.name;  // searched
     if (e.info.name == "p") {
-      EXPECT_TRUE(uses(p, opcode::repeat)) << program_text(p);
+      EXPECT_TRUE(uses_op(p, opcode::repeat)) << program_text(p);
     } else {
-      EXPECT_TRUE(uses(p, opcode::sparse) || uses(p, opcode::runs))
+      EXPECT_TRUE(uses_op(p, opcode::sparse) || uses_op(p, opcode::runs))
           << program_text(p);
     }
   }

@@ -10,17 +10,12 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/parse/region.h"
 #include "codec/search/search_chooser.h"
+#include "tests/codec/uses_op.h"
 
 namespace brevis::codec {
 namespace {
 
-bool has_leaf(node const& n, opcode op) {
-  if (n.op == op) return true;
-  for (node const& c : n.children) {
-    if (has_leaf(c, op)) return true;
-  }
-  return false;
-}
+using testing::uses_op;
 
 // Gaussian bf16 values at scales spread over 2^-24..1: many exponents (so
 // the elements' own table costs more than the fields'), a nearly uniform
@@ -51,7 +46,7 @@ TEST(pack_mantissa, store_chooser_packs_a_high_entropy_mantissa) {
   bytes const data = planted_bf16(n, false, 7);
   auto const store = make_store_chooser();
   node const p = store->choose(tensor_region(n), data);
-  EXPECT_TRUE(has_leaf(p, opcode::bits)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::bits)) << program_text(p);
   EXPECT_TRUE(roundtrips(p, data));
   // The same bytes choose the same program (the store's dedup).
   EXPECT_EQ(store->choose(tensor_region(n), data), p);
@@ -62,16 +57,16 @@ TEST(pack_mantissa, store_chooser_keeps_a_low_entropy_mantissa_coded) {
   bytes const data = planted_bf16(n, true, 8);
   node const p = make_store_chooser()->choose(tensor_region(n), data);
   // Its fields are split, the mantissa entropy-coded.
-  EXPECT_TRUE(has_leaf(p, opcode::bitfields) || has_leaf(p, opcode::fields))
+  EXPECT_TRUE(uses_op(p, opcode::bitfields) || uses_op(p, opcode::fields))
       << program_text(p);
-  EXPECT_FALSE(has_leaf(p, opcode::bits)) << program_text(p);
+  EXPECT_FALSE(uses_op(p, opcode::bits)) << program_text(p);
 }
 
 TEST(pack_mantissa, the_cli_chooser_does_not_pack) {
   size_t const n = 256 * 1024;
   bytes const data = planted_bf16(n, false, 7);
   node const p = make_search_chooser()->choose(tensor_region(n), data);
-  EXPECT_FALSE(has_leaf(p, opcode::bits)) << program_text(p);
+  EXPECT_FALSE(uses_op(p, opcode::bits)) << program_text(p);
 }
 
 }  // namespace

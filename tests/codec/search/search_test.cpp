@@ -17,12 +17,14 @@
 #include "codec/dsl/operator.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/parse_fixtures.h"
+#include "tests/codec/uses_op.h"
 
 namespace brevis::codec {
 namespace {
 
 using test::make_safetensors;
 using test::st_tensor;
+using testing::uses_op;
 
 // ------------------------------------------------------------------ helpers
 
@@ -61,14 +63,6 @@ size_t region_payload(archive_reader const& r, size_t i) {
 
 node const& program_of(archive_reader const& r, size_t i) {
   return r.programs()[r.regions()[i].program];
-}
-
-bool uses(node const& n, opcode op) {
-  if (n.op == op) return true;
-  for (node const& k : n.children) {
-    if (uses(k, op)) return true;
-  }
-  return false;
 }
 
 // Order-0 entropy in bytes of `n` symbols produced by `symbol(i)`.
@@ -140,8 +134,8 @@ TEST(search, fp32_upcast_from_bf16_drops_the_low_half) {
   // byte planes of the mantissa (within a fraction of a percent on a
   // sample this small).
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::low_zero) ||
-              (uses(p, opcode::fields) && uses(p, opcode::zero)))
+  EXPECT_TRUE(uses_op(p, opcode::low_zero) ||
+              (uses_op(p, opcode::fields) && uses_op(p, opcode::zero)))
       << program_text(p);
   // What the pattern allows: the bf16 values at their entropy.
   double const bound = entropy_bytes(n, [&](size_t i) { return b[i]; });
@@ -161,7 +155,7 @@ TEST(search, fp32_upcast_from_fp16_drops_13_bits) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "w");
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::low_zero)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::low_zero)) << program_text(p);
   ASSERT_TRUE(p.op == opcode::view && p.children[0].op == opcode::low_zero);
   EXPECT_EQ(p.children[0].params.at(0), 13u) << program_text(p);
   // The fp16 values at their entropy, as the 16 high bits of the 19 that
@@ -204,7 +198,7 @@ TEST(search, tensor_repeating_a_slice_of_itself_keeps_one_period) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "pos");
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::repeat)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::repeat)) << program_text(p);
   // One period per chunk, raw at worst.
   size_t const chunks =
       (w.size() * 2 + default_chunk_size - 1) / default_chunk_size;
@@ -226,7 +220,7 @@ TEST(search, few_distinct_values_use_a_palette) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "q");
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::palette)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::palette)) << program_text(p);
   double const bound = entropy_bytes(n, [&](size_t i) { return q[i] + 128; });
   // The indices at their entropy, plus the dictionary (1 KiB).
   EXPECT_LT(region_payload(*c.reader, r), 1.04 * bound + 1024 + 1024);
@@ -240,9 +234,9 @@ TEST(search, constant_tensor_costs_nothing) {
   compressed const c = compress(file);
   size_t const r1 = region_index(*c.reader, "ones");
   size_t const r0 = region_index(*c.reader, "zeros");
-  EXPECT_TRUE(uses(program_of(*c.reader, r1), opcode::constant))
+  EXPECT_TRUE(uses_op(program_of(*c.reader, r1), opcode::constant))
       << program_text(program_of(*c.reader, r1));
-  EXPECT_TRUE(uses(program_of(*c.reader, r0), opcode::zero))
+  EXPECT_TRUE(uses_op(program_of(*c.reader, r0), opcode::zero))
       << program_text(program_of(*c.reader, r0));
   EXPECT_LE(region_payload(*c.reader, r1), 16u);
   EXPECT_LE(region_payload(*c.reader, r0), 16u);
@@ -265,8 +259,8 @@ TEST(search, mostly_zero_tensor_codes_its_runs) {
   node const& p = program_of(*c.reader, r);
   // Runs of zero rows, the nonzero mask (sparse) or the zero rows as a
   // class of their own (classes): each captures it.
-  EXPECT_TRUE(uses(p, opcode::runs) || uses(p, opcode::sparse) ||
-              uses(p, opcode::classes))
+  EXPECT_TRUE(uses_op(p, opcode::runs) || uses_op(p, opcode::sparse) ||
+              uses_op(p, opcode::classes))
       << program_text(p);
   // The live rows at their entropy (bf16 words), the zero runs nearly free.
   double const bound =
@@ -364,7 +358,7 @@ TEST(search, rows_repeating_the_row_above_xor_to_zero) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "m");
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::xor_row) || uses(p, opcode::transpose))
+  EXPECT_TRUE(uses_op(p, opcode::xor_row) || uses_op(p, opcode::transpose))
       << program_text(p);
   // The first row and the changed elements at 2 bytes each, the positions
   // of the changes (1%: about 0.08 bits per element) on top.
@@ -390,7 +384,7 @@ TEST(search, rows_differing_by_small_integers_code_the_differences) {
   compressed const c = compress(file);
   size_t const r = region_index(*c.reader, "m");
   node const& p = program_of(*c.reader, r);
-  EXPECT_TRUE(uses(p, opcode::transpose) && uses(p, opcode::delta))
+  EXPECT_TRUE(uses_op(p, opcode::transpose) && uses_op(p, opcode::delta))
       << program_text(p);
   double const bound =
       entropy_bytes(rows * cols, [&](size_t i) { return d[i] + 2; });
@@ -483,7 +477,7 @@ TEST(search, coding_work_is_told_apart_only_for_static_tables) {
     region_entry const& e = w.regions()[r];
     if (!e.how) continue;
     node const& p = w.programs()[e.program];
-    bool const static_table = uses(p, opcode::rans_static);
+    bool const static_table = uses_op(p, opcode::rans_static);
     EXPECT_GE(e.how->coding_ms, 0) << e.info.name;
     if (static_table) {
       saw_static = true;
@@ -752,7 +746,7 @@ TEST(search, file_closed_form_matches_the_region_closed_form) {
     ASSERT_TRUE(e.how.has_value());
     EXPECT_DOUBLE_EQ(e.how->estimated_bytes, how.estimated_bytes);
     EXPECT_EQ(e.how->expansions, 0u);
-    EXPECT_TRUE(uses(p, opcode::rans_static)) << program_text(p);
+    EXPECT_TRUE(uses_op(p, opcode::rans_static)) << program_text(p);
     EXPECT_GE(e.how->coding_ms, 0);
   }
   EXPECT_TRUE(saw);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <vector>
 
 #include "codec/dsl/operator.h"
 
@@ -66,6 +68,82 @@ TEST(whole_counts, runs_equal_the_operators_outputs) {
                     plane_runs(d, width, plane));
           EXPECT_EQ(search::count_runs({d, width, true, 8 * plane, 8}),
                     plane_runs(nonzero, width, plane));
+        }
+      }
+    }
+  }
+}
+
+// Floats of `width` bytes with `mbits` mantissa bits: zero with
+// probability `zeros`, else a sign, exponent and mantissa each repeating
+// the previous element's with probability 1/2 (independently: a field's
+// runs are not the element's), else one of a few values.
+bytes floats(size_t n, unsigned width, unsigned mbits, double zeros,
+             uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution zero(zeros), again(0.5);
+  unsigned const ebits = 8 * width - 1 - mbits;
+  uint64_t sign = 0, exp = 1, man = 0;
+  bytes d;
+  for (size_t i = 0; i < n; ++i) {
+    if (!again(rng)) sign = rng() % 2;
+    if (!again(rng)) exp = (uint64_t{1} << (ebits - 1)) - rng() % 4;
+    if (!again(rng)) man = (rng() % 3) << (mbits - 2);
+    uint64_t v = sign << (width * 8 - 1) | exp << mbits | man;
+    if (zero(rng)) v = 0;
+    for (unsigned b = 0; b < width; ++b) {
+      d.push_back(static_cast<uint8_t>(v >> (8 * b)));
+    }
+  }
+  return d;
+}
+
+// Runs of each child (sign, exponent, mantissa) of the fields operator
+// applied to `d` as floats of meaning `m`.
+std::vector<size_t> field_runs(bytes const& d, meaning m) {
+  std::vector<stream> kids;
+  bytes side;
+  op_for(opcode::fields)
+      .encode(make_op(opcode::fields, {}, {}),
+              stream{d, {static_cast<uint8_t>(meaning_width(m)), m}}, kids,
+              side);
+  std::vector<size_t> out;
+  for (stream const& k : kids) {
+    out.push_back(encoded(opcode::runs, k.data, k.type.width).at(1).count());
+  }
+  return out;
+}
+
+// The fields' shifts astar gives count_runs (field_source: sign, exponent,
+// mantissa at {e + m, 1}, {m, e}, {0, m}) count the runs of the children
+// the operator writes, in their own lanes (fp64's exponent in u16).
+TEST(whole_counts, field_runs_equal_the_fields_operators_outputs) {
+  struct format {
+    meaning m;
+    unsigned width, mbits;
+  };
+  for (format const f :
+       {format{meaning::bf16, 2, 7}, format{meaning::fp16, 2, 10},
+        format{meaning::fp32, 4, 23}, format{meaning::fp64, 8, 52}}) {
+    unsigned const ebits = 8 * f.width - 1 - f.mbits;
+    unsigned const shifts[3] = {ebits + f.mbits, f.mbits, 0};
+    unsigned const bits[3] = {1, ebits, f.mbits};
+    for (size_t n : {size_t{1}, size_t{2}, size_t{100}, size_t{3001}}) {
+      for (double zeros : {0.0, 0.4, 1.0}) {
+        SCOPED_TRACE(std::to_string(f.width) + " bytes, " + std::to_string(n) +
+                     " elements, " + std::to_string(zeros) + " zeros");
+        bytes const d = floats(n, f.width, f.mbits, zeros,
+                               static_cast<uint32_t>(n + f.width));
+        bytes const nonzero = encoded(opcode::sparse, d, f.width).at(1).data;
+        std::vector<size_t> const all = field_runs(d, f.m);
+        std::vector<size_t> const nonzero_runs = field_runs(nonzero, f.m);
+        ASSERT_EQ(all.size(), 3u);
+        for (size_t i = 0; i < 3; ++i) {
+          SCOPED_TRACE(i);
+          EXPECT_EQ(search::count_runs({d, f.width, false, shifts[i], bits[i]}),
+                    all[i]);
+          EXPECT_EQ(search::count_runs({d, f.width, true, shifts[i], bits[i]}),
+                    nonzero_runs[i]);
         }
       }
     }
