@@ -27,6 +27,17 @@
 namespace brevis::codec {
 namespace {
 
+// A tensor region of `type` and `shape` over all of `data`.
+region tensor_region(dtype type, bytes const& data,
+                     std::vector<uint64_t> shape) {
+  region r;
+  r.kind = region_kind::tensor;
+  r.type = type;
+  r.length = data.size();
+  r.shape = std::move(shape);
+  return r;
+}
+
 using testing::adversarial;
 using testing::code_of;
 using testing::test_lengths;
@@ -188,11 +199,7 @@ bytes per_column_scales(size_t rows, size_t cols, uint32_t seed) {
 TEST(classes_test, search_picks_classes_for_per_column_scales) {
   size_t const rows = 288, cols = 192;
   bytes const data = per_column_scales(rows, cols, 11);
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {1, 1, rows, cols};
+  region r = tensor_region(dtype::bf16, data, {1, 1, rows, cols});
   r.name = "conv/weights";
   search_chooser_options so;
   so.classes = true;
@@ -240,11 +247,7 @@ region pruned_two_scales(size_t rows, double zeros, bytes& data) {
       testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
     }
   }
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {rows, cols};
+  region r = tensor_region(dtype::bf16, data, {rows, cols});
   r.name = "pruned/weights";
   return r;
 }
@@ -367,11 +370,8 @@ TEST(classes_test, candidate_classes_the_exponent_of_every_program_shape) {
     for (bool const by_rows : {false, true}) {
       size_t const rows = 256, cols = 128;
       bytes const data = channel_scales(rows, cols, fp16, by_rows, 5);
-      region r;
-      r.kind = region_kind::tensor;
-      r.type = fp16 ? dtype::f16 : dtype::bf16;
-      r.length = data.size();
-      r.shape = {rows, cols};
+      region r =
+          tensor_region(fp16 ? dtype::f16 : dtype::bf16, data, {rows, cols});
       for (node const& inner : shapes) {
         SCOPED_TRACE(program_text(inner) + (by_rows ? " by rows" : ""));
         check_program(inner);
@@ -410,11 +410,7 @@ TEST(classes_test, candidate_replaces_other_programs_whole) {
     std::memcpy(&u, &f, 4);
     store_le<uint16_t>(&data[2 * i], static_cast<uint16_t>(u >> 16) & 0xFFF0);
   }
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {rows, cols};
+  region r = tensor_region(dtype::bf16, data, {rows, cols});
   node const zstd =
       make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
               {make_op(opcode::zstd, {3}, {}), make_leaf(opcode::raw)});
@@ -449,11 +445,7 @@ void expect_own_tables(size_t rows, size_t cols, bool by_rows, uint32_t seed) {
       testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
     }
   }
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {rows, cols};
+  region r = tensor_region(dtype::bf16, data, {rows, cols});
   node const inner =
       make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
               {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
@@ -509,11 +501,7 @@ TEST(classes_test, candidate_gives_own_tables_by_rows_and_columns_with_tails) {
 TEST(classes_test, search_picks_classes_for_fp16_per_column_scales) {
   size_t const rows = 288, cols = 192;
   bytes const data = channel_scales(rows, cols, true, false, 12);
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::f16;
-  r.length = data.size();
-  r.shape = {1, 1, rows, cols};
+  region r = tensor_region(dtype::f16, data, {1, 1, rows, cols});
   search_chooser_options so;
   auto const chooser = make_search_chooser(so);
   node const p = chooser->choose(r, data);
@@ -523,11 +511,7 @@ TEST(classes_test, search_picks_classes_for_fp16_per_column_scales) {
 
 TEST(classes_test, not_proposed_for_vectors_or_small_tensors) {
   bytes const data = per_column_scales(16, 64, 3);
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.length = data.size();
-  r.shape = {16 * 64};
+  region r = tensor_region(dtype::bf16, data, {16 * 64});
   EXPECT_FALSE(search::classes_program(r, data, node{}, 1e18).has_value());
   r.shape = {16, 64};  // 1024 elements: too few
   EXPECT_FALSE(search::classes_program(r, data, node{}, 1e18).has_value());
