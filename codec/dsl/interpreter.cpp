@@ -5,7 +5,6 @@
 
 #include "codec/dsl/operator.h"
 #include "codec/dsl/scratch.h"
-#include "codec/leaves/bits.h"
 
 namespace brevis::codec {
 namespace {
@@ -164,27 +163,25 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
       kids[i].data = coded;
       continue;
     }
-    // A bits leaf's payload size is checked before its buffer is taken.
-    byte_view packed;
-    if (child.op == opcode::bits) {
-      leaf_for(opcode::bits).check(child, types[i]);
-      packed = r.blob(r.remaining(), "leaf payload length");
-      bits_value_count(static_cast<unsigned>(child.params[0]), types[i],
-                       packed.size(), sizes[i]);
+    // A leaf's payload is read, and its size checked, before the value's
+    // buffer is taken.
+    leaf_def const* const leaf =
+        is_leaf(child.op) ? &leaf_for(child.op) : nullptr;
+    byte_view coded;
+    if (leaf != nullptr) {
+      coded = r.blob(r.remaining(), "leaf payload length");
+      leaf->check_payload(child, types[i], coded.size(), sizes[i]);
     }
     held.push_back(scratch::take_buffer(sizes[i]));
     uint8_t* const at = held.back().data.get();
     kids[i].data = byte_view(at, sizes[i]);
-    if (child.op == opcode::rans_static) {
-      byte_view const coded = r.blob(r.remaining(), "leaf payload length");
+    if (leaf == nullptr) {
+      decode_node(child, types[i], r, sizes[i], at, mem);
+    } else if (child.op == opcode::rans_static) {
       deferred.push_back({&child, types[i], coded, sizes[i], at});
-      continue;
+    } else {
+      leaf->decode(child, types[i], coded, sizes[i], at);
     }
-    if (child.op == opcode::bits) {
-      leaf_for(opcode::bits).decode(child, types[i], packed, sizes[i], at);
-      continue;
-    }
-    decode_node(child, types[i], r, sizes[i], at, mem);
   }
   if (!deferred.empty()) {
     leaf_def const& leaf = leaf_for(opcode::rans_static);

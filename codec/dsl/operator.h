@@ -100,6 +100,14 @@ class leaf_def {
   virtual void encode_view(node const& n, byte_view in, value_type type,
                            bytes& out) const;
 
+  /// Checks, before the interpreter takes the value's buffer, that a payload
+  /// of `payload_size` bytes can decode `out_size` bytes; throws
+  /// errc::corrupt (or bad_program for bad params). Leaves whose payload size
+  /// follows from the value's (bits) check it here; the default checks
+  /// nothing and decode() finds a bad payload.
+  virtual void check_payload(node const& n, value_type in, size_t payload_size,
+                             size_t out_size) const;
+
   /// Decodes exactly `out_size` bytes from `payload` into `out`.
   virtual void decode(node const& n, value_type in, byte_view payload,
                       size_t out_size, uint8_t* out) const = 0;

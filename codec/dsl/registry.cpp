@@ -37,6 +37,10 @@ void leaf_def::encode_view(node const& n, byte_view in, value_type type,
   scratch::give(std::move(s.data));
 }
 
+void leaf_def::check_payload(node const& /*n*/, value_type /*in*/,
+                             size_t /*payload_size*/,
+                             size_t /*out_size*/) const {}
+
 void leaf_def::decode_pair(decode_job const& a, decode_job const& b) const {
   decode(*a.n, a.in, a.payload, a.out_size, a.out);
   decode(*b.n, b.in, b.payload, b.out_size, b.out);

@@ -2,8 +2,6 @@
 // (FORMAT.md, 4.8). For fields whose values are nearly uniform (the 7-bit
 // mantissa of most bf16 weights: entropy >= 6.95 bits), where a rANS stream
 // saves a fraction of a percent and costs a table lookup a value to decode.
-#include "codec/leaves/bits.h"
-
 #include "codec/dsl/operator.h"
 #include "codec/leaves/bits_kernels.h"
 
@@ -37,10 +35,15 @@ class bits_leaf final : public leaf_def {
     }
   }
 
+  void check_payload(node const& n, value_type in, size_t payload_size,
+                     size_t out_size) const override {
+    value_count(bits_of(n, in), in, payload_size, out_size);
+  }
+
   void decode(node const& n, value_type in, byte_view payload, size_t out_size,
               uint8_t* out) const override {
     unsigned const b = bits_of(n, in);
-    size_t const count = bits_value_count(b, in, payload.size(), out_size);
+    size_t const count = value_count(b, in, payload.size(), out_size);
     fail_if(!bits_kernels::unpack(payload.data(), count, b, in.width, out),
             errc::corrupt, "bits: nonzero padding bits");
   }
@@ -55,19 +58,21 @@ class bits_leaf final : public leaf_def {
             "bits: b must be 1 .. the lane's bits");
     return static_cast<unsigned>(n.params[0]);
   }
+
+  // The number of values, `out_size` bytes of lanes of `in`, that a payload
+  // of `payload_size` bytes of b-bit values must hold exactly.
+  static size_t value_count(unsigned b, value_type in, size_t payload_size,
+                            size_t out_size) {
+    fail_if(out_size % in.width != 0, errc::corrupt,
+            "bits: size is not a whole number of lanes");
+    size_t const count = out_size / in.width;
+    fail_if(payload_size != bits_kernels::packed_size(count, b), errc::corrupt,
+            "bits: payload size differs from the values'");
+    return count;
+  }
 };
 
 }  // namespace
-
-size_t bits_value_count(unsigned bits, value_type in, size_t payload_size,
-                        size_t out_size) {
-  fail_if(out_size % in.width != 0, errc::corrupt,
-          "bits: size is not a whole number of lanes");
-  size_t const count = out_size / in.width;
-  fail_if(payload_size != bits_kernels::packed_size(count, bits), errc::corrupt,
-          "bits: payload size differs from the values'");
-  return count;
-}
 
 leaf_def const& bits_leaf_def() {
   static bits_leaf const instance;

@@ -1,6 +1,9 @@
 #include "codec/leaves/bits_kernels.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BREVIS_BITS_X86 1
 #include <immintrin.h>
+#endif
 
 #include <atomic>
 #include <cstring>
@@ -85,6 +88,7 @@ size_t unpack8_portable(uint8_t const* in, size_t size, size_t count,
   return g * 8;
 }
 
+#ifdef BREVIS_BITS_X86
 // The same with one pdep a step.
 [[gnu::target("bmi2")]] size_t unpack8_bmi2(uint8_t const* in, size_t size,
                                             size_t count, unsigned bits,
@@ -129,6 +133,8 @@ size_t unpack8_portable(uint8_t const* in, size_t size, size_t count,
   return g * 64;
 }
 #pragma GCC diagnostic pop
+
+#endif  // BREVIS_BITS_X86
 
 // Values from `first` on, one at a time, into a zeroed `out`. Returns the
 // OR of the bits above `bits` of every value.
@@ -177,6 +183,7 @@ size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
   return g * 8;
 }
 
+#ifdef BREVIS_BITS_X86
 [[gnu::target("bmi2")]] size_t pack8_bmi2(uint8_t const* in, size_t count,
                                           unsigned bits, uint8_t* out,
                                           uint64_t& over) {
@@ -193,12 +200,16 @@ size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
   over |= bad;
   return g * 8;
 }
+#endif  // BREVIS_BITS_X86
 
 // 2 VBMI (with BMI2), 1 BMI2, 0 neither; capped. Unpacking 7-bit values
 // (brevis_program_decode_bench, Zen 5): portable 0.36 ns a value, pdep
 // 0.07, VBMI 0.03. Zen 1 and 2 run pdep/pext in microcode (hundreds of
 // cycles for these masks): there the portable loop.
 unsigned level() {
+#ifndef BREVIS_BITS_X86
+  return 0;
+#else
   static unsigned const cpu = [] {
     bool const fast_pdep = __builtin_cpu_supports("bmi2") &&
                            !__builtin_cpu_is("znver1") &&
@@ -211,6 +222,7 @@ unsigned level() {
   }();
   unsigned const c = kernel_cap.load(std::memory_order_relaxed);
   return cpu < c ? cpu : c;
+#endif
 }
 
 }  // namespace
@@ -226,8 +238,12 @@ bool pack(uint8_t const* in, unsigned width, size_t count, unsigned bits,
   uint64_t over = 0;
   size_t done = 0;
   if (width == 1) {
+#ifdef BREVIS_BITS_X86
     done = level() >= 1 ? pack8_bmi2(in, count, bits, out, over)
                         : pack8_portable(in, count, bits, out, over);
+#else
+    done = pack8_portable(in, count, bits, out, over);
+#endif
   }
   over |= pack_from(in, width, done, count, bits, out);
   return over == 0;
@@ -238,6 +254,7 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
   size_t const size = packed_size(count, bits);
   size_t done = 0;
   if (width == 1) {
+#ifdef BREVIS_BITS_X86
     unsigned const l = level();
     if (l >= 2) done = unpack8_vbmi(in, count, bits, out);
     if (l >= 1) {
@@ -246,6 +263,9 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
     } else {
       done = unpack8_portable(in, size, count, bits, out);
     }
+#else
+    done = unpack8_portable(in, size, count, bits, out);
+#endif
   }
   unpack_from(in, size, done, count, bits, width, out);
   unsigned const tail_bits = static_cast<unsigned>((count % 8) * bits % 8);
