@@ -10,7 +10,9 @@
 #   scripts/bench.sh [bench_peers options] [FILE...]
 #   scripts/bench.sh --mount     the mount against a FUSE passthrough (below)
 #     --quick N    N files per class (the full corpus takes ~35 min, mostly xz
-#                  and zstd -19); --tools LIST picks peers; --per-file adds rows.
+#                  and zstd -19); --tools LIST picks peers; --per-file adds rows;
+#                  --repeat N times brevis -T1 and zstd -3 N times a file (least
+#                  CPU kept; default 3) for issue 2's speed table.
 #
 #   --search     also the search ablation (bench_search below): brevis -T1 with
 #                --search=astar|greedy|fixed x --prior=learned|uniform, side by

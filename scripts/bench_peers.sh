@@ -231,7 +231,7 @@ bench_report() {
     # compression at >= 2x zstd -3 -T1 (CPU seconds) and decompression at
     # least as fast as zstd -d, file by file, with the five slowest named.
     function speed_targets(   i, t, f, n, slow_c, slow_d, m, k, j, fc, fd, name, tmp, tmpn, worst) {
-      if (!has_zstd3) return
+      if (!has_zstd3 || !has_brevis_t1) return
       print ""
       print "| tool | files >= " minb / 1e6 " MB | compress < 2x zstd -3 | decompress slower than zstd -d | slowest compress (x zstd -3) |"
       print "|---|---:|---:|---:|---|"
@@ -242,6 +242,7 @@ bench_report() {
         for (f in fcls) {
           if (forig[f] < minb || !((t SUBSEP f) in fct) || !(("zstd-3" SUBSEP f) in fct)) continue
           if (fct[t SUBSEP f] <= 0 || fdt[t SUBSEP f] <= 0) continue
+          if (fct["zstd-3" SUBSEP f] <= 0 || fdt["zstd-3" SUBSEP f] <= 0) continue
           n++
           fc = fct["zstd-3" SUBSEP f] / fct[t SUBSEP f]
           fd = fdt["zstd-3" SUBSEP f] / fdt[t SUBSEP f]
@@ -259,12 +260,17 @@ bench_report() {
           name = FN[k]; sub(/.*\//, "", name)
           worst = worst (k > 1 ? ", " : "") sprintf("%s %.2f", name, FC[k])
         }
-        printf("| %s | %d | %d | %d | %s |\n", t, n, slow_c, slow_d, worst)
+        if (n == 0) printf("| %s | 0 | - | - | (no file this large) |\n", t)
+        else printf("| %s | %d | %d | %d | %s |\n", t, n, slow_c, slow_d, worst)
       }
     }
     BEGIN {
       nt = split(tools, T, " ")
-      for (i = 1; i <= nt; i++) { if (T[i] == "bound") has_bound = 1; if (T[i] == "zstd-3") has_zstd3 = 1 }
+      for (i = 1; i <= nt; i++) {
+        if (T[i] == "bound") has_bound = 1
+        if (T[i] == "zstd-3") has_zstd3 = 1
+        if (T[i] ~ /^brevis/ && T[i] ~ /T1$/) has_brevis_t1 = 1
+      }
     }
     {
       tool = $1; cls = $2; file = $3
@@ -291,7 +297,7 @@ bench_report() {
         if (T[i] ~ /^bound/) { hdr = hdr " " T[i] " |"; sep = sep "---:|" }
         else { hdr = hdr " " T[i] " ratio | c MB/s | d MB/s |"; sep = sep "---:|---:|---:|" }
       }
-      printf("speeds: MB of original per CPU-second, files >= %g MB (all files of a class that has none)\n\n", minb / 1e6)
+      printf("speeds: MB of original per CPU-second, files >= %g MB (all files of a class that has none); brevis -T1 and zstd -3 the least of --repeat runs, the others one run\n\n", minb / 1e6)
       print hdr; print sep
       for (j = 1; j <= nc + 1; j++) {
         if (j <= nc) { cls = C[j]; mb = orig[cls] / 1e6; nf = nfiles[cls] }

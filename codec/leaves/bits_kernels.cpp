@@ -205,11 +205,10 @@ size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
 // 2 VBMI (with BMI2), 1 BMI2, 0 neither; capped. Unpacking 7-bit values
 // (brevis_program_decode_bench, Zen 5): portable 0.36 ns a value, pdep
 // 0.07, VBMI 0.03. Zen 1 and 2 run pdep/pext in microcode (hundreds of
-// cycles for these masks): there the portable loop.
+// cycles for these masks): there the portable loop. (x86 only: elsewhere
+// only the portable loops exist.)
+#ifdef BREVIS_BITS_X86
 unsigned level() {
-#ifndef BREVIS_BITS_X86
-  return 0;
-#else
   static unsigned const cpu = [] {
     bool const fast_pdep = __builtin_cpu_supports("bmi2") &&
                            !__builtin_cpu_is("znver1") &&
@@ -222,8 +221,8 @@ unsigned level() {
   }();
   unsigned const c = kernel_cap.load(std::memory_order_relaxed);
   return cpu < c ? cpu : c;
-#endif
 }
+#endif  // BREVIS_BITS_X86
 
 }  // namespace
 
