@@ -263,6 +263,44 @@ TEST(mount_fs_cache, reads_answered_out_of_order_decode_each_chunk_once) {
   }
 }
 
+// A stream that has read a while may find a READ from deep in the kernel's
+// window (further past its furthest read than the slack) taken before the
+// ones below it: the run goes on, and the chunks it has passed are still
+// dropped (a new run at each such READ left them all to the LRU).
+TEST(mount_fs_cache, an_established_stream_keeps_reads_far_ahead_in_its_run) {
+  cli_test::temp_dir dir;
+  auto chooser = codec::make_store_chooser();
+  store_options so;
+  so.chunk_size = 64 << 10;
+  store s((dir / "s").string(), so);
+  std::string const data = cli_test::make_safetensors(
+      {{"w", "BF16", {3000000}, cli_test::bf16_weights(3000000, 5)}});
+  uint64_t const ino =
+      s.add_file(root_inode, "f", codec::as_bytes(data), *chooser, 0644, 0).ino;
+  size_t const chunks = s.chunk_map(ino).size();
+  mount_fs::options o = fixture::opts(16 << 20, 0);
+  o.sequential_slack = 64 << 10;
+  mount_fs m(s, *chooser, o);
+  size_t const piece = 128 << 10, group = 16;  // 2 MiB of READs at once
+  std::string got(data.size(), '\0');
+  std::vector<uint8_t> buf(piece);
+  auto read_at = [&](uint64_t off) {
+    if (off >= data.size()) return;
+    size_t const n = m.read(ino, off, piece, buf.data());
+    std::memcpy(got.data() + off, buf.data(), n);
+  };
+  uint64_t at = 0;
+  for (; at < (3u << 20); at += piece) read_at(at);  // established
+  for (; at < data.size(); at += group * piece) {
+    read_at(at + (group - 1) * piece);  // the last of the group first
+    for (size_t i = 0; i + 1 < group; ++i) read_at(at + i * piece);
+  }
+  EXPECT_TRUE(got == data);
+  EXPECT_EQ(m.cache().stats().misses, chunks);  // each once
+  // Those behind the last group (and the slack) were dropped.
+  EXPECT_LE(m.cache().entries(), group * piece / (64 << 10) + 4);
+}
+
 TEST(mount_fs_cache, reads_across_chunk_boundaries_and_past_the_end) {
   fixture f;
   auto m = f.mount(16 << 20, 2);
