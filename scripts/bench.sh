@@ -210,18 +210,21 @@ seq_read_cpu() {
 # tracefs has the FUSE request events and is writable (root).
 tracefs=/sys/kernel/tracing
 can_trace() {
-  [[ -w $tracefs/events/fuse/enable && -w $tracefs/events/sched/sched_switch/enable ]]
+  [[ -w $tracefs/events/fuse/enable && -w $tracefs/events/sched/sched_switch/enable &&
+     -w $tracefs/events/sched/sched_wakeup/enable ]]
 }
 trace_start() {
   trace_was_on=$(cat "$tracefs/tracing_on")
   echo >"$tracefs/trace"
   echo 1 >"$tracefs/events/fuse/enable"
   echo 1 >"$tracefs/events/sched/sched_switch/enable"
+  echo 1 >"$tracefs/events/sched/sched_wakeup/enable"
   echo 1 >"$tracefs/tracing_on"
 }
 trace_stop() {  # OUT
   echo 0 >"$tracefs/events/fuse/enable"
   echo 0 >"$tracefs/events/sched/sched_switch/enable"
+  echo 0 >"$tracefs/events/sched/sched_wakeup/enable"
   cp "$tracefs/trace" "$1"
   echo "$trace_was_on" >"$tracefs/tracing_on"
 }
@@ -241,6 +244,7 @@ bench_mount() {
         if can_trace; then
           echo 0 >"$tracefs/events/fuse/enable"
           echo 0 >"$tracefs/events/sched/sched_switch/enable"
+          echo 0 >"$tracefs/events/sched/sched_wakeup/enable"
         fi
         rm -rf "$BENCH_MOUNT_WORK"' EXIT
   local ck="$BENCH_DATA/ckpt-300m.bf16.safetensors" big="$BENCH_DATA/ckpt-2g.bf16.safetensors"
@@ -323,7 +327,7 @@ bench_mount() {
   # A fourth cold read through the mount, traced and not timed (tracing
   # slows it, and the passthrough's reads are not traced): READs in flight,
   # their latency, what the CPUs ran.
-  local tr_flight="" tr_latency="" tr_cpus=""
+  local tr_flight="" tr_latency="" tr_cpus="" tr_wakeups=""
   if can_trace; then
     unmount "$w/bmnt"; mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100
     drop_caches
@@ -332,8 +336,8 @@ bench_mount() {
     trace_stop "$w/cold-read.trace"
   fi
   if [[ -s $w/cold-read.trace ]]; then
-    { read -r tr_flight; read -r tr_latency; read -r tr_cpus; } < <(
-      "$BENCH_PYTHON" "$here/read_trace.py" "$w/cold-read.trace" brevis cat)
+    { read -r tr_flight; read -r tr_latency; read -r tr_cpus; read -r tr_wakeups; } < <(
+      "$BENCH_PYTHON" "$here/read_trace.py" "$w/cold-read.trace" brevis cat "$size")
   fi
   busy() { awk -v d="$1" -v r="$2" -v t="$3" 'BEGIN{printf "%.2f", (d + r) / (2 * t)}'; }
   # Warm: from the kernel's page cache (~0.1 s each), so the best of five.
@@ -387,6 +391,7 @@ bench_mount() {
       echo "| (traced: READs in flight, share of the time) | $tr_flight | | | |"
       echo "| (traced: READ latency p50 / p90 / max) | $tr_latency | | | |"
       echo "| (traced: CPUs ran daemon / reader / idle / other processes) | $tr_cpus | | | |"
+      echo "| (traced: wake-ups of the daemon's threads) | $tr_wakeups | | | |"
     fi
     echo "| (decode ceiling: \`brevis decompress -T2\` to /dev/null) | $(mbs "$d_t") | | | |"
     echo "| (the store's: \`brevis store get -T2\` to /dev/null, its CPU) | $(mbs "$g_t"), ${g_cpu} s | | | |"

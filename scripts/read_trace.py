@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Where a sequential read through a FUSE mount spends its time, from a
-tracefs capture (events fuse:fuse_request_send, fuse:fuse_request_end and
-sched:sched_switch; `scripts/bench.sh --mount` takes one of the cold read).
+tracefs capture (events fuse:fuse_request_send, fuse:fuse_request_end,
+sched:sched_switch and sched:sched_wakeup; `scripts/bench.sh --mount` takes
+one of the cold read).
 
-    read_trace.py TRACE DAEMON_COMM READER_COMM
+    read_trace.py TRACE DAEMON_COMM READER_COMM [BYTES_READ]
 
-Prints three markdown table cells, one a line:
+Prints four markdown table cells, one a line:
   - how many FUSE_READ requests were in flight, as shares of the time from
     the first READ sent to the last answered (0 in flight: the kernel asked
     for nothing, so only the daemon's prefetch could be working);
   - the READs' latency, p50 / p90 / max;
   - what both CPUs ran meanwhile: the daemon's threads, the reader, nothing,
     and other processes (a large share of others: the box was busy, and the
-    read's wall time says little).
+    read's wall time says little);
+  - how often the daemon's threads were woken (per MB with BYTES_READ): on
+    a paravirtualized guest a wake-up of a thread on the other CPU is an
+    IPI, and wake-ups and futex waits took ~12% of the daemon's CPU (perf).
 On 2 cores a read bound by CPU shows little idle and little 0 in flight.
 """
 import re
@@ -25,17 +29,23 @@ REQUEST = re.compile(
 SWITCH = re.compile(
     r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): sched_switch: prev_comm=(.*?) prev_pid=\d+"
     r" .*?==> next_comm=(.*?) next_pid=")
+WAKEUP = re.compile(r"\s(\d+\.\d+): sched_wakeup: comm=(.*?) pid=\d+")
 # The ring buffer overflowed: events are missing, the shares are partial.
 LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 
 
-def main(path, daemon, reader):
-    requests, switches, lost = [], [], 0
+def main(path, daemon, reader, bytes_read=None):
+    requests, switches, wakeups, lost = [], [], [], 0
     with open(path, errors="replace") as f:
         for line in f:
             m = SWITCH.search(line)
             if m:
                 switches.append((float(m[2]), int(m[1]), m[3], m[4]))
+                continue
+            m = WAKEUP.search(line)
+            if m:
+                if m[2].startswith(daemon):
+                    wakeups.append(float(m[1]))
                 continue
             m = LOST.search(line)
             if m:
@@ -48,7 +58,7 @@ def main(path, daemon, reader):
              if kind == "send" and op == "FUSE_READ"}
     events = [(t, kind, r) for t, kind, r, _ in requests if r in reads]
     if not events:
-        print("no READs traced\n\n")
+        print("no READs traced\n\n\n")
         return
     start, end = events[0][0], events[-1][0]
     span = max(end - start, 1e-9)
@@ -80,8 +90,13 @@ def main(path, daemon, reader):
             return "reader"
         return "other"
 
+    woken = sum(1 for t in wakeups if start <= t <= end)
+    wakeup_text = "%d" % woken + (
+        " (%.1f per MB)" % (woken / (int(bytes_read) / 1e6))
+        if bytes_read else "")
     if not switches:
         print("no scheduler events")
+        print(wakeup_text)
         return
     ran, running = Counter(), {}
     for t, cpu, prev, comm in switches + [(end, c, None, None)
@@ -100,9 +115,10 @@ def main(path, daemon, reader):
                      for k in ("daemon", "reader", "idle", "other")) +
           " of %d CPUs" % cpus +
           (" (the trace lost %d events: partial)" % lost if lost else ""))
+    print(wakeup_text)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
     main(*sys.argv[1:])

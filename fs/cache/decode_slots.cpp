@@ -13,27 +13,43 @@ decode_slots::slot::slot(decode_slots& s, bool reader) : s_(s) {
   std::unique_lock lk(s.mu_);
   if (reader) {
     ++s.readers_waiting_;
-    s.cv_.wait(lk, [&] { return s.busy_ < s.slots_; });
+    s.readers_cv_.wait(lk, [&] { return s.busy_ < s.slots_; });
     --s.readers_waiting_;
   } else {
-    s.cv_.wait(lk,
-               [&] { return s.busy_ < s.slots_ && s.readers_waiting_ == 0; });
+    ++s.background_waiting_;
+    s.background_cv_.wait(
+        lk, [&] { return s.busy_ < s.slots_ && s.readers_waiting_ == 0; });
+    --s.background_waiting_;
   }
   ++s.busy_;
   s.peak_ = std::max(s.peak_, s.busy_);
+  // A slot still free with no reader left waiting (several were let go
+  // while readers held the waiters back): pass it on.
+  if (s.busy_ < s.slots_ && s.readers_waiting_ == 0 &&
+      s.background_waiting_ != 0) {
+    s.background_cv_.notify_one();
+  }
 }
 
 decode_slots::slot::~slot() {
-  {
-    std::lock_guard lk(s_.mu_);
-    --s_.busy_;
+  std::lock_guard lk(s_.mu_);
+  --s_.busy_;
+  // Notified under the lock: a waiter counted here is inside wait().
+  if (s_.readers_waiting_ != 0) {
+    s_.readers_cv_.notify_one();
+  } else if (s_.background_waiting_ != 0) {
+    s_.background_cv_.notify_one();
   }
-  s_.cv_.notify_all();
 }
 
 unsigned decode_slots::peak() const {
   std::lock_guard lk(mu_);
   return peak_;
+}
+
+size_t decode_slots::waiting() const {
+  std::lock_guard lk(mu_);
+  return readers_waiting_ + background_waiting_;
 }
 
 }  // namespace brevis::fs

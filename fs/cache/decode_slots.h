@@ -4,7 +4,11 @@
 // read needs all take a slot: with the kernel's readahead a sequential
 // stream has several reads in flight, and a decode per FUSE thread on top
 // of the prefetcher's ran up to 9 decodes on 2 cores, starving the threads
-// that send replies. Readers go before background decodes. Thread-safe.
+// that send replies. Readers go before background decodes. A slot let go
+// wakes one waiter, a reader if any: waking them all (a broadcast per
+// decode) ran every waiting FUSE thread and prefetch thread through the
+// scheduler to find one slot, on 2 cores, with 8 READs in flight.
+// Thread-safe.
 
 #include <condition_variable>
 #include <cstddef>
@@ -34,13 +38,15 @@ class decode_slots {
   unsigned size() const { return slots_; }
   /// The most slots ever held at once (tests).
   unsigned peak() const;
+  /// Threads waiting for a slot now (tests).
+  size_t waiting() const;
 
  private:
   unsigned const slots_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable readers_cv_, background_cv_;
   unsigned busy_ = 0, peak_ = 0;
-  size_t readers_waiting_ = 0;
+  size_t readers_waiting_ = 0, background_waiting_ = 0;
 };
 
 }  // namespace brevis::fs

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <system_error>
 #include <thread>
 
@@ -88,8 +89,13 @@ struct mount_fs::node {
   std::mutex map_mu;  // guards the chunk map and the read pattern
   std::shared_ptr<std::vector<store::chunk_span> const> map;
   uint64_t map_gen = 0;
-  uint64_t seq_end = 0;      // where the last read ended
-  uint64_t seq_start = 0;    // where the current sequential run began
+  uint64_t seq_end = 0;    // the furthest a read of the run has reached
+  uint64_t seq_start = 0;  // where the current sequential run began
+  uint64_t run = 0;        // counts the runs (a new one: reset)
+  // The run's bytes before `served_to` have all been read; the reads that
+  // ended past it with a gap before them are `served_ahead` (start -> end).
+  uint64_t served_to = 0;
+  std::map<uint64_t, uint64_t> served_ahead;
   size_t drop_next = 0;      // the first chunk a sequential reader kept
   size_t prefetch_next = 0;  // the first chunk not yet offered to prefetch
 };
@@ -207,7 +213,9 @@ void mount_fs::new_generation(node& n) {
   {
     std::lock_guard lk(n.map_mu);
     n.map.reset();
-    n.seq_end = 0;
+    n.seq_end = n.seq_start = n.served_to = 0;
+    n.served_ahead.clear();
+    ++n.run;
     n.drop_next = 0;
     n.prefetch_next = 0;
   }
@@ -699,31 +707,35 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
   size_t last = first;
   while (last + 1 < map->size() && (*map)[last + 1].offset < end) ++last;
 
-  // The kernel keeps what a sequential reader has read (keep_cache), so the
-  // chunks it has left behind are dropped rather than left to the LRU:
-  // their buffers go to the next decodes, and a stream through a large
-  // file does not push out chunks that random readers come back to. Only
-  // those ending a slack before this read: readahead requests arrive
-  // slightly out of order.
+  // Whether this read continues a sequential run: it starts near where the
+  // run has been read up to, or near its furthest read. The kernel's
+  // readahead sends several READs at once and our threads take them in any
+  // order, so one may start well before the furthest (up to the kernel's
+  // window, which the user may raise far past sequential_slack).
   bool sequential = false;
-  size_t drop_from = 0, drop_to = 0, ahead_from = 0, ahead_to = 0;
+  uint64_t run = 0;
+  size_t ahead_from = 0, ahead_to = 0;
   {
     std::lock_guard lk(n->map_mu);
-    sequential = offset + opt_.sequential_slack >= n->seq_end &&
-                 offset <= n->seq_end + opt_.sequential_slack;
-    n->seq_end = std::max(n->seq_end, end);
+    // An established stream may also find a READ from far into the
+    // kernel's window taken before the ones below it: with 8 MiB of
+    // readahead, reads 4 MiB past the furthest began new runs, and the
+    // chunks of the old one were never dropped (evicted instead, some
+    // before they were read: decoded twice, and fresh buffers faulted in).
+    uint64_t const reach = n->seq_end - n->seq_start >= (2u << 20)
+                               ? far_behind()
+                               : opt_.sequential_slack;
+    sequential = offset + opt_.sequential_slack >= n->served_to &&
+                 offset <= n->seq_end + reach;
     if (!sequential) {
       n->seq_end = end;
-      n->seq_start = offset;
+      n->seq_start = n->served_to = offset;
+      n->served_ahead.clear();
+      ++n->run;
       n->drop_next = first;
     }
-    drop_from = drop_to = n->drop_next;
-    while (drop_to < first && (*map)[drop_to].offset + (*map)[drop_to].length +
-                                      opt_.sequential_slack <=
-                                  offset) {
-      ++drop_to;
-    }
-    n->drop_next = drop_to;
+    n->seq_end = std::max(n->seq_end, end);
+    run = n->run;
     // The chunks after the first are decoded by the prefetcher while this
     // thread decodes the first: a 1 MiB readahead request of a checkpoint
     // of small tensors covers a dozen chunks. A sequential reader also gets
@@ -743,9 +755,6 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
       ahead_to = upto;
       n->prefetch_next = 0;
     }
-  }
-  for (size_t j = drop_from; j < drop_to; ++j) {
-    cache_.erase({n->ino, gen, (*map)[j].offset});
   }
   // Reserved, so that a read needing one of them before the prefetcher
   // gets to it decodes it itself, and one that comes while it is decoded
@@ -816,6 +825,60 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
         {const_cast<uint8_t*>(c->data() + (pos - sp.offset)), take});
     d.hold.push_back(std::move(c));
     d.size += take;
+  }
+  if (d.size != 0) drop_behind(*n, gen, *map, run, offset, offset + d.size);
+}
+
+void mount_fs::drop_behind(node& n, uint64_t gen,
+                           std::vector<store::chunk_span> const& map,
+                           uint64_t run, uint64_t offset, uint64_t end) {
+  // The kernel keeps what a sequential reader has read (keep_cache), so the
+  // chunks that every read of the run has passed are dropped rather than
+  // left to the LRU: their buffers go to the next decodes (a fresh buffer
+  // costs page faults), and a stream through a large file does not push
+  // out chunks that random readers come back to. "Passed" counts the reads
+  // answered, not the furthest one that arrived: with 4-8 MiB of readahead
+  // in flight (read_ahead_kb raised by hand), a READ answered late found
+  // its chunks dropped by those past it, 4 MiB behind the furthest (a cold
+  // read of the 315 MB checkpoint decoded 101-156 of its 1,989 chunks
+  // twice, and the daemon's CPU went 0.62 -> 1.05 s).
+  size_t drop_from = 0, drop_to = 0;
+  {
+    std::lock_guard lk(n.map_mu);
+    if (n.run != run) return;  // a new run began meanwhile
+    if (offset <= n.served_to) {
+      n.served_to = std::max(n.served_to, end);
+    } else {
+      uint64_t& e = n.served_ahead[offset];
+      e = std::max(e, end);
+    }
+    // A gap the kernel never asks for (its pages were cached already) is
+    // given up on once the run has gone far past it.
+    uint64_t const far = far_behind();
+    while (!n.served_ahead.empty()) {
+      auto const it = n.served_ahead.begin();
+      if (it->first > n.served_to && n.served_ahead.size() < 64 &&
+          n.seq_end - n.served_to <= far) {
+        break;
+      }
+      n.served_to = std::max(n.served_to, it->second);
+      n.served_ahead.erase(it);
+    }
+    // Those ending a slack behind this read and the run's answered bytes:
+    // a random read that begins a run keeps what it read, and a file read
+    // again soon (its pages dropped) finds its tail still here.
+    uint64_t const passed =
+        std::min(n.served_to, offset) -
+        std::min(std::min(n.served_to, offset), opt_.sequential_slack);
+    drop_from = drop_to = n.drop_next;
+    while (drop_to < map.size() &&
+           map[drop_to].offset + map[drop_to].length <= passed) {
+      ++drop_to;
+    }
+    n.drop_next = drop_to;
+  }
+  for (size_t j = drop_from; j < drop_to; ++j) {
+    cache_.erase({n.ino, gen, map[j].offset});
   }
 }
 

@@ -106,9 +106,10 @@ class mount_fs {
     unsigned prefetch_max = 8;
     unsigned prefetch_threads = 0;  // 0: one per core, at least 2
     unsigned decoders = 0;          // chunk decodes at once; 0: one per core
-    /// A read this close to where the last one ended still counts as
-    /// sequential (the kernel's readahead requests may arrive out of
-    /// order); chunks ending this far behind a sequential read are dropped.
+    /// A read this close to where a sequential run has been read up to,
+    /// or to its furthest read, continues the run (the kernel's readahead
+    /// requests may arrive out of order); chunks ending this far behind
+    /// what every read of the run has passed are dropped.
     uint64_t sequential_slack = 4u << 20;
   };
 
@@ -242,6 +243,17 @@ class mount_fs {
   /// The compressed read into `d`; io held shared.
   void read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
                        size_t size, read_data& d);
+  /// The read [offset, end) of run `run` of n was answered: the chunks
+  /// every read of the run has passed leave the cache.
+  void drop_behind(node& n, uint64_t gen,
+                   std::vector<store::chunk_span> const& map, uint64_t run,
+                   uint64_t offset, uint64_t end);
+  /// How far a sequential run's reads may be spread: a READ this far past
+  /// its furthest still continues an established run, and bytes this far
+  /// behind it that were never read are given up on.
+  uint64_t far_behind() const {
+    return 8 * std::max<uint64_t>(opt_.sequential_slack, 1u << 20);
+  }
   /// The file's bytes may have changed: new generation, cache dropped. io
   /// held exclusively (or the node is being forgotten).
   void new_generation(node& n);

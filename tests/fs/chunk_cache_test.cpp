@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "fs/cache/chunk_buffers.h"
 #include "fs/cache/decode_slots.h"
@@ -242,6 +244,51 @@ TEST(decode_slots, never_more_decodes_than_slots) {
   EXPECT_GE(most, 1);
   EXPECT_LE(slots.peak(), 2u);
   EXPECT_GE(decode_slots(0).size(), 1u);  // one per core
+}
+
+// A slot let go wakes one waiter, a reader first. Two let go at once
+// while a reader and a background decode wait: the reader takes one, and
+// the other reaches the background decode, which the waiting reader held
+// back when it was let go (a hang here is a lost wake-up).
+TEST(decode_slots, slots_let_go_together_reach_every_waiter) {
+  for (int round = 0; round < 50; ++round) {
+    decode_slots slots(2);
+    auto a = std::make_unique<decode_slots::slot>(slots, true);
+    auto b = std::make_unique<decode_slots::slot>(slots, false);
+    std::atomic<int> done{0};
+    std::thread reader([&] {
+      decode_slots::slot const s(slots, true);
+      ++done;
+    });
+    while (slots.waiting() < 1) std::this_thread::yield();
+    std::thread background([&] {
+      decode_slots::slot const s(slots, false);
+      ++done;
+    });
+    while (slots.waiting() < 2) std::this_thread::yield();
+    a.reset();
+    b.reset();
+    reader.join();
+    background.join();
+    EXPECT_EQ(done, 2);
+    EXPECT_EQ(slots.waiting(), 0u);
+  }
+  // Many waiters of both kinds behind one slot: all get through.
+  decode_slots one(1);
+  auto held = std::make_unique<decode_slots::slot>(one, false);
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      decode_slots::slot const s(one, t % 2 == 0);
+      ++done;
+    });
+  }
+  while (one.waiting() < 8) std::this_thread::yield();
+  held.reset();
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(done, 8);
+  EXPECT_EQ(one.peak(), 1u);
 }
 
 TEST(background_jobs, runs_drops_when_full_and_stops) {
