@@ -32,20 +32,56 @@ void for_each_run(uint8_t const* in, size_t count, F&& f) {
 }
 
 // Two passes (count, then fill) so the outputs are sized exactly once.
+// Branch-free where no run can reach max_run: the search tries runs on
+// fields whose runs are a few elements long, where for_each_run's branches
+// mispredicted every run (runs' encode was 2.5% of compressing
+// handlandmark-full.bf16, all of it the search's).
 template <typename T>
 void encode_lanes(uint8_t const* in, size_t count, bytes& values,
                   bytes& lengths) {
-  size_t r = 0;
-  for_each_run<T>(in, count, [&](T, uint32_t) { ++r; });
-  // Reused buffers, fully written below: no zero-fill, no fresh pages.
+  if (count > max_run) {
+    size_t r = 0;
+    for_each_run<T>(in, count, [&](T, uint32_t) { ++r; });
+    // Reused buffers, fully written below: no zero-fill, no fresh pages.
+    values = scratch::take(r * sizeof(T));
+    lengths = scratch::take(r * 4);
+    size_t i = 0;
+    for_each_run<T>(in, count, [&](T v, uint32_t len) {
+      store_le<T>(values.data() + i * sizeof(T), v);
+      store_le<uint32_t>(lengths.data() + i * 4, len);
+      ++i;
+    });
+    return;
+  }
+  if (count == 0) {
+    values = scratch::take(0);
+    lengths = scratch::take(0);
+    return;
+  }
+  size_t r = 1;  // each element against the one before: vectorizes
+  for (size_t j = 1; j < count; ++j) {
+    r += load_le<T>(in + j * sizeof(T)) != load_le<T>(in + (j - 1) * sizeof(T));
+  }
   values = scratch::take(r * sizeof(T));
   lengths = scratch::take(r * 4);
+  uint8_t* const v = values.data();
+  uint8_t* const len = lengths.data();
+  // Run i's value is stored at its first element; its length, the
+  // elements so far, at every element (the last store stands).
   size_t i = 0;
-  for_each_run<T>(in, count, [&](T v, uint32_t len) {
-    store_le<T>(values.data() + i * sizeof(T), v);
-    store_le<uint32_t>(lengths.data() + i * 4, len);
-    ++i;
-  });
+  size_t start = 0;
+  T prev = load_le<T>(in);
+  store_le<T>(v, prev);
+  for (size_t j = 1; j < count; ++j) {
+    T const e = load_le<T>(in + j * sizeof(T));
+    bool const change = e != prev;
+    store_le<uint32_t>(len + i * 4, static_cast<uint32_t>(j - start));
+    i += change;
+    start = change ? j : start;
+    store_le<T>(v + i * sizeof(T), e);
+    prev = e;
+  }
+  store_le<uint32_t>(len + i * 4, static_cast<uint32_t>(count - start));
 }
 
 template <typename T>

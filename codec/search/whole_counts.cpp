@@ -1,5 +1,7 @@
 #include "codec/search/whole_counts.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace brevis::codec::search {
@@ -27,16 +29,31 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
     }
     return changes + 1;
   }
+  // The fields of the nonzero elements, a block at a time, gathered into a
+  // buffer (branch-free: a store each element, the index advanced past the
+  // nonzero ones), then their changes counted as above. The loop carrying
+  // the last nonzero field took 2.2 ns an element, most of the runs
+  // candidate's count on handlandmark-full.bf16's pruned tensors.
+  constexpr size_t block = 2048;
+  std::array<T, block> kept;
   size_t runs = 0;
   bool first = true;
   T last = 0;
-  for (size_t i = 0; i < n; ++i) {
-    T const e = load_le<T>(p + i * sizeof(T));
-    bool const counted = e != 0;
-    T const x = static_cast<T>((e >> shift) & mask);
-    runs += counted & (first | (x != last));
-    first &= !counted;
-    last = counted ? x : last;
+  for (size_t start = 0; start < n; start += block) {
+    size_t const m = std::min(block, n - start);
+    uint8_t const* const q = p + start * sizeof(T);
+    size_t k = 0;
+    for (size_t i = 0; i < m; ++i) {
+      T const e = load_le<T>(q + i * sizeof(T));
+      kept[k] = static_cast<T>((e >> shift) & mask);
+      k += e != 0;
+    }
+    if (k == 0) continue;
+    size_t changes = first || kept[0] != last;
+    for (size_t i = 1; i < k; ++i) changes += kept[i] != kept[i - 1];
+    runs += changes;
+    first = false;
+    last = kept[k - 1];
   }
   return runs;
 }

@@ -319,6 +319,32 @@ TEST(classes_test, sparse_program_of_a_heavily_pruned_tensor_is_kept) {
   EXPECT_LT(coded_size(retried->program, data), sparse_bytes);
 }
 
+// The classes extend a sparse program by replacing it whole, zeros and
+// all: with 60% zeros the classes' entropy on a sample of rows already
+// misses the gain (the pass over the tensor is skipped) and no classes
+// program comes back; with 12% zeros and scales 250x apart the sample
+// leaves room and the classes code it smaller than sparse.
+TEST(classes_test, candidate_over_a_sparse_program_checks_its_sample_first) {
+  struct pruned {
+    double zeros;
+    bool wins;
+  };
+  for (pruned const t : {pruned{0.6, false}, pruned{0.12, true}}) {
+    SCOPED_TRACE(t.zeros);
+    bytes data;
+    region const r = pruned_two_scales(2048, t.zeros, data);
+    node const searched = searched_without_classes(r, data);
+    ASSERT_TRUE(uses_op(searched, opcode::sparse)) << program_text(searched);
+    size_t const sparse_bytes = coded_size(searched, data);
+    auto const c = search::classes_program(r, data, searched,
+                                           static_cast<double>(sparse_bytes));
+    ASSERT_EQ(c.has_value(), t.wins);
+    if (!c) continue;
+    ASSERT_TRUE(roundtrips(c->program, data));
+    EXPECT_LT(coded_size(c->program, data), sparse_bytes);
+  }
+}
+
 // 16-bit weights rows x cols (bf16, or fp16 with `fp16`) whose columns, or
 // rows with `by_rows`, have scales spread over 2^-12..1 (fp16: 2^-8..1).
 bytes channel_scales(size_t rows, size_t cols, bool fp16, bool by_rows,

@@ -285,6 +285,38 @@ TEST(ops_b_runs, roundtrips_adversarial) {
   }
 }
 
+// The values and lengths, element by element, of runs a few elements long
+// (the search's fields) and of one long run, at every width.
+TEST(ops_b_runs, outputs_equal_the_runs_counted_one_by_one) {
+  std::mt19937 rng(7);
+  for (unsigned w : widths) {
+    for (size_t count : {size_t{1}, size_t{2}, size_t{5000}}) {
+      bytes data;
+      for (size_t i = 0; i < count; ++i) {
+        uint8_t const v = static_cast<uint8_t>(rng() % 3);
+        for (unsigned b = 0; b < w; ++b) data.push_back(b == w - 1 ? v : 0);
+      }
+      bytes const constant(w * count, 9);
+      for (bytes const& d : {data, constant}) {
+        bytes values, lengths;
+        size_t j = 0;
+        while (j < count) {
+          size_t end = j + 1;
+          while (end < count && get_lane(d, end, w) == get_lane(d, j, w)) ++end;
+          values.insert(values.end(), d.begin() + static_cast<ptrdiff_t>(j * w),
+                        d.begin() + static_cast<ptrdiff_t>((j + 1) * w));
+          put_le(lengths, static_cast<uint32_t>(end - j));
+          j = end;
+        }
+        encoded const e = encode_op(op_node(opcode::runs), lane(w), d);
+        ASSERT_EQ(e.kids.size(), 2u);
+        EXPECT_EQ(e.kids[0].data, values) << w << " " << count;
+        EXPECT_EQ(e.kids[1].data, lengths) << w << " " << count;
+      }
+    }
+  }
+}
+
 TEST(ops_b_runs, through_the_interpreter) {
   node const p = chunk_program(opcode::runs, {});
   for_samples(1, [&](bytes const& data) { EXPECT_TRUE(roundtrips(p, data)); });

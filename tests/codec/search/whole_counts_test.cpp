@@ -150,6 +150,21 @@ TEST(whole_counts, field_runs_equal_the_fields_operators_outputs) {
   }
 }
 
+// Nonzero runs that continue across zeros longer than count_runs' blocks
+// (2048 elements), and blocks of zeros alone.
+TEST(whole_counts, nonzero_runs_continue_across_blocks_of_zeros) {
+  bytes d;
+  auto put = [&](uint16_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) put_le(d, v);
+  };
+  put(5, 3), put(0, 5000), put(5, 1), put(0, 2047), put(6, 2), put(0, 4096);
+  put(6, 2049), put(7, 1);
+  EXPECT_EQ(search::count_runs({d, 2, true}), 3u);  // 5, 6, 7
+  EXPECT_EQ(search::count_runs({d, 2, false}), 8u);
+  EXPECT_EQ(search::count_runs({d, 2, true, 1, 2}), 2u);  // 2, 3, 3
+  EXPECT_EQ(search::count_runs({bytes(2 * 5000, 0), 2, true}), 0u);
+}
+
 TEST(whole_counts, ignore_a_partial_element) {
   bytes const d = {0, 0, 1, 1, 1, 1, 0};  // three u16 elements and a byte
   EXPECT_EQ(search::count_runs({d, 2}), 2u);
