@@ -1,6 +1,7 @@
 #include "fs/cache/decode_slots.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 namespace brevis::fs {
@@ -11,14 +12,22 @@ decode_slots::decode_slots(unsigned slots)
 
 decode_slots::slot::slot(decode_slots& s, bool reader) : s_(s) {
   std::unique_lock lk(s.mu_);
+  // A slot let go wakes one waiter (notify_one). Waits re-check every
+  // 100 ms all the same: glibc before 2.41 can lose a pthread_cond_signal
+  // (sourceware BZ 25847; Debian 12 ships 2.36), and a lost wake-up here
+  // would hang a READ.
+  auto const wait = [&](std::condition_variable& cv, auto ready) {
+    while (!cv.wait_for(lk, std::chrono::milliseconds(100), ready)) {
+    }
+  };
   if (reader) {
     ++s.readers_waiting_;
-    s.readers_cv_.wait(lk, [&] { return s.busy_ < s.slots_; });
+    wait(s.readers_cv_, [&] { return s.busy_ < s.slots_; });
     --s.readers_waiting_;
   } else {
     ++s.background_waiting_;
-    s.background_cv_.wait(
-        lk, [&] { return s.busy_ < s.slots_ && s.readers_waiting_ == 0; });
+    wait(s.background_cv_,
+         [&] { return s.busy_ < s.slots_ && s.readers_waiting_ == 0; });
     --s.background_waiting_;
   }
   ++s.busy_;

@@ -93,7 +93,8 @@ struct mount_fs::node {
   uint64_t seq_start = 0;  // where the current sequential run began
   uint64_t run = 0;        // counts the runs (a new one: reset)
   // The run's bytes before `served_to` have all been read; the reads that
-  // ended past it with a gap before them are `served_ahead` (start -> end).
+  // ended past it with a gap before them are `served_ahead` (start -> end),
+  // at most 16 (kept per inode while the kernel caches it: 16 map nodes).
   uint64_t served_to = 0;
   std::map<uint64_t, uint64_t> served_ahead;
   size_t drop_next = 0;      // the first chunk a sequential reader kept
@@ -857,7 +858,7 @@ void mount_fs::drop_behind(node& n, uint64_t gen,
     uint64_t const far = far_behind();
     while (!n.served_ahead.empty()) {
       auto const it = n.served_ahead.begin();
-      if (it->first > n.served_to && n.served_ahead.size() < 64 &&
+      if (it->first > n.served_to && n.served_ahead.size() < 16 &&
           n.seq_end - n.served_to <= far) {
         break;
       }
