@@ -715,7 +715,9 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
   // window, which the user may raise far past sequential_slack).
   bool sequential = false;
   uint64_t run = 0;
-  size_t ahead_from = 0, ahead_to = 0;
+  // The chunks offered to the prefetcher: this read's own after the first,
+  // then the window past it from where earlier reads left off.
+  std::vector<size_t> offer;
   {
     std::lock_guard lk(n->map_mu);
     // An established stream may also find a READ from far into the
@@ -742,18 +744,22 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
     // of small tensors covers a dozen chunks. A sequential reader also gets
     // the chunks starting within `prefetch` chunk sizes past its end (by
     // bytes: chunks are cut per tensor, most far smaller than chunk_size).
-    // Each chunk is offered once (a read lands in a chunk several times,
-    // and a full queue of duplicates would turn new ones away).
-    size_t upto = last + 1;
+    // Each chunk of the window is offered once (a read lands in a chunk
+    // several times, and a full queue of duplicates would turn new ones
+    // away). A read's own chunks are offered every time (reserve() skips
+    // those taken or cached): a READ from deep in the kernel's window,
+    // answered first, moves the window past the reads below it, whose
+    // chunks would otherwise all be decoded by their own FUSE thread.
+    for (size_t j = first + 1; j <= last; ++j) offer.push_back(j);
     if (sequential) {
       uint64_t const ahead = end + prefetch_window(n->seq_end - n->seq_start);
+      size_t upto = last + 1;
       while (upto < map->size() && (*map)[upto].offset < ahead) ++upto;
-      ahead_from = std::max(first + 1, n->prefetch_next);
-      ahead_to = upto;
-      n->prefetch_next = std::max(ahead_from, ahead_to);
+      for (size_t j = std::max(last + 1, n->prefetch_next); j < upto; ++j) {
+        offer.push_back(j);
+      }
+      n->prefetch_next = std::max({last + 1, n->prefetch_next, upto});
     } else {
-      ahead_from = first + 1;
-      ahead_to = upto;
       n->prefetch_next = 0;
     }
   }
@@ -767,12 +773,14 @@ void mount_fs::read_compressed(std::shared_ptr<node> const& n, uint64_t offset,
   using reserved = std::pair<size_t, std::shared_ptr<chunk_cache::reservation>>;
   std::vector<reserved> group;
   uint64_t group_bytes = 0;
-  for (size_t j = ahead_from; j < ahead_to && opt_.prefetch != 0; ++j) {
+  for (size_t o = 0; o < offer.size() && opt_.prefetch != 0; ++o) {
+    size_t const j = offer[o];
     if (auto r = cache_.reserve({n->ino, gen, (*map)[j].offset})) {
       group.emplace_back(j, std::move(r));
       group_bytes += (*map)[j].length;
     }
-    if (group.empty() || (group_bytes < prefetch_job_bytes && j + 1 < ahead_to))
+    if (group.empty() ||
+        (group_bytes < prefetch_job_bytes && o + 1 < offer.size()))
       continue;
     size_t const group_first = group.front().first;
     bool const taken =
