@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codec/core/target_clones.h"
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
 
@@ -19,6 +20,19 @@ namespace {
 constexpr value_type mask_type = op_util::uint_type(1);
 
 size_t mask_bytes(size_t count) { return count / 8 + (count % 8 != 0); }
+
+// The set bits of n mask bytes, a word at a time. The portable build has no
+// POPCNT instruction, so each std::popcount is a call into libgcc: once per
+// byte that was 1.2% of decoding a bf16 checkpoint; the AVX2 clone has POPCNT.
+BREVIS_AVX2_CLONES size_t count_set_bits(uint8_t const* p, size_t n) {
+  size_t set = 0;
+  size_t b = 0;
+  for (; b + 8 <= n; b += 8) {
+    set += static_cast<size_t>(std::popcount(load_le<uint64_t>(p + b)));
+  }
+  for (; b < n; ++b) set += static_cast<size_t>(std::popcount(p[b]));
+  return set;
+}
 
 // Branch-free: the mask is unpredictable, and a branch per element cost
 // more than the rest of the search on pruned checkpoints (sparse_op::encode
@@ -119,10 +133,7 @@ class sparse_op final : public op_def {
     // every value it places must be nonzero (else the encoder would have
     // left it out): checked before writing.
     uint8_t const* mask = children[0].data.data();
-    size_t set = 0;
-    for (size_t b = 0; b < mask_bytes(count); ++b) {
-      set += static_cast<size_t>(std::popcount(mask[b]));
-    }
+    size_t const set = count_set_bits(mask, mask_bytes(count));
     fail_if(count % 8 != 0 && (mask[count / 8] >> (count % 8)) != 0,
             errc::corrupt, "sparse: mask bits past the last element");
     fail_if(set != k, errc::corrupt,

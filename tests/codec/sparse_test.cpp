@@ -120,7 +120,16 @@ TEST(sparse_test, malformed_payloads_are_rejected) {
   EXPECT_EQ(decode(11, {0xff, 0x03}, bytes(22, 1)), errc::corrupt);  // k > n
   EXPECT_EQ(decode(uint64_t{1} << 62, {0x05, 0x00}, {1, 0, 2, 0}),
             errc::corrupt);
-  EXPECT_NE(decode(2, {0x05}, {1, 0, 2, 0}), errc::ok);     // short mask
+  EXPECT_NE(decode(2, {0x05}, {1, 0, 2, 0}), errc::ok);  // short mask
+  // A mask of whole words and a tail (80 elements, 10 bytes; the count
+  // runs 8 bytes at a time): one bit more or less than k is caught anywhere.
+  bytes wide_mask(10, 0);
+  wide_mask[0] = 0x01, wide_mask[7] = 0x80, wide_mask[9] = 0x40;
+  EXPECT_EQ(decode(3, wide_mask, bytes(6, 1), 160), errc::ok);
+  EXPECT_EQ(decode(2, wide_mask, bytes(4, 1), 160), errc::corrupt);
+  wide_mask[3] = 0x10;
+  EXPECT_EQ(decode(3, wide_mask, bytes(6, 1), 160), errc::corrupt);
+  EXPECT_EQ(decode(4, wide_mask, bytes(8, 1), 160), errc::ok);
   EXPECT_NE(decode(2, {0x05, 0x00}, {1, 0, 2}), errc::ok);  // short values
   // Random payloads: an error or some bytes, never a crash.
   std::mt19937 rng(16);
