@@ -17,4 +17,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   ops/bitplanes.cpp
   ops/repeat.cpp
   ops/sparse.cpp
+  ops/sparse_kernels.cpp
   ops/classes.cpp)

@@ -13,6 +13,7 @@
 #include "codec/core/target_clones.h"
 #include "codec/dsl/operator.h"
 #include "codec/ops/op_util.h"
+#include "codec/ops/sparse_kernels.h"
 
 namespace brevis::codec {
 namespace {
@@ -64,26 +65,6 @@ void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
     mask[j / 8] = static_cast<uint8_t>(bits);
   }
   values.resize(k * sizeof(T));
-}
-
-// Branch-free (the mask is unpredictable): every element loads the next
-// value (the last one again once all are placed; k >= 1) and keeps it or
-// zero by its mask bit.
-template <typename T>
-void decode_lanes(uint8_t const* mask, uint8_t const* values, size_t k,
-                  size_t count, uint8_t* out) {
-  if (k == 0) {
-    if (count > 0) std::memset(out, 0, count * sizeof(T));
-    return;
-  }
-  size_t const last = k - 1;
-  size_t next = 0;
-  for (size_t j = 0; j < count; ++j) {
-    size_t const bit = (mask[j / 8] >> (j % 8)) & 1;
-    T const v = load_le<T>(values + std::min(next, last) * sizeof(T));
-    store_le<T>(out + j * sizeof(T), static_cast<T>(v & (T{0} - bit)));
-    next += bit;
-  }
 }
 
 class sparse_op final : public op_def {
@@ -138,14 +119,15 @@ class sparse_op final : public op_def {
             errc::corrupt, "sparse: mask bits past the last element");
     fail_if(set != k, errc::corrupt,
             "sparse: mask does not match the nonzero count");
+    uint8_t const* values = children[1].data.data();
+    bool zero = false;
     op_util::with_lane(in.width, [&]<typename T>() {
-      uint8_t const* v = children[1].data.data();
-      for (size_t i = 0; i < k; ++i) {
-        fail_if(load_le<T>(v + i * sizeof(T)) == 0, errc::corrupt,
-                "sparse: a zero among the nonzero values");
-      }
-      decode_lanes<T>(mask, v, k, count, out);
+      // One test at the end, not a branch per value: the loop vectorizes.
+      for (size_t i = 0; i < k; ++i)
+        zero |= load_le<T>(values + i * sizeof(T)) == 0;
     });
+    fail_if(zero, errc::corrupt, "sparse: a zero among the nonzero values");
+    sparse_kernels::expand(in.width, mask, values, k, count, out);
   }
 
  private:
