@@ -89,6 +89,16 @@ bool encode_rounds_avx512(uint32_t* x, uint8_t*& p, uint8_t const* in,
                           uint32_t const* index, uint32_t index_end,
                           uint32_t const* bias_cmpl, uint32_t direct_end = 0);
 
+/// encode_rounds_avx512 for CPUs with AVX2, 8 states a vector, in payloads
+/// of `n_lanes` states (lanes or wide_lanes; rounds_end a multiple of it),
+/// of symbols of `width` bytes (1 or 2). 8-bit symbols are always by the
+/// symbol: `bias_cmpl` then has 256 entries (direct_end is ignored).
+bool encode_rounds_avx2(unsigned width, unsigned n_lanes, uint32_t* x,
+                        uint8_t*& p, uint8_t const* in, size_t rounds_end,
+                        uint32_t total, uint32_t const* index,
+                        uint32_t index_end, uint32_t const* bias_cmpl,
+                        uint32_t direct_end = 0);
+
 /// Tables small enough for the vector encoder to keep in registers: 16-bit
 /// bias and freq (0: absent) of 64 * blocks keys (blocks 1 to 4). A key is
 /// the symbol itself (symbols past the keys absent), or if `fold` (64 or
