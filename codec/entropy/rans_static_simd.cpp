@@ -320,14 +320,12 @@ __attribute__((target("avx2"))) bool encode_rounds_buffered_avx2_impl(
   return !_mm256_testz_si256(absent, absent);
 }
 
-// Whole rounds of `groups` * 8 lanes, each group's bias | cmpl << 16
-// gathered by the symbol (8-bit symbols from a table of all 256, 16-bit
-// ones below `table_end`), or if `index` through it (16-bit symbols below
-// `table_end`, ~0 for absent ones). Off the states' chains, the gathers
-// overlap the arithmetic: measured on Zen 3 (ns a symbol, blazepose-heavy
-// bf16 streams), against a scalar lookup pass into a buffer, wide 8-bit
-// 1.05-1.17 against 1.25-1.32, narrow 1.45 against 2.07 (and by index 2.05
-// against 2.4). Returns true if some symbol is absent.
+// Whole rounds of `groups` * 8 lanes (narrow payloads: one group), each
+// group's bias | cmpl << 16 gathered by the symbol (8-bit symbols from a
+// table of all 256, 16-bit ones below `table_end`), or if `index` through
+// it (16-bit symbols below `table_end`, ~0 for absent ones). Off the
+// state's chain, the gathers overlap its latency, which bounds a single
+// group. Returns true if some symbol is absent.
 template <typename sym, unsigned groups>
 __attribute__((target("avx2"))) bool encode_rounds_gather_avx2_impl(
     uint32_t* x, uint8_t*& p, uint8_t const* in, size_t rounds_end,
