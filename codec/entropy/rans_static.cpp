@@ -539,7 +539,9 @@ void coder::build_decoder() const {
 template <typename sym, unsigned n_lanes>
 void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   size_t const head = 4 * n_lanes;
-  // At most one word per symbol.
+  // At most one word per symbol. The AVX2 rounds also store up to 16 bytes
+  // below their words, which this leaves room for: the states' head, or
+  // words of symbols still to come.
   size_t const room = head + 2 * count;
   uint8_t* const words_end = encode_buffer(room) + room;
   uint8_t* p = words_end;
@@ -596,10 +598,12 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
           enc_direct_end_);
       i = 0;
     }
-  } else if (i > 0 && scale_ >= 10 && simd::avx2()) {
-    // Wide rounds without AVX-512, and narrow ones everywhere (the AVX-512
-    // kernels take wide ones only): narrow rounds are one vector of 8
-    // states, bound by its chain's latency, and still measured 2x faster
+  } else if (i > 0 && scale_ >= 10 &&
+             (n_lanes == wide_lanes ? simd::avx2()
+                                    : simd::narrow_encode_rounds())) {
+    // Wide rounds without AVX-512, and narrow ones where measured faster
+    // (the AVX-512 kernels take wide ones only): narrow rounds are one
+    // vector of 8 states, bound by its chain's latency, and still 2x faster
     // than the scalar loop on Zen 3.
     absent |= simd::encode_rounds_avx2(sizeof(sym), n_lanes, x, p, in, i,
                                        1u << scale_, enc_index_.data(),

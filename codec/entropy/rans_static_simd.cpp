@@ -1091,6 +1091,7 @@ bool avx512() { return avx512_cpu() && allowed() >= 2; }
 bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
+bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
 
 size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,

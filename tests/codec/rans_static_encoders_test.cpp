@@ -82,7 +82,8 @@ TEST(rans_static_encoders, agree_on_every_alphabet_precision_and_length) {
           for (size_t count :
                {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{31},
                 size_t{4095}, size_t{4097}, rs::wide_from - 1, rs::wide_from,
-                rs::wide_from + 1, rs::wide_from + 31, rs::wide_from + 2049}) {
+                rs::wide_from + 1, rs::wide_from + 31, rs::wide_from + 1000,
+                rs::wide_from + 2049, rs::wide_from + 2048 * 3 + 100}) {
             if (count < k) continue;
             bytes const d = draw(count, width, alphabet, weights, rng);
             std::vector<uint64_t> hist;
@@ -99,10 +100,10 @@ TEST(rans_static_encoders, agree_on_every_alphabet_precision_and_length) {
   }
 }
 
-// The quotient's exactness boundary: at 2^10 slots quotients reach 2^22
-// (freq 1, states up to 2^32), where the float estimate is least precise;
-// a table of freq-1 symbols beside one of 2^scale - k, with the rare
-// symbols dense so that states stay high.
+// The quotient's exactness boundary: the float estimate is least precise
+// for a large freq and states near 2^32 (symbol 0 here, freq 2^scale - k),
+// and quotients are largest (up to 2^22 at 2^10 slots) for freq 1 (the
+// rare symbols, dense so that states stay high).
 TEST(rans_static_encoders, agree_at_the_quotient_limit) {
   std::mt19937 rng(7);
   for (unsigned width : {1u, 2u}) {
