@@ -312,11 +312,14 @@ void coder::build_encoder() const {
   enc_direct_end_ = width_ == 2 && table_.symbols.back() < direct16_end
                         ? table_.symbols.back() + 1
                         : 0;
-  // 8-bit symbols always have keyed tables (build_keyed_tables): these
-  // serve 16-bit ones only.
-  if (width_ == 2) {
-    bool const direct = enc_direct_end_ > 0;
-    enc_bias_cmpl_.assign(direct ? enc_direct_end_ : enc_.size(), 0);
+  // 8-bit symbols are always by the symbol, in a table of all 256 (the
+  // AVX2 encoder's; AVX-512's has keyed tables, build_keyed_tables).
+  {
+    bool const direct = width_ == 1 || enc_direct_end_ > 0;
+    enc_bias_cmpl_.assign(width_ == 1 ? 256
+                          : direct    ? enc_direct_end_
+                                      : enc_.size(),
+                          0);
     for (size_t i = 0; i < enc_.size(); ++i) {
       size_t const at = direct ? table_.symbols[i] : i;
       enc_bias_cmpl_[at] = enc_[i].bias | uint32_t{enc_[i].cmpl} << 16;
@@ -536,7 +539,9 @@ void coder::build_decoder() const {
 template <typename sym, unsigned n_lanes>
 void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   size_t const head = 4 * n_lanes;
-  // At most one word per symbol.
+  // At most one word per symbol. The AVX2 rounds also store up to 16 bytes
+  // below their words, which this leaves room for: the states' head, or
+  // words of symbols still to come.
   size_t const room = head + 2 * count;
   uint8_t* const words_end = encode_buffer(room) + room;
   uint8_t* p = words_end;
@@ -573,7 +578,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
   // The vector encoder divides in float, exact after its correction only
   // while quotients (below 2^(32 - scale)) stay below 2^22: at smaller
   // precisions it wrote payloads that decoded to other symbols.
-  if (n_lanes == wide_lanes && i > 0 && scale_ >= 10 && simd::avx512_bw_vl()) {
+  bool const avx512 = n_lanes == wide_lanes && simd::avx512_bw_vl();
+  if (i > 0 && scale_ >= 10 && avx512) {
     if (enc_keyed_.blocks > 0) {
       simd::keyed_tables const keyed{enc_key_bias_.data(),
                                      enc_key_freq_.data(),
@@ -592,6 +598,18 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
           enc_direct_end_);
       i = 0;
     }
+  } else if (i > 0 && scale_ >= 10 &&
+             (n_lanes == wide_lanes ? simd::avx2()
+                                    : simd::narrow_encode_rounds())) {
+    // Wide rounds without AVX-512, and narrow ones where measured faster
+    // (the AVX-512 kernels take wide ones only): narrow rounds are one
+    // vector of 8 states, bound by its chain's latency, and still 2x faster
+    // than the scalar loop on Zen 3.
+    absent |= simd::encode_rounds_avx2(sizeof(sym), n_lanes, x, p, in, i,
+                                       1u << scale_, enc_index_.data(),
+                                       static_cast<uint32_t>(enc_index_.size()),
+                                       enc_bias_cmpl_.data(), enc_direct_end_);
+    i = 0;
   }
   while (i > 0) {
     i -= n_lanes;

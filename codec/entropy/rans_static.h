@@ -175,9 +175,10 @@ class coder {
   // symbol -> index in enc_, or ~0; at least up to the largest symbol.
   mutable std::vector<uint32_t> enc_index_;
   mutable std::vector<enc_entry> enc_;
-  // The same by field for the vector code's 16-bit symbols: bias | cmpl <<
-  // 16 (it divides by freq in float and corrects the quotient; x_max it
-  // computes). Indexed like enc_, or by the symbol (below).
+  // The same by field for the vector code: bias | cmpl << 16 (it divides
+  // by freq in float and corrects the quotient; x_max it computes), 0 for
+  // absent symbols. Indexed like enc_, or by the symbol (below); 8-bit
+  // symbols always by the symbol, all 256 of them.
   mutable std::vector<uint32_t> enc_bias_cmpl_;
   // 16-bit symbols all below direct16_end get those by the symbol too:
   // 1 + the largest symbol, else 0.

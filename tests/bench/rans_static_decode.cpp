@@ -1,7 +1,8 @@
-// ns a symbol of rans_static decoding on each vector path, and the cost of
-// building decode tables, on streams cut from a real bf16/fp16 checkpoint:
-// `brevis_rans_static_bench FILE.safetensors`. Built with the tests, never
-// installed; for choosing kernels on a CPU, not a test (no assertions).
+// ns a symbol of rans_static decoding and encoding on each vector path, and the
+// cost of building decode tables, on streams cut from a real bf16/fp16
+// checkpoint: `brevis_rans_static_bench FILE.safetensors`. Built with the
+// tests, never installed; for choosing kernels on a CPU, not a test (no
+// assertions).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -111,6 +112,22 @@ int main(int argc, char** argv) {
         best = std::min(best, now_ns() - t0);
       }
       if (out != s.data) std::printf(" MISMATCH");
+      std::printf("  cap%u %.3f", cap, best / static_cast<double>(count));
+    }
+    rs::limit_simd(rs::simd_tuned);
+    // Encoding on each path (the same payload on every one).
+    std::printf("\n%-16s encode:", "");
+    for (unsigned cap = 0; cap <= rs::simd_tuned; ++cap) {
+      rs::limit_simd(cap);
+      double best = 1e30;
+      bytes again;
+      for (int r = 0; r < reps; ++r) {
+        again.clear();
+        double const t0 = now_ns();
+        c->encode(s.data, again);
+        best = std::min(best, now_ns() - t0);
+      }
+      if (again != payload) std::printf(" MISMATCH");
       std::printf("  cap%u %.3f", cap, best / static_cast<double>(count));
     }
     rs::limit_simd(rs::simd_tuned);
