@@ -210,11 +210,7 @@ class engine {
     state s0 = start_state();
     if (may_trust) {
       complete s = replay(*seed);
-      bool const same = std::equal(
-          s.decisions.begin(), s.decisions.end(), seed_decisions.begin(),
-          seed_decisions.end(), [](decision const& a, decision const& b) {
-            return a.where == b.where && a.production == b.production;
-          });
+      bool const same = same_decisions(s.decisions, seed_decisions);
       if (trace_) {
         std::fprintf(stderr, "  seed %.0f plain %.0f, %s statistics\n", s.bits,
                      best_.bits, same ? "same" : "other");
