@@ -45,6 +45,7 @@
 #include <memory>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 #include "codec/choose/entropy_terms.h"
 #include "codec/choose/sample.h"
@@ -209,11 +210,7 @@ class engine {
     state s0 = start_state();
     if (may_trust) {
       complete s = replay(*seed);
-      bool const same = std::equal(
-          s.decisions.begin(), s.decisions.end(), seed_decisions.begin(),
-          seed_decisions.end(), [](decision const& a, decision const& b) {
-            return a.where == b.where && a.production == b.production;
-          });
+      bool const same = same_decisions(s.decisions, seed_decisions);
       if (trace_) {
         std::fprintf(stderr, "  seed %.0f plain %.0f, %s statistics\n", s.bits,
                      best_.bits, same ? "same" : "other");
@@ -394,8 +391,10 @@ class engine {
     // under the root view have the root's bytes: the sample's bytes are not
     // counted again.
     bool const root_bytes = same_bytes_as_root(*v) && v->sample.type.width > 1;
-    v->stats = measure(v->sample, !root_bytes && (whole_hist == nullptr ||
-                                                  whole_hist->empty()));
+    v->hash = value_hash(v->sample);
+    v->stats =
+        measured(v->sample, v->hash,
+                 !root_bytes && (whole_hist == nullptr || whole_hist->empty()));
     if (root_bytes) {
       v->stats.byte_counts = root_->stats.byte_counts;
       v->stats.byte_entropy = root_->stats.byte_entropy;
@@ -420,7 +419,6 @@ class engine {
         v->stats.word_repeats = repeated_words(v->sample.data);
       }
     }
-    v->hash = value_hash(v->sample);
     v->ctx = context::of(v->sample.type, depth, v->stats, in_.data.size());
     auto const prods = productions();
     value_info const vi = v->info();
@@ -442,6 +440,19 @@ class engine {
     try_leaves(*v, skips_zstd ? leaves::all_but_zstd : leaves::all);
     if (skips_zstd) skipped_zstd_.push_back(v);
     return v;
+  }
+
+  // measure() of a sample, once per search: operators reach the same
+  // values by different paths (a float's mantissa planes are the low
+  // planes of its elements; fields and bitfields cut the same bytes), and
+  // on fp32 tensors the sample's histograms were a third of the search.
+  value_stats const& measured(stream const& s, uint64_t hash, bool bytes) {
+    uint64_t const key = hash ^ (bytes ? 0x9e3779b97f4a7c15 : 0);
+    auto it = measured_.find(key);
+    if (it == measured_.end()) {
+      it = measured_.emplace(key, measure(s, bytes)).first;
+    }
+    return it->second;
   }
 
   enum class leaves : uint8_t { all, all_but_zstd, zstd };
@@ -894,6 +905,8 @@ class engine {
   bool skip_zstd_ = false;  // while a seed is checked (run())
   std::vector<std::shared_ptr<value>> skipped_zstd_;  // their values
   value_ptr root_;  // the region's bytes, shared by the search and replay
+  // (value hash, bytes counted) -> its statistics (measured())
+  std::unordered_map<uint64_t, value_stats> measured_;
   // (value, production, parameters) -> what applying it gives; the value
   // is held so that its address keys nothing else
   std::map<std::tuple<value const*, uint16_t, std::vector<uint64_t>>,

@@ -12,6 +12,7 @@
 #include "codec/dsl/operator.h"
 #include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
+#include "codec/search/value_stats.h"
 
 namespace brevis::codec::search {
 namespace {
@@ -26,10 +27,13 @@ uint64_t mix(uint64_t a, uint64_t b) {
 // Estimated payload bytes of htscodecs rANS order 0 on `d`: the entropy
 // plus its frequency table (about 1.25 bytes per present symbol, measured).
 double rans0_estimate(std::array<uint32_t, 256> const& h) {
-  double terms = 0, present = 0;
-  uint64_t n = 0;
+  // `present` counted in an integer: a double sum carried its add's
+  // latency from symbol to symbol (the same value, exactly).
+  double terms = 0;
+  uint64_t n = 0, present = 0;
   for (uint32_t c : h) n += c, terms += c_log2_c(c), present += c > 0;
-  return entropy_from_terms(n, terms) / 8 + 1.25 * present + 12;
+  return entropy_from_terms(n, terms) / 8 +
+         1.25 * static_cast<double>(present) + 12;
 }
 
 // The same for order 1: conditional entropy given the previous byte, and
@@ -37,17 +41,23 @@ double rans0_estimate(std::array<uint32_t, 256> const& h) {
 double rans1_estimate(byte_view d) {
   // Counters kept zero between calls: only the touched ones are cleared.
   thread_local std::vector<uint32_t> h(65536, 0);
-  uint32_t ctx_total[256] = {};
+  if (d.empty()) return 12;
+  // The contexts' totals are the bytes before the last, and the first
+  // context (0): counted apart from the pairs, so that the pairs' loop
+  // does not wait on a context's increment from one byte to the next.
+  std::array<uint32_t, 256> ctx_total;
+  byte_histogram(d.first(d.size() - 1), ctx_total);
+  ++ctx_total[0];
   uint8_t prev = 0;
   for (uint8_t b : d) {
     ++h[prev << 8 | b];
-    ++ctx_total[prev];
     prev = b;
   }
-  double bits = 0, table = 0;
+  double bits = 0;
+  uint64_t contexts = 0, pairs = 0;
   for (unsigned c = 0; c < 256; ++c) {
     if (ctx_total[c] == 0) continue;
-    table += 2;
+    ++contexts;
     bits += c_log2_c(ctx_total[c]);
   }
   // Each pair seen once: its count, then cleared for the next call.
@@ -56,10 +66,13 @@ double rans1_estimate(byte_view d) {
     uint32_t& k = h[prev << 8 | b];
     prev = b;
     if (k == 0) continue;
-    table += 1.25;
+    ++pairs;
     bits -= c_log2_c(k);
     k = 0;
   }
+  // Integers (and 1.25) sum exactly: the table as a running sum gave it.
+  double const table =
+      2 * static_cast<double>(contexts) + 1.25 * static_cast<double>(pairs);
   return bits / 8 + table + 12;
 }
 
@@ -143,13 +156,22 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       }
     }
     if (!h.empty()) {
-      double const payload = estimate_table_payload_bytes(h);
-      double const sample_blob = estimate_table_blob_bytes(h);
+      // The payload and the blob in one pass over the histogram (as
+      // estimate_table_payload_bytes and estimate_table_blob_bytes give
+      // them): a 16-bit sample's has tens of thousands of symbols.
+      uint64_t n = 0;
+      for (auto const& [sym, c] : h) n += c;
+      double payload_bits = 0;
+      double const sample_blob = estimate_rans_static_blob_bytes(
+          h, n, rans_static_scale_for(h.size(), n), &payload_bits);
+      double const payload = payload_bits / 8;
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
       // its blob growing in proportion.
-      double singletons = 0;
-      for (auto const& [sym, c] : h) singletons += c == 1;
+      // Counted in an integer: a double sum waited on its add every symbol.
+      size_t singles = 0;
+      for (auto const& [sym, c] : h) singles += c == 1;
+      double const singletons = static_cast<double>(singles);
       double const d = static_cast<double>(h.size());
       // New symbols keep coming at the singletons' rate only where nearly
       // every symbol is new (uniform bits); a peaked histogram saturates.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "codec/search/production.h"
 
@@ -12,7 +14,28 @@ namespace {
 // Weight of the coarser level's estimate against this level's counts.
 constexpr double backoff_weight = 2.0;
 
+// A total order on decisions, to compare two lists as multisets.
+auto sort_key(decision const& d) {
+  context const& c = d.where;
+  return std::make_tuple(c.width, static_cast<uint8_t>(c.kind), c.depth,
+                         c.entropy, c.zeros, c.size, d.production);
+}
+
 }  // namespace
+
+bool same_decisions(std::span<decision const> a, std::span<decision const> b) {
+  if (a.size() != b.size()) return false;
+  std::vector<decision> x(a.begin(), a.end()), y(b.begin(), b.end());
+  auto const less = [](decision const& l, decision const& r) {
+    return sort_key(l) < sort_key(r);
+  };
+  std::sort(x.begin(), x.end(), less);
+  std::sort(y.begin(), y.end(), less);
+  return std::equal(x.begin(), x.end(), y.begin(),
+                    [](decision const& l, decision const& r) {
+                      return l.where == r.where && l.production == r.production;
+                    });
+}
 
 context context::of(value_type t, unsigned depth, value_stats const& s,
                     uint64_t region_bytes) {

@@ -38,6 +38,13 @@ struct decision {
   uint16_t production = 0;
 };
 
+/// Whether two programs made the same decisions, in whatever order: a
+/// search records them in the order it closed or expanded the values (the
+/// costliest open value first), a replay of its program in the tree's
+/// breadth-first order, so the same program on the same statistics lists
+/// them in two orders.
+bool same_decisions(std::span<decision const> a, std::span<decision const> b);
+
 class prior {
  public:
   /// Backoff levels, coarse to fine: type; type and depth; all of context.

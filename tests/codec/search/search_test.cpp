@@ -662,6 +662,48 @@ TEST(search, storages_of_one_length_check_their_siblings_program) {
             1.05 * static_cast<double>(own) + 64);
 }
 
+// Twenty-four fp32 tensors of one role whose program branches below the
+// root (its float fields, their mantissa's byte planes): the search lists
+// its decisions costliest value first, a replay breadth-first, and the
+// siblings, of the same statistics, still check the role's program rather
+// than searching.
+TEST(search, siblings_with_branching_programs_check_their_roles_program) {
+  size_t const n = 128 * 128;
+  std::vector<st_tensor> ts;
+  for (uint32_t i = 0; i < 24; ++i) {
+    std::vector<uint32_t> w(n);
+    std::vector<float> const g = gaussian(n, 0.05f, 500 + i);
+    // Weights of 16 significant bits (a bf16-trained model's, say): the
+    // mantissa's low byte is zero. Nearly all positive: their sign
+    // bits' zero rate is far from its context's bucket edge at one half.
+    for (size_t k = 0; k < n; ++k) {
+      w[k] = bits_of(g[k] + 0.1f) & 0xffffff00u;
+    }
+    ts.push_back(
+        {"blocks." + std::to_string(i) + ".w", "F32", {128, 128}, pack(w)});
+  }
+  compressed const c = compress(make_safetensors(ts));
+  node const& first_program =
+      program_of(*c.reader, region_index(*c.reader, "blocks.0.w"));
+  std::string const first = shape_of(first_program);
+  // Branching: some operator under the root has two operators below it, or
+  // an operator child and leaves after it.
+  ASSERT_GE(operator_count(first_program), 3u) << first;
+  size_t reused = 0;
+  for (uint32_t i = 1; i < 24; ++i) {
+    size_t const r =
+        region_index(*c.reader, "blocks." + std::to_string(i) + ".w");
+    node const& p = program_of(*c.reader, r);
+    std::optional<choice_record> const& how = c.reader->regions()[r].how;
+    ASSERT_TRUE(how.has_value());
+    if (shape_of(p) == first && how->expansions <= operator_count(p)) {
+      ++reused;
+    }
+  }
+  // The learning sample (10 regions) is searched; the other 14 replay.
+  EXPECT_GE(reused, 12u) << first;
+}
+
 TEST(search, choices_do_not_depend_on_the_order_regions_are_chosen_in) {
   // Regions are chosen in parallel: a role's first search runs once, for
   // whichever sibling asks first, and gives the same programs either way.
