@@ -92,8 +92,9 @@ void limit_simd(unsigned level);
 /// the alphabet and to 2^scale), immutable afterwards, shareable by threads.
 class coder {
  public:
-  /// `t` must have passed validate(t, 8 * width).
-  coder(table const& t, unsigned width);
+  /// `t` must have passed validate(t, 8 * width). Taken by value: a parsed
+  /// table moves in (a 16-bit one is up to 512 KiB to copy).
+  coder(table t, unsigned width);
   ~coder();
   coder(coder const&) = delete;
   coder& operator=(coder const&) = delete;

@@ -817,6 +817,45 @@ bool encode_rounds_keyed_by_reach(uint32_t* x, uint8_t*& p, uint8_t const* in,
   }
 }
 
+// Fills the decode slots of every symbol 8 at a time, in order: a symbol's
+// last vector may spill into the next symbols' slots, which they overwrite
+// (no masked stores, and a trip count that is 1 for the few slots most
+// symbols of large tables own, where the scalar loop mispredicted). Symbols
+// whose vectors would pass the table's end are filled one slot at a time.
+__attribute__((target("avx2"))) void fill_slots_avx2_impl(table const& t,
+                                                          uint32_t* step,
+                                                          uint16_t* symbol) {
+  __m256i const offsets = _mm256_setr_epi32(0, 1 << 16, 2 << 16, 3 << 16,
+                                            4 << 16, 5 << 16, 6 << 16, 7 << 16);
+  __m256i const next8 = _mm256_set1_epi32(8 << 16);
+  uint32_t const total = 1u << t.scale;
+  uint32_t start = 0;
+  size_t const k = t.symbols.size();
+  for (size_t i = 0; i < k; ++i) {
+    uint32_t const f = t.freqs[i];
+    auto const s = static_cast<uint16_t>(t.symbols[i]);
+    uint32_t const vectors = (f + 7) / 8;
+    if (total - start < 8 * vectors) {
+      for (uint32_t j = 0; j < f; ++j) {
+        step[start + j] = f | j << 16;
+        symbol[start + j] = s;
+      }
+    } else {
+      __m256i v =
+          _mm256_or_si256(_mm256_set1_epi32(static_cast<int>(f)), offsets);
+      __m128i const sv = _mm_set1_epi16(static_cast<short>(s));
+      uint32_t* st = step + start;
+      uint16_t* sy = symbol + start;
+      for (uint32_t j = 0; j < vectors; ++j, st += 8, sy += 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(st), v);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sy), sv);
+        v = _mm256_add_epi32(v, next8);
+      }
+    }
+    start += f;
+  }
+}
+
 // Fills the decode slots of every symbol 16 at a time, the last ones of a
 // symbol through a mask (most symbols of large tables own a few slots).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void
@@ -977,6 +1016,10 @@ void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol) {
   fill_slots_avx512_impl(t, step, symbol);
 }
 
+void fill_slots_avx2(table const& t, uint32_t* step, uint16_t* symbol) {
+  fill_slots_avx2_impl(t, step, symbol);
+}
+
 #else  // no vector kernels: the scalar paths run
 
 bool avx2() { return false; }
@@ -1016,6 +1059,7 @@ bool encode_rounds_keyed_avx512(unsigned, uint32_t*, uint8_t*&, uint8_t const*,
   return false;
 }
 void fill_slots_avx512(table const&, uint32_t*, uint16_t*) {}
+void fill_slots_avx2(table const&, uint32_t*, uint16_t*) {}
 
 #endif
 

@@ -19,7 +19,7 @@ inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
 inline constexpr unsigned tuned = simd_tuned;
 /// Whether a kernel may run: the CPU has its instructions, and set_cap
 /// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA, `tuned`).
-bool avx2();          // decode_rounds_avx2
+bool avx2();          // decode_rounds_avx2, fill_slots_avx2
 bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
 bool avx512_ifma();   // the decode kernels' IFMA instances
@@ -112,5 +112,6 @@ bool encode_rounds_keyed_avx512(unsigned width, uint32_t* x, uint8_t*& p,
 
 /// Writes the decode slots of table `t` (2^scale of each array).
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);
+void fill_slots_avx2(table const& t, uint32_t* step, uint16_t* symbol);
 
 }  // namespace brevis::codec::rans_static::simd
