@@ -689,7 +689,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   } else {
     // Narrow payloads stay scalar: AVX2 rounds of their 8 states measured
     // twice as slow on movenet-multipose's (10.5% of its decompress CPU
-    // against 5.0%), their gathers waiting on a 2^16-slot table in L2.
+    // against 5.0%), their gathers waiting on a 2^16-slot table in L2, and
+    // slower on blazepose-full.bf16's 2^13-slot ones too (22.6 against 21.4
+    // ms); two of them paired (decode_pair) are faster.
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, rest, scale,
                                      step_tab, symbol_tab, rest_out);
@@ -821,29 +823,39 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
   }
 }
 
-bool coder::pairs_slot_rounds(byte_view payload, size_t count) const {
+bool coder::pairs_slot_rounds(byte_view payload, size_t count,
+                              bool wide) const {
   // A malformed payload decodes alone (and throws there).
-  return count >= wide_from && !single_ && !compact_ &&
-         payload.size() >= 4 * wide_lanes && payload.size() % 2 == 0 &&
-         simd::pair_rounds();
+  unsigned const n_lanes = wide ? wide_lanes : lanes;
+  bool const fits = wide ? count >= wide_from : count > 0 && count < wide_from;
+  return fits && !single_ && !compact_ && payload.size() >= 4 * n_lanes &&
+         payload.size() % 2 == 0 &&
+         (wide ? simd::pair_rounds() : simd::narrow_pair_rounds());
 }
 
 void coder::decode_pair(decode_job const& a, decode_job const& b) {
-  if (!a.c->pairs_slot_rounds(a.payload, a.count) ||
-      !b.c->pairs_slot_rounds(b.payload, b.count)) {
-    a.c->decode(a.payload, a.count, a.out);
-    b.c->decode(b.payload, b.count, b.out);
-    return;
+  for (bool const wide : {true, false}) {
+    if (a.c->pairs_slot_rounds(a.payload, a.count, wide) &&
+        b.c->pairs_slot_rounds(b.payload, b.count, wide)) {
+      return wide ? decode_slot_pair<wide_lanes>(a, b)
+                  : decode_slot_pair<lanes>(a, b);
+    }
   }
-  uint32_t xa[wide_lanes], xb[wide_lanes];
+  a.c->decode(a.payload, a.count, a.out);
+  b.c->decode(b.payload, b.count, b.out);
+}
+
+template <unsigned n_lanes>
+void coder::decode_slot_pair(decode_job const& a, decode_job const& b) {
+  uint32_t xa[n_lanes], xb[n_lanes];
   auto const stream = [](decode_job const& j, uint32_t* x) {
     j.c->dec_once_([&j] { j.c->build_decoder(); });
-    for (unsigned k = 0; k < wide_lanes; ++k) {
+    for (unsigned k = 0; k < n_lanes; ++k) {
       x[k] = load_le<uint32_t>(j.payload.data() + 4 * k);
     }
     return simd::slot_stream{j.c->width_,
                              x,
-                             j.payload.data() + 4 * wide_lanes,
+                             j.payload.data() + 4 * n_lanes,
                              j.payload.data() + j.payload.size(),
                              j.count,
                              j.c->scale_,
@@ -855,17 +867,20 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
   simd::slot_stream sb = stream(b, xb);
   // Bad states would renormalize wrongly: such payloads decode alone.
   bool const states_ok =
-      std::all_of(xa, xa + wide_lanes,
+      std::all_of(xa, xa + n_lanes,
                   [](uint32_t v) { return v >= state_low; }) &&
-      std::all_of(xb, xb + wide_lanes,
-                  [](uint32_t v) { return v >= state_low; });
-  size_t const done = states_ok ? simd::decode_pair_rounds_avx512(sa, sb) : 0;
+      std::all_of(xb, xb + n_lanes, [](uint32_t v) { return v >= state_low; });
+  size_t done = 0;
+  if (states_ok) {
+    done = n_lanes == wide_lanes ? simd::decode_pair_rounds_avx512(sa, sb)
+                                 : simd::decode_narrow_pair_rounds_avx2(sa, sb);
+  }
   resume_point const ra{done, xa, sa.p}, rb{done, xb, sb.p};
   auto const finish = [done](decode_job const& j, resume_point const& r) {
     resume_point const* const from = done ? &r : nullptr;
-    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, wide_lanes>(
+    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, n_lanes>(
                            j.payload, j.count, j.out, from)
-                     : j.c->dispatch_decode<uint16_t, wide_lanes>(
+                     : j.c->dispatch_decode<uint16_t, n_lanes>(
                            j.payload, j.count, j.out, from);
   };
   finish(a, ra);

@@ -24,6 +24,9 @@ bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
 bool avx512_ifma();   // the decode kernels' IFMA instances
 bool pair_rounds();   // decode_pair_rounds_avx512
+// decode_narrow_pair_rounds_avx2 (where AVX-512 is not allowed: untried
+// there, where narrow payloads decode with the scalar loop).
+bool narrow_pair_rounds();
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -59,6 +62,9 @@ struct slot_stream {
 /// Returns the symbols decoded from each (as many from both; 0 unless
 /// pair_rounds()): the callers finish each stream alone.
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
+/// The same for two narrow streams (`lanes` states each, so one vector of
+/// states each) with AVX2: 0 unless narrow_pair_rounds().
+size_t decode_narrow_pair_rounds_avx2(slot_stream& a, slot_stream& b);
 
 /// The same from the coder's compact tables: `symbol8` the key of each
 /// slot's symbol (3 bytes of padding), `freq_start` per key
