@@ -9,6 +9,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <utility>
 
 #include "codec/core/error.h"
 #include "codec/entropy/rans_static_simd.h"
@@ -50,6 +51,25 @@ void validate(table const& t, unsigned symbol_bits) {
   fail_if(t.symbols.empty() || t.symbols.size() != t.freqs.size(),
           errc::corrupt, "rans_static: table is empty or ragged");
   uint64_t const alphabet = uint64_t{1} << symbol_bits;
+  {
+    // One pass without branches for the valid tables decoders parse (a
+    // 16-bit one has up to 2^16 symbols; the checks below were 8% of
+    // decoding faceres-deep.fp32); the messages come from the pass below.
+    size_t const k = t.symbols.size();
+    uint32_t const* const sym = t.symbols.data();
+    uint32_t const* const freq = t.freqs.data();
+    bool bad = sym[k - 1] >= alphabet;
+    uint32_t zero = freq[0] == 0;
+    uint32_t unordered = 0;
+    uint64_t total = freq[0];
+    for (size_t i = 1; i < k; ++i) {
+      unordered |= sym[i] <= sym[i - 1];
+      zero |= freq[i] == 0;
+      total += freq[i];
+    }
+    bad |= unordered != 0 || zero != 0;
+    if (!bad && total == (uint64_t{1} << t.scale)) return;
+  }
   uint64_t sum = 0;
   for (size_t i = 0; i < t.symbols.size(); ++i) {
     fail_if(t.symbols[i] >= alphabet, errc::corrupt,
@@ -237,15 +257,15 @@ double entropy_bits(std::span<uint64_t const> hist) {
   return bits;
 }
 
-coder::coder(table const& t, unsigned width)
-    : table_(t),
+coder::coder(table t, unsigned width)
+    : table_(std::move(t)),
       width_(width),
-      scale_(t.scale),
-      single_(t.symbols.size() == 1),
-      compact_(compact_layout(t, width)) {
+      scale_(table_.scale),
+      single_(table_.symbols.size() == 1),
+      compact_(compact_layout(table_, width)) {
   fail_if(width != 1 && width != 2, errc::bad_program,
           "rans_static: symbols are 8 or 16 bits");
-  if (single_) single_symbol_ = t.symbols[0];
+  if (single_) single_symbol_ = table_.symbols[0];
 }
 
 namespace {
@@ -524,6 +544,10 @@ void coder::build_decoder() const {
     simd::fill_slots_avx512(table_, dec_step_.get(), dec_symbol_.get());
     return;
   }
+  if (simd::avx2()) {
+    simd::fill_slots_avx2(table_, dec_step_.get(), dec_symbol_.get());
+    return;
+  }
   uint32_t start = 0;
   for (size_t i = 0; i < table_.symbols.size(); ++i) {
     uint32_t const f = table_.freqs[i];
@@ -683,7 +707,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   } else {
     // Narrow payloads stay scalar: AVX2 rounds of their 8 states measured
     // twice as slow on movenet-multipose's (10.5% of its decompress CPU
-    // against 5.0%), their gathers waiting on a 2^16-slot table in L2.
+    // against 5.0%), their gathers waiting on a 2^16-slot table in L2, and
+    // slower on blazepose-full.bf16's 2^13-slot ones too (22.6 against 21.4
+    // ms); two of them paired (decode_pair) are faster.
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds_avx512(sizeof(sym), x, p, end, rest, scale,
                                      step_tab, symbol_tab, rest_out);
@@ -815,29 +841,39 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
   }
 }
 
-bool coder::pairs_slot_rounds(byte_view payload, size_t count) const {
+bool coder::pairs_slot_rounds(byte_view payload, size_t count,
+                              bool wide) const {
   // A malformed payload decodes alone (and throws there).
-  return count >= wide_from && !single_ && !compact_ &&
-         payload.size() >= 4 * wide_lanes && payload.size() % 2 == 0 &&
-         simd::pair_rounds();
+  unsigned const n_lanes = wide ? wide_lanes : lanes;
+  bool const fits = wide ? count >= wide_from : count > 0 && count < wide_from;
+  return fits && !single_ && !compact_ && payload.size() >= 4 * n_lanes &&
+         payload.size() % 2 == 0 &&
+         (wide ? simd::pair_rounds() : simd::narrow_pair_rounds());
 }
 
 void coder::decode_pair(decode_job const& a, decode_job const& b) {
-  if (!a.c->pairs_slot_rounds(a.payload, a.count) ||
-      !b.c->pairs_slot_rounds(b.payload, b.count)) {
-    a.c->decode(a.payload, a.count, a.out);
-    b.c->decode(b.payload, b.count, b.out);
-    return;
+  for (bool const wide : {true, false}) {
+    if (a.c->pairs_slot_rounds(a.payload, a.count, wide) &&
+        b.c->pairs_slot_rounds(b.payload, b.count, wide)) {
+      return wide ? decode_slot_pair<wide_lanes>(a, b)
+                  : decode_slot_pair<lanes>(a, b);
+    }
   }
-  uint32_t xa[wide_lanes], xb[wide_lanes];
+  a.c->decode(a.payload, a.count, a.out);
+  b.c->decode(b.payload, b.count, b.out);
+}
+
+template <unsigned n_lanes>
+void coder::decode_slot_pair(decode_job const& a, decode_job const& b) {
+  uint32_t xa[n_lanes], xb[n_lanes];
   auto const stream = [](decode_job const& j, uint32_t* x) {
     j.c->dec_once_([&j] { j.c->build_decoder(); });
-    for (unsigned k = 0; k < wide_lanes; ++k) {
+    for (unsigned k = 0; k < n_lanes; ++k) {
       x[k] = load_le<uint32_t>(j.payload.data() + 4 * k);
     }
     return simd::slot_stream{j.c->width_,
                              x,
-                             j.payload.data() + 4 * wide_lanes,
+                             j.payload.data() + 4 * n_lanes,
                              j.payload.data() + j.payload.size(),
                              j.count,
                              j.c->scale_,
@@ -849,17 +885,20 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
   simd::slot_stream sb = stream(b, xb);
   // Bad states would renormalize wrongly: such payloads decode alone.
   bool const states_ok =
-      std::all_of(xa, xa + wide_lanes,
+      std::all_of(xa, xa + n_lanes,
                   [](uint32_t v) { return v >= state_low; }) &&
-      std::all_of(xb, xb + wide_lanes,
-                  [](uint32_t v) { return v >= state_low; });
-  size_t const done = states_ok ? simd::decode_pair_rounds_avx512(sa, sb) : 0;
+      std::all_of(xb, xb + n_lanes, [](uint32_t v) { return v >= state_low; });
+  size_t done = 0;
+  if (states_ok) {
+    done = n_lanes == wide_lanes ? simd::decode_pair_rounds_avx512(sa, sb)
+                                 : simd::decode_narrow_pair_rounds_avx2(sa, sb);
+  }
   resume_point const ra{done, xa, sa.p}, rb{done, xb, sb.p};
   auto const finish = [done](decode_job const& j, resume_point const& r) {
     resume_point const* const from = done ? &r : nullptr;
-    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, wide_lanes>(
+    j.c->width_ == 1 ? j.c->dispatch_decode<uint8_t, n_lanes>(
                            j.payload, j.count, j.out, from)
-                     : j.c->dispatch_decode<uint16_t, wide_lanes>(
+                     : j.c->dispatch_decode<uint16_t, n_lanes>(
                            j.payload, j.count, j.out, from);
   };
   finish(a, ra);

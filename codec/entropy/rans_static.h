@@ -92,8 +92,9 @@ void limit_simd(unsigned level);
 /// the alphabet and to 2^scale), immutable afterwards, shareable by threads.
 class coder {
  public:
-  /// `t` must have passed validate(t, 8 * width).
-  coder(table const& t, unsigned width);
+  /// `t` must have passed validate(t, 8 * width). Taken by value: a parsed
+  /// table moves in (a 16-bit one is up to 512 KiB to copy).
+  coder(table t, unsigned width);
   ~coder();
   coder(coder const&) = delete;
   coder& operator=(coder const&) = delete;
@@ -120,8 +121,9 @@ class coder {
   };
   /// a.c->decode(...) then b.c->decode(...), with the same output and
   /// errors, but where both are wide and decode from slot tables with
-  /// AVX-512, their vector rounds alternate: a stream's rounds wait on their
-  /// gathers, the other stream's fill the wait.
+  /// AVX-512, or both narrow with AVX2 only, their vector rounds alternate:
+  /// a stream's rounds wait on their gathers, the other stream's fill the
+  /// wait.
   static void decode_pair(decode_job const& a, decode_job const& b);
 
  private:
@@ -132,8 +134,12 @@ class coder {
     uint32_t const* x;
     uint8_t const* p;
   };
-  // Whether decode_pair can take this decode's wide rounds.
-  bool pairs_slot_rounds(byte_view payload, size_t count) const;
+  // Whether decode_pair can take this decode's rounds: wide ones (AVX-512),
+  // or narrow ones (AVX2).
+  bool pairs_slot_rounds(byte_view payload, size_t count, bool wide) const;
+  // decode_pair's rounds of two payloads of n_lanes states from slot tables.
+  template <unsigned n_lanes>
+  static void decode_slot_pair(decode_job const& a, decode_job const& b);
   struct enc_entry {
     uint64_t rcp;    // ceil(2^63 / freq): exact division for 32-bit states
     uint32_t x_max;  // renormalize when state >= x_max

@@ -78,9 +78,38 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
                                      all, bytes);
 }
 
-// Whole rounds of wide_lanes symbols, 8 states to a vector; the same
-// arithmetic as the scalar loop. Stops where fewer than a round of symbols
-// or of the words a round may read remain; returns the symbols decoded.
+// One step of 8 states from the slot tables: their symbols stored at `o`,
+// the states advanced and renormalized from the words at `q`; the same
+// arithmetic as the scalar loop.
+template <typename sym>
+__attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
+    __m256i s, __m256i slot_mask, __m128i shift, uint32_t const* step_tab,
+    uint16_t const* symbol_tab, uint8_t* o, uint8_t const*& q) {
+  __m256i const low16 = _mm256_set1_epi32(0xffff);
+  __m256i const slot = _mm256_and_si256(s, slot_mask);
+  __m256i const e = gather_avx2<4>(step_tab, slot);
+  // Reads 4 bytes at each symbol (the table has one entry of padding).
+  __m256i const symbols =
+      _mm256_and_si256(gather_avx2<2>(symbol_tab, slot), low16);
+  __m256i const next =
+      _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
+                                          _mm256_srl_epi32(s, shift)),
+                       _mm256_srli_epi32(e, 16));
+  __m256i const packed =
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
+  if constexpr (sizeof(sym) == 2) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                     _mm256_castsi256_si128(packed));
+  } else {
+    __m128i const b = _mm256_castsi256_si128(packed);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+  }
+  return renormalize_avx2(next, q);
+}
+
+// Whole rounds of wide_lanes symbols, 8 states to a vector. Stops where
+// fewer than a round of symbols or of the words a round may read remain;
+// returns the symbols decoded.
 template <typename sym>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
@@ -92,34 +121,15 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
   }
   __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
-  __m256i const low16 = _mm256_set1_epi32(0xffff);
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
   while (count - i >= wide_lanes &&
          static_cast<size_t>(end - q) >= 2 * wide_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
-      __m256i const s = state[g];
-      __m256i const slot = _mm256_and_si256(s, slot_mask);
-      __m256i const e = gather_avx2<4>(step_tab, slot);
-      // Reads 4 bytes at each symbol (the table has one entry of padding).
-      __m256i const symbols =
-          _mm256_and_si256(gather_avx2<2>(symbol_tab, slot), low16);
-      __m256i const next =
-          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
-                                              _mm256_srl_epi32(s, shift)),
-                           _mm256_srli_epi32(e, 16));
-      __m256i const packed =
-          _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
-      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
-      if constexpr (sizeof(sym) == 2) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                         _mm256_castsi256_si128(packed));
-      } else {
-        __m128i const b = _mm256_castsi256_si128(packed);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
-      }
-      state[g] = renormalize_avx2(next, q);
+      state[g] = decode_group_avx2<sym>(state[g], slot_mask, shift, step_tab,
+                                        symbol_tab,
+                                        out + (i + 8 * g) * sizeof(sym), q);
     }
     i += wide_lanes;
   }
@@ -127,6 +137,39 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
   }
   p = q;
+  return i;
+}
+
+// Two streams of `lanes` (8) states, a vector each: alone, a round waits on
+// its gathers, then on its multiply, before the next can start (measured
+// slower than the scalar loop); two independent chains fill each other's
+// waits. Stops where either stream would stop alone.
+template <typename sym_a, typename sym_b>
+__attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
+    slot_stream& a, slot_stream& b) {
+  static_assert(lanes == 8);
+  __m256i xa = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(a.x));
+  __m256i xb = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(b.x));
+  __m256i const mask_a = _mm256_set1_epi32((1 << a.scale) - 1);
+  __m256i const mask_b = _mm256_set1_epi32((1 << b.scale) - 1);
+  __m128i const shift_a = _mm_cvtsi32_si128(static_cast<int>(a.scale));
+  __m128i const shift_b = _mm_cvtsi32_si128(static_cast<int>(b.scale));
+  uint8_t const* qa = a.p;
+  uint8_t const* qb = b.p;
+  size_t i = 0;
+  while (a.count - i >= lanes && b.count - i >= lanes &&
+         static_cast<size_t>(a.end - qa) >= 2 * lanes &&
+         static_cast<size_t>(b.end - qb) >= 2 * lanes) {
+    xa = decode_group_avx2<sym_a>(xa, mask_a, shift_a, a.step, a.symbol,
+                                  a.out + i * sizeof(sym_a), qa);
+    xb = decode_group_avx2<sym_b>(xb, mask_b, shift_b, b.step, b.symbol,
+                                  b.out + i * sizeof(sym_b), qb);
+    i += lanes;
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.x), xa);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.x), xb);
+  a.p = qa;
+  b.p = qb;
   return i;
 }
 
@@ -1042,6 +1085,45 @@ bool encode_rounds_keyed_by_reach(uint32_t* x, uint8_t*& p, uint8_t const* in,
   }
 }
 
+// Fills the decode slots of every symbol 8 at a time, in order: a symbol's
+// last vector may spill into the next symbols' slots, which they overwrite
+// (no masked stores, and a trip count that is 1 for the few slots most
+// symbols of large tables own, where the scalar loop mispredicted). Symbols
+// whose vectors would pass the table's end are filled one slot at a time.
+__attribute__((target("avx2"))) void fill_slots_avx2_impl(table const& t,
+                                                          uint32_t* step,
+                                                          uint16_t* symbol) {
+  __m256i const offsets = _mm256_setr_epi32(0, 1 << 16, 2 << 16, 3 << 16,
+                                            4 << 16, 5 << 16, 6 << 16, 7 << 16);
+  __m256i const next8 = _mm256_set1_epi32(8 << 16);
+  uint32_t const total = 1u << t.scale;
+  uint32_t start = 0;
+  size_t const k = t.symbols.size();
+  for (size_t i = 0; i < k; ++i) {
+    uint32_t const f = t.freqs[i];
+    auto const s = static_cast<uint16_t>(t.symbols[i]);
+    uint32_t const vectors = (f + 7) / 8;
+    if (total - start < 8 * vectors) {
+      for (uint32_t j = 0; j < f; ++j) {
+        step[start + j] = f | j << 16;
+        symbol[start + j] = s;
+      }
+    } else {
+      __m256i v =
+          _mm256_or_si256(_mm256_set1_epi32(static_cast<int>(f)), offsets);
+      __m128i const sv = _mm_set1_epi16(static_cast<short>(s));
+      uint32_t* st = step + start;
+      uint16_t* sy = symbol + start;
+      for (uint32_t j = 0; j < vectors; ++j, st += 8, sy += 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(st), v);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sy), sv);
+        v = _mm256_add_epi32(v, next8);
+      }
+    }
+    start += f;
+  }
+}
+
 // Fills the decode slots of every symbol 16 at a time, the last ones of a
 // symbol through a mask (most symbols of large tables own a few slots).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void
@@ -1092,6 +1174,7 @@ bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
 bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
+bool narrow_pair_rounds() { return avx2() && !avx512() && zen_tuned(); }
 
 size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
@@ -1173,6 +1256,16 @@ size_t decode_pair_rounds_by_width(slot_stream& a, slot_stream& b) {
 
 }  // namespace
 
+size_t decode_narrow_pair_rounds_avx2(slot_stream& a, slot_stream& b) {
+  if (!narrow_pair_rounds()) return 0;
+  if (a.width == 1) {
+    return b.width == 1 ? decode_narrow_pair_avx2_impl<uint8_t, uint8_t>(a, b)
+                        : decode_narrow_pair_avx2_impl<uint8_t, uint16_t>(a, b);
+  }
+  return b.width == 1 ? decode_narrow_pair_avx2_impl<uint16_t, uint8_t>(a, b)
+                      : decode_narrow_pair_avx2_impl<uint16_t, uint16_t>(a, b);
+}
+
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
   if (!pair_rounds()) return 0;
   return avx512_ifma() ? decode_pair_rounds_by_width<true>(a, b)
@@ -1216,6 +1309,10 @@ void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol) {
   fill_slots_avx512_impl(t, step, symbol);
 }
 
+void fill_slots_avx2(table const& t, uint32_t* step, uint16_t* symbol) {
+  fill_slots_avx2_impl(t, step, symbol);
+}
+
 #else  // no vector kernels: the scalar paths run
 
 bool avx2() { return false; }
@@ -1223,6 +1320,7 @@ bool avx512() { return false; }
 bool avx512_bw_vl() { return false; }
 bool avx512_ifma() { return false; }
 bool pair_rounds() { return false; }
+bool narrow_encode_rounds() { return false; }
 size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
                           size_t, unsigned, uint32_t const*, uint16_t const*,
                           uint8_t*) {
@@ -1244,6 +1342,8 @@ size_t decode_rounds8_avx512(uint32_t*, uint8_t const*&, uint8_t const*, size_t,
   return 0;
 }
 size_t decode_pair_rounds_avx512(slot_stream&, slot_stream&) { return 0; }
+bool narrow_pair_rounds() { return false; }
+size_t decode_narrow_pair_rounds_avx2(slot_stream&, slot_stream&) { return 0; }
 
 bool encode_rounds_avx512(uint32_t*, uint8_t*&, uint8_t const*, size_t,
                           uint32_t, uint32_t const*, uint32_t, uint32_t const*,
@@ -1260,6 +1360,7 @@ bool encode_rounds_avx2(unsigned, unsigned, uint32_t*, uint8_t*&,
   return false;
 }
 void fill_slots_avx512(table const&, uint32_t*, uint16_t*) {}
+void fill_slots_avx2(table const&, uint32_t*, uint16_t*) {}
 
 #endif
 

@@ -19,16 +19,17 @@ inline constexpr uint32_t state_low = 1u << 16;  // states live in [2^16, 2^32)
 inline constexpr unsigned tuned = simd_tuned;
 /// Whether a kernel may run: the CPU has its instructions, and set_cap
 /// allows them (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX-512 with IFMA, `tuned`).
-bool avx2();          // decode_rounds_avx2, encode_rounds_avx2 (wide)
+bool avx2();          // decode_rounds_avx2, fill_slots_avx2, encode (wide)
 bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
 bool avx512_ifma();   // the decode kernels' IFMA instances
-/// encode_rounds_avx2 on narrow payloads (one vector of 8 states): it
-/// gathers its table entries, measured 2x faster than the scalar loop on
-/// Zen 3 only; Intel's gathers are slow since the GDS microcode fix, so
-/// there (unmeasured) narrow payloads stay scalar, as the decoder keeps them.
-bool narrow_encode_rounds();
-bool pair_rounds();  // decode_pair_rounds_avx512
+bool pair_rounds();   // decode_pair_rounds_avx512
+// The AVX2 kernels of narrow payloads (one vector of 8 states), which
+// gather their table entries: measured faster on Zen 3 only. Intel's
+// gathers are slow since the GDS microcode fix, so there (unmeasured)
+// narrow payloads stay on the scalar loops.
+bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
+bool narrow_pair_rounds();    // decode_narrow_pair_rounds_avx2 (no AVX-512)
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -64,6 +65,9 @@ struct slot_stream {
 /// Returns the symbols decoded from each (as many from both; 0 unless
 /// pair_rounds()): the callers finish each stream alone.
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b);
+/// The same for two narrow streams (`lanes` states each, so one vector of
+/// states each) with AVX2: 0 unless narrow_pair_rounds().
+size_t decode_narrow_pair_rounds_avx2(slot_stream& a, slot_stream& b);
 
 /// The same from the coder's compact tables: `symbol8` the key of each
 /// slot's symbol (3 bytes of padding), `freq_start` per key
@@ -131,5 +135,6 @@ bool encode_rounds_keyed_avx512(unsigned width, uint32_t* x, uint8_t*& p,
 
 /// Writes the decode slots of table `t` (2^scale of each array).
 void fill_slots_avx512(table const& t, uint32_t* step, uint16_t* symbol);
+void fill_slots_avx2(table const& t, uint32_t* step, uint16_t* symbol);
 
 }  // namespace brevis::codec::rans_static::simd

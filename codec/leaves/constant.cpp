@@ -1,5 +1,6 @@
 // constant: every lane holds the same value; the payload is that lane (width
 // bytes), or nothing when the value is empty.
+#include <algorithm>
 #include <cstring>
 
 #include "codec/dsl/operator.h"
@@ -38,8 +39,21 @@ class constant_leaf final : public leaf_def {
             "constant: size is not a whole number of lanes");
     fail_if(payload.size() != (out_size == 0 ? 0 : w), errc::corrupt,
             "constant: payload is not one lane");
-    for (size_t i = 0; i < out_size; i += w) {
-      std::memcpy(out + i, payload.data(), w);
+    if (out_size == 0) return;
+    if (w == 1) {
+      std::memset(out, payload[0], out_size);
+      return;
+    }
+    // The lanes written so far, copied after themselves (up to a block that
+    // stays in L1): a memcpy of w bytes a lane was a libc call per lane (8%
+    // of decoding centernet.fp16).
+    std::memcpy(out, payload.data(), w);
+    size_t block = w;
+    for (size_t filled = w; filled < out_size;) {
+      size_t const n = std::min(block, out_size - filled);
+      std::memcpy(out + filled, out, n);
+      filled += n;
+      if (block < 4096) block = filled;
     }
   }
 };

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "codec/choose/entropy_terms.h"
@@ -213,11 +214,11 @@ void put_packed(bytes& out, byte_view data) {
 
 // Decodes `count` bytes written by put_packed.
 bytes get_packed(byte_reader& r, size_t count) {
-  rans_static::table const inner =
+  rans_static::table inner =
       parse_rans_static_inner(r.blob(r.remaining(), "rans_static inner table"));
   byte_view const payload = r.blob(r.remaining(), "rans_static packed bytes");
   bytes out(count);
-  rans_static::coder(inner, 1).decode(payload, count, out.data());
+  rans_static::coder(std::move(inner), 1).decode(payload, count, out.data());
   return out;
 }
 
@@ -256,40 +257,54 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
                 next + gap + length >= alphabet,
             errc::corrupt, "rans_static: symbol out of range");
     uint64_t const first = next + gap;
-    for (uint64_t s = first; s <= first + length; ++s) {
-      t.symbols.push_back(static_cast<uint32_t>(s));
-    }
-    next = first + length + 1;
-    fail_if(t.symbols.size() > total, errc::corrupt,
+    fail_if(t.symbols.size() + length + 1 > total, errc::corrupt,
             "rans_static: more symbols than the precision allows");
+    size_t const at = t.symbols.size();
+    t.symbols.resize(at + length + 1);
+    std::iota(t.symbols.begin() + static_cast<ptrdiff_t>(at), t.symbols.end(),
+              static_cast<uint32_t>(first));
+    next = first + length + 1;
   }
   size_t const k = t.symbols.size();
   uint64_t const rem = sr.varint();
   fail_if(rem >= k, errc::corrupt,
           "rans_static: remainder symbol out of range");
-  bytes codes;
+  bytes packed_codes;
+  byte_view codes;
   if (mode == 0) {
     fail_if(r.remaining() != k - 1, errc::corrupt,
             "rans_static: table codes do not match its symbols");
-    byte_view const raw = r.rest();
-    codes.assign(raw.begin(), raw.end());
+    codes = r.rest();
   } else {
     fail_if(!set_reader.empty(), errc::corrupt,
             "rans_static: trailing symbol set bytes");
-    codes = get_packed(r, k - 1);
+    packed_codes = get_packed(r, k - 1);
     fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
     uint8_t prev = 0;
-    for (uint8_t& c : codes) prev = c = static_cast<uint8_t>(prev + c);
+    for (uint8_t& c : packed_codes) prev = c = static_cast<uint8_t>(prev + c);
+    codes = packed_codes;
   }
+  // Codes dequantized from a table (the 16-bit tables' up to 2^16 symbols;
+  // a zero code dequantizes to 0, checked once after the loop).
+  static auto const dequantized = [] {
+    std::array<uint32_t, 256> v{};
+    for (unsigned c = 0; c < 256; ++c)
+      v[c] = dequantize(static_cast<uint8_t>(c));
+    return v;
+  }();
   t.freqs.resize(k);
   uint64_t sum = 0;
-  for (size_t i = 0, j = 0; i < k; ++i) {
-    if (i == rem) continue;
-    uint8_t const c = codes[j++];
-    fail_if(c == 0, errc::corrupt, "rans_static: zero frequency code");
-    t.freqs[i] = dequantize(c);
-    sum += t.freqs[i];
-  }
+  bool zero = false;
+  auto const fill = [&](size_t from, size_t to, uint8_t const* c) {
+    for (size_t i = from; i < to; ++i) {
+      zero |= c[i - from] == 0;
+      t.freqs[i] = dequantized[c[i - from]];
+      sum += t.freqs[i];
+    }
+  };
+  fill(0, rem, codes.data());
+  fill(rem + 1, k, codes.data() + rem);
+  fail_if(zero, errc::corrupt, "rans_static: zero frequency code");
   fail_if(sum >= total, errc::corrupt,
           "rans_static: frequencies exceed the precision");
   t.freqs[rem] = static_cast<uint32_t>(total - sum);
@@ -622,9 +637,14 @@ class coder_cache {
   // A file's shared tables alternate, and a few threads decode different
   // tensors at once.
   static constexpr size_t slots = 16;
-  // One table at 2^16 slots and small ones beside it (measured at 1 MiB:
-  // 60-110 more page faults a file, against 4-7 fewer rebuilds).
-  static constexpr size_t max_table_bytes = size_t{1} << 19;
+  // Two tables at 2^16 slots and small ones beside them: the two halves of
+  // an fp32 value split 16:16 each have one, and every chunk decodes both
+  // (at 512 KiB they evicted each other: faceres-deep.fp32 rebuilt its
+  // 2^16-slot tables for every chunk, ~30% of decoding it). Fewer bytes
+  // cost rebuilds; more, page faults (measured at 1 MiB on bf16 files,
+  // which have one table at 2^16 a chunk: 60-110 more a file, against 4-7
+  // fewer rebuilds).
+  static constexpr size_t max_table_bytes = size_t{1} << 20;
   struct entry {
     uint64_t hash;
     unsigned width;

@@ -105,6 +105,30 @@ TEST(leaves_test, zero_and_constant_roundtrip_or_reject_exactly_their_domain) {
   }
 }
 
+// constant's decoder fills by copying what it wrote (doubling, then in
+// blocks): every width and length around the block's size, exactly.
+TEST(leaves_test, constant_fills_every_width_and_length_exactly) {
+  leaf_def const* leaf = find_leaf(opcode::constant);
+  node const n = make_leaf(opcode::constant);
+  for (unsigned w : {1u, 2u, 3u, 4u, 5u, 8u, 16u, 255u}) {
+    value_type const t{static_cast<uint8_t>(w), meaning::none};
+    bytes lane(w);
+    for (unsigned i = 0; i < w; ++i) lane[i] = static_cast<uint8_t>(7 * i + 1);
+    for (size_t lanes :
+         {size_t{1}, size_t{2}, size_t{3}, size_t{1000}, size_t{4096 / w},
+          size_t{4096 / w + 1}, size_t{8192 / w + 3}, size_t{100003}}) {
+      bytes want;
+      for (size_t i = 0; i < lanes; ++i)
+        want.insert(want.end(), lane.begin(), lane.end());
+      bytes back(want.size() + 1, 0xee);  // one byte past: untouched
+      leaf->decode(n, t, lane, want.size(), back.data());
+      EXPECT_EQ(back.back(), 0xee) << w << " " << lanes;
+      back.pop_back();
+      EXPECT_EQ(back, want) << w << " " << lanes;
+    }
+  }
+}
+
 TEST(leaves_test, rans_static_roundtrips_with_its_own_table) {
   for (unsigned w : {1u, 2u}) {
     value_type const t{static_cast<uint8_t>(w), meaning::none};

@@ -126,8 +126,10 @@ TEST(rans_static_pair_test, pairs_decode_like_two_decodes_on_every_path) {
   rs::limit_simd(rs::simd_tuned);
 }
 
-TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
-  size_t const n = rs::wide_from + 1000;
+// Cut and corrupted payloads of `n` and `n + 77` symbols, paired at every
+// vector level: the same outputs or errors as decoding each alone.
+void cut_and_corrupted_pairs_fail_like_two_decodes(size_t n) {
+  unsigned const states = rs::lanes_for(n);
   bytes const da = skewed(n, 1, 120, 7);
   bytes const db = skewed(n + 77, 2, 50, 8);
   coded const a = code(da, 1, 11);
@@ -147,8 +149,8 @@ TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
         victim.pop_back();
         break;
       case 2:  // a state below 2^16
-        victim[4 * (trial % 32) + 2] = 0;
-        victim[4 * (trial % 32) + 3] = 0;
+        victim[4 * (trial % states) + 2] = 0;
+        victim[4 * (trial % states) + 3] = 0;
         break;
       default:  // flipped words
         for (int f = 0; f < 4; ++f) {
@@ -157,12 +159,24 @@ TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
         }
     }
     outcome const want = alone(a, pa, b, pb);
-    EXPECT_EQ(paired(a, pa, b, pb), want) << trial;
+    EXPECT_EQ(paired(a, pa, b, pb), want) << n << " " << trial;
     if (trial % 4 != 3) {
-      EXPECT_TRUE(want.threw) << trial;
+      EXPECT_TRUE(want.threw) << n << " " << trial;
     }
   }
   rs::limit_simd(rs::simd_tuned);
+}
+
+TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
+  cut_and_corrupted_pairs_fail_like_two_decodes(rs::wide_from + 1000);
+}
+
+// Narrow pairs (8 states each) take the AVX2 pair kernel where AVX-512 is
+// not allowed (levels 1 and 0 here; the narrow scalar loop at 2 and up).
+TEST(rans_static_pair_test, cut_and_corrupted_narrow_pairs_fail_alike) {
+  for (size_t n : {size_t{9}, size_t{5000}, rs::wide_from - 78}) {
+    cut_and_corrupted_pairs_fail_like_two_decodes(n);
+  }
 }
 
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:

@@ -8,6 +8,7 @@
 
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
+#include "codec/entropy/rans_static_simd.h"
 #include "codec/leaves/rans_static.h"
 #include "tests/codec/generators.h"
 
@@ -129,6 +130,106 @@ TEST(rans_static_test, small_alphabets_get_fast_tables_unless_they_cost) {
     EXPECT_EQ(back, d) << simd;
   }
   rs::limit_simd(rs::simd_tuned);
+}
+
+// The AVX2 slot fill writes whole vectors that spill into the next symbols'
+// slots: every layout (single symbols, runs of 1s, a large last symbol,
+// frequencies around multiples of 8, every precision) gives exactly the
+// slots the definition gives, and nothing past the table.
+TEST(rans_static_test, avx2_slot_fill_writes_exactly_the_slots) {
+  if (!rs::simd::avx2()) GTEST_SKIP() << "no AVX2";
+  std::mt19937 rng(31);
+  auto check = [](rs::table const& t) {
+    uint32_t const total = 1u << t.scale;
+    std::vector<uint32_t> step(total + 16, 0xdeadbeef);
+    std::vector<uint16_t> symbol(total + 17, 0xbeef);
+    rs::simd::fill_slots_avx2(t, step.data(), symbol.data());
+    uint32_t start = 0;
+    for (size_t i = 0; i < t.symbols.size(); ++i) {
+      for (uint32_t k = 0; k < t.freqs[i]; ++k) {
+        ASSERT_EQ(step[start + k], t.freqs[i] | k << 16) << start + k;
+        ASSERT_EQ(symbol[start + k], t.symbols[i]) << start + k;
+      }
+      start += t.freqs[i];
+    }
+    for (uint32_t j = total; j < total + 16; ++j) {
+      ASSERT_EQ(step[j], 0xdeadbeef);
+      ASSERT_EQ(symbol[j], 0xbeef);
+    }
+  };
+  for (unsigned scale = 1; scale <= rs::max_scale; ++scale) {
+    uint32_t const total = 1u << scale;
+    for (int round = 0; round < 12; ++round) {
+      // Random cuts of [0, total) into runs, with many tiny ones; symbols
+      // spread over 16 bits.
+      rs::table t;
+      t.scale = scale;
+      uint32_t left = total, sym = rng() % 50;
+      while (left > 0) {
+        uint32_t f = 1;
+        switch (round % 4) {
+          case 0:
+            f = 1;
+            break;
+          case 1:
+            f = 1 + rng() % 17;
+            break;
+          case 2:
+            f = (rng() % 4 ? 1 + rng() % 9 : 1 + rng() % 300);
+            break;
+          default:
+            f = 8 * (1 + rng() % 4) + (rng() % 3) - 1;
+            break;
+        }
+        if (round % 3 == 2 && t.symbols.size() == 3) f = left;  // big last
+        f = std::min(f, left);
+        t.symbols.push_back(sym);
+        t.freqs.push_back(f);
+        sym += 1 + (rng() % 3 == 0 ? rng() % 20 : 0);
+        left -= f;
+        if (sym >= 65536 - 1) break;
+      }
+      if (left > 0) t.freqs.back() += left;
+      ASSERT_NO_THROW(rs::validate(t, 16));
+      check(t);
+    }
+    check(rs::table{scale, {77}, {total}});  // one symbol owns every slot
+  }
+}
+
+// The branch-free pass of validate accepts exactly the valid tables; each
+// defect still gets its own error.
+TEST(rans_static_test, validate_rejects_each_defect) {
+  rs::table const good{4, {1, 5, 9, 200}, {3, 5, 7, 1}};
+  EXPECT_NO_THROW(rs::validate(good, 8));
+  auto rejects = [](rs::table const& t, unsigned bits) {
+    EXPECT_THROW(rs::validate(t, bits), error);
+  };
+  rs::table t = good;
+  t.symbols[3] = 256;  // past the alphabet
+  rejects(t, 8);
+  EXPECT_NO_THROW(rs::validate(t, 16));
+  t = good;
+  t.symbols[2] = 5;  // repeated
+  rejects(t, 8);
+  t = good;
+  t.symbols = {5, 1, 9, 200};  // decreasing
+  rejects(t, 8);
+  t = good;
+  t.freqs = {3, 0, 12, 1};  // zero, sum right
+  rejects(t, 8);
+  t = good;
+  t.freqs = {3, 5, 7, 2};  // sum over
+  rejects(t, 8);
+  t = good;
+  t.freqs = {3, 5, 6, 1};  // sum under
+  rejects(t, 8);
+  t = good;
+  t.freqs = {0xffffffffu, 5, 7, 1};  // a u32 that would wrap a 32-bit sum
+  rejects(t, 8);
+  t = good;
+  t.freqs.pop_back();  // ragged
+  rejects(t, 8);
 }
 
 TEST(rans_static_test, decode_table_bytes_follow_the_layout) {
