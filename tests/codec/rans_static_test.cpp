@@ -603,6 +603,7 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
   check_program(n, bytes_type);
   rejects(table_blob(4, {{3, 1}}, 0, {16}), 1);           // others fill 16
   rejects(table_blob(4, {{3, 1}}, 0, {0}), 1);            // zero code
+  rejects(table_blob(4, {{3, 2}}, 2, {0, 8}), 1);         // zero before rem
   rejects(table_blob(4, {{3, 1}}, 2, {8}), 1);            // remainder >= K
   rejects(table_blob(4, {{3, 1}}, 0, {8, 1}), 1);         // a code too many
   rejects(table_blob(4, {{3, 1}}, 0, {}), 1);             // a code too few
