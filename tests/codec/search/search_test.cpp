@@ -559,24 +559,31 @@ bytes one_role_file() {
   return make_safetensors(ts);
 }
 
+// How many of blocks.1.w .. blocks.<n-1>.w took the role's program (shape
+// `first`) checked, not searched: their expansions are the replay's steps,
+// one per operator of the role's program.
+size_t siblings_reusing(compressed const& c, std::string const& first,
+                        uint32_t n) {
+  size_t reused = 0;
+  for (uint32_t i = 1; i < n; ++i) {
+    size_t const r =
+        region_index(*c.reader, "blocks." + std::to_string(i) + ".w");
+    node const& p = program_of(*c.reader, r);
+    std::optional<choice_record> const& how = c.reader->regions()[r].how;
+    EXPECT_TRUE(how.has_value()) << "blocks." << i << ".w";
+    if (how && shape_of(p) == first && how->expansions <= operator_count(p)) {
+      ++reused;
+    }
+  }
+  return reused;
+}
+
 TEST(search, siblings_check_their_roles_program_instead_of_searching) {
   bytes const file = one_role_file();
   compressed const c = compress(file);
   std::string const first =
       shape_of(program_of(*c.reader, region_index(*c.reader, "blocks.0.w")));
-  size_t reused = 0;
-  for (uint32_t i = 1; i < 16; ++i) {
-    size_t const r =
-        region_index(*c.reader, "blocks." + std::to_string(i) + ".w");
-    node const& p = program_of(*c.reader, r);
-    std::optional<choice_record> const& how = c.reader->regions()[r].how;
-    ASSERT_TRUE(how.has_value());
-    // A sibling checked, not searched: its expansions are the replay's
-    // steps, one per operator of the role's program.
-    if (shape_of(p) == first && how->expansions <= operator_count(p)) {
-      ++reused;
-    }
-  }
+  size_t const reused = siblings_reusing(c, first, 16);
   // The learning sample (8 regions) is searched; the rest reuse.
   EXPECT_GE(reused, 7u);
   // The mostly-zero sibling has other statistics: it is searched, and
@@ -689,17 +696,7 @@ TEST(search, siblings_with_branching_programs_check_their_roles_program) {
   // Branching: some operator under the root has two operators below it, or
   // an operator child and leaves after it.
   ASSERT_GE(operator_count(first_program), 3u) << first;
-  size_t reused = 0;
-  for (uint32_t i = 1; i < 24; ++i) {
-    size_t const r =
-        region_index(*c.reader, "blocks." + std::to_string(i) + ".w");
-    node const& p = program_of(*c.reader, r);
-    std::optional<choice_record> const& how = c.reader->regions()[r].how;
-    ASSERT_TRUE(how.has_value());
-    if (shape_of(p) == first && how->expansions <= operator_count(p)) {
-      ++reused;
-    }
-  }
+  size_t const reused = siblings_reusing(c, first, 24);
   // The learning sample (10 regions) is searched; the other 14 replay.
   EXPECT_GE(reused, 12u) << first;
 }
