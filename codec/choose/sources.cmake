@@ -4,4 +4,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   choose/entropy_terms.cpp
   choose/histogram.cpp
   choose/sample.cpp
-  choose/shared_tables.cpp)
+  choose/shared_tables.cpp
+  choose/unseen_entropy.cpp)

@@ -8,6 +8,7 @@
 
 #include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
+#include "codec/choose/unseen_entropy.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/operator.h"
 #include "codec/entropy/rans_static.h"
@@ -164,7 +165,9 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       double payload_bits = 0;
       double const sample_blob = estimate_rans_static_blob_bytes(
           h, n, rans_static_scale_for(h.size(), n), &payload_bits);
-      double const payload = payload_bits / 8;
+      // The table is fitted to the sample and costed on it: its payload is
+      // short of the whole value's by what the sample leaves unseen.
+      double const payload = (payload_bits + unseen_entropy_bits(h, n)) / 8;
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
       // its blob growing in proportion.

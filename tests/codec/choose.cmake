@@ -1,1 +1,1 @@
-brevis_add_test(choose_test codec/choose_test.cpp)
+brevis_add_test(choose_test codec/choose_test.cpp codec/unseen_entropy_test.cpp)
