@@ -166,8 +166,13 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       double const sample_blob = estimate_rans_static_blob_bytes(
           h, n, rans_static_scale_for(h.size(), n), &payload_bits);
       // The table is fitted to the sample and costed on it: its payload is
-      // short of the whole value's by what the sample leaves unseen.
-      double const payload = (payload_bits + unseen_entropy_bits(h, n)) / 8;
+      // short of the whole value's by what the sample leaves unseen. The
+      // whole value's table fits it as closely, which about as many bits
+      // in all buy back: the sample's shortfall, less one sample's worth
+      // (none where the sample is the whole value).
+      double const unseen =
+          scale > 1 ? unseen_entropy_bits(h, n) * (1 - 1 / scale) : 0;
+      double const payload = (payload_bits + unseen) / 8;
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
       // its blob growing in proportion.
