@@ -40,5 +40,26 @@ TEST(value_stats, zero_and_repeat_counts_are_exact_across_block_edges) {
   }
 }
 
+// Siblings keep their role's program only where their decisions fall in
+// the same buckets: the fields that every float tensor has must not
+// straddle an edge.
+TEST(value_stats, common_fields_do_not_straddle_a_bucket_edge) {
+  value_stats a, b;
+  // A sign field: about half its values zero.
+  a.zero_rate = 0.46, b.zero_rate = 0.54;
+  EXPECT_EQ(zero_bucket(a), zero_bucket(b));
+  // A 7-bit mantissa in byte lanes: about 7 bits of entropy a byte.
+  a.byte_entropy = 6.9, b.byte_entropy = 7.0;
+  EXPECT_EQ(entropy_bucket(a), entropy_bucket(b));
+  // A full mantissa byte is told apart from it, a mostly zero field from a
+  // sign field, a low-entropy field from either.
+  b.byte_entropy = 7.99;
+  EXPECT_NE(entropy_bucket(a), entropy_bucket(b));
+  b.zero_rate = 0.9;
+  EXPECT_NE(zero_bucket(a), zero_bucket(b));
+  b.byte_entropy = 2.5;
+  EXPECT_NE(entropy_bucket(a), entropy_bucket(b));
+}
+
 }  // namespace
 }  // namespace brevis::codec::search
