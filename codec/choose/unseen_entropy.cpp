@@ -9,7 +9,10 @@
 
 namespace brevis::codec {
 
-double unseen_entropy_bits(sparse_hist const& h, uint64_t n) {
+double unseen_entropy_bits(sparse_hist const& h, uint64_t n,
+                           unsigned alphabet_bits) {
+  // One symbol seen: its source may have others, but no estimate from one
+  // symbol's count tells their share (and a constant value costs nothing).
   if (n < 2 || h.size() < 2) return 0;
   // Symbols by their count: the estimate's term depends on the count alone,
   // so a histogram of tens of thousands of symbols (mostly counts of a few)
@@ -65,7 +68,8 @@ double unseen_entropy_bits(sparse_hist const& h, uint64_t n) {
     for (uint32_t c : large) estimate += weighted(c);
   }
   double const plug_in = entropy_from_terms(n, terms);
-  return std::max(0.0, nd * estimate - plug_in);
+  double const most = nd * alphabet_bits;
+  return std::max(0.0, std::min(nd * estimate, most) - plug_in);
 }
 
 }  // namespace brevis::codec

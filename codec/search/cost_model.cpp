@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -105,9 +106,17 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
   // was 8% of compressing blazepose-detector.bf16.pt, half of it repeated.
   uint64_t const value_key =
       leaf.op == opcode::zstd ? mix(xxh3(v.sample.data), 0x7a737464) : vh;
-  uint64_t const key = mix(mix(value_key, static_cast<uint8_t>(leaf.op)),
-                           leaf.params.empty() ? 0 : leaf.params[0] + 1) ^
-                       (leaf.blob.empty() ? 0 : 0x5bd1e995);
+  // A table fitted to the sample costs by the value's scale too (its blob,
+  // and what the sample leaves unseen): keyed by it, as the same sample may
+  // stand for values of other sizes (a sparse value's, a repeat's period).
+  uint64_t const scale_key =
+      leaf.op == opcode::rans_static && leaf.blob.empty()
+          ? mix(std::bit_cast<uint64_t>(scale), 0x7363616c65)
+          : 0;
+  uint64_t const key = (mix(mix(value_key, static_cast<uint8_t>(leaf.op)),
+                            leaf.params.empty() ? 0 : leaf.params[0] + 1) ^
+                        (leaf.blob.empty() ? 0 : 0x5bd1e995)) ^
+                       scale_key;
   if (auto it = cache_.find(key); it != cache_.end()) {
     return it->second.second ? it->second.first : it->second.first * scale;
   }
@@ -167,11 +176,13 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
           h, n, rans_static_scale_for(h.size(), n), &payload_bits);
       // The table is fitted to the sample and costed on it: its payload is
       // short of the whole value's by what the sample leaves unseen. The
-      // whole value's table fits it as closely, which about as many bits
-      // in all buy back: the sample's shortfall, less one sample's worth
-      // (none where the sample is the whole value).
+      // whole value's own table is biased low too, by about as many bits
+      // in all as the sample's: the whole's shortfall is the sample's, less
+      // one sample's worth (none where the sample is the whole value).
       double const unseen =
-          scale > 1 ? unseen_entropy_bits(h, n) * (1 - 1 / scale) : 0;
+          scale > 1 ? unseen_entropy_bits(h, n, 8 * v.sample.type.width) *
+                          (1 - 1 / scale)
+                    : 0;
       double const payload = (payload_bits + unseen) / 8;
       // The whole value has symbols the sample lacks, and its table holds
       // them all: more as the sample's singletons predict (Good-Turing),
