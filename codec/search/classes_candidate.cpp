@@ -133,13 +133,20 @@ struct partition {
   double cost = 0;  // of the exponents, with the map
 };
 
-double partition_cost(groups const& g, std::vector<uint8_t> const& map,
-                      unsigned k) {
-  std::vector<double> h(size_t{k} * buckets, 0);
+// (`map` null: every group in class 0.) The cells are summed as integers,
+// then scaled: the sums of their scaled counts in doubles, exact as these
+// (whole numbers far below 2^53), in a third of the instructions.
+double partition_cost(groups const& g, uint8_t const* map, unsigned k) {
+  static_assert(classes * buckets <= 256);
+  std::array<uint64_t, 256> sums{};
   for (size_t j = 0; j < g.count; ++j) {
-    double* dst = &h[map[j] * buckets];
+    uint64_t* dst = &sums[map != nullptr ? map[j] * buckets : 0];
     uint32_t const* cell = &g.counts[j * buckets];
-    for (unsigned b = 0; b < buckets; ++b) dst[b] += cell[b] * g.scale;
+    for (unsigned b = 0; b < buckets; ++b) dst[b] += cell[b];
+  }
+  std::vector<double> h(size_t{k} * buckets);
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] = static_cast<double>(sums[i]) * g.scale;
   }
   double cost = static_cast<double>(g.count) * std::log2(k) / 8 + 4;
   for (unsigned c = 0; c < k; ++c) {
@@ -196,14 +203,23 @@ partition classify(groups const& g) {
   // class of its rank, i K / count, as the sort gave it (ties in the mean,
   // as quantized weights have, broken by the index; with ties on the cut's
   // side, antispoof.fp16 lost a class and 9 KB).
+  // The cells as floats, converted once for the means and every round (the
+  // same values, and products by a bucket, as converted one by one: sample
+  // counts, at most 2^15 a group, far below 2^24), in a buffer the thread
+  // reuses.
+  static thread_local std::vector<float> cells;
+  cells.resize(g.counts.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    cells[i] = static_cast<float>(g.counts[i]);
+  }
   using keyed = std::pair<float, uint32_t>;
   std::vector<keyed> mean(g.count);
   for (size_t j = 0; j < g.count; ++j) {
-    uint32_t const* cell = &g.counts[j * buckets];
+    float const* cell = &cells[j * buckets];
     float sum = 0, n = 0;
     for (unsigned b = 0; b < buckets; ++b) {
-      sum += static_cast<float>(cell[b] * b);
-      n += static_cast<float>(cell[b]);
+      sum += cell[b] * static_cast<float>(b);
+      n += cell[b];
     }
     mean[j] = {n > 0 ? sum / n : 0, static_cast<uint32_t>(j)};
   }
@@ -228,7 +244,7 @@ partition classify(groups const& g) {
     h.fill(0.02f);
     for (size_t j = 0; j < g.count; ++j) {
       float* dst = &h[map[j] * buckets];
-      uint32_t const* cell = &g.counts[j * buckets];
+      float const* cell = &cells[j * buckets];
       for (unsigned b = 0; b < buckets; ++b) dst[b] += cell[b];
     }
     for (unsigned c = 0; c < K; ++c) {
@@ -240,11 +256,9 @@ partition classify(groups const& g) {
     }
     bool moved = false;
     for (size_t j = 0; j < g.count; ++j) {
-      uint32_t const* cell = &g.counts[j * buckets];
+      float const* cell = &cells[j * buckets];
       costs sum{};
-      for (unsigned b = 0; b < buckets; ++b) {
-        sum += static_cast<float>(cell[b]) * bits[b];
-      }
+      for (unsigned b = 0; b < buckets; ++b) sum += cell[b] * bits[b];
       unsigned arg = 0;
       for (unsigned c = 1; c < K; ++c) arg = sum[c] < sum[arg] ? c : arg;
       moved |= arg != map[j];
@@ -262,7 +276,7 @@ partition classify(groups const& g) {
   }
   partition p;
   p.k = used;
-  p.cost = partition_cost(g, map, used);
+  p.cost = partition_cost(g, map.data(), used);
   p.map = std::move(map);
   return p;
 }
@@ -284,7 +298,16 @@ std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
       uint8_t const* next = row + 2 * step * cols;
       for (size_t b = 0; b < 2 * cols; b += 64) __builtin_prefetch(next + b);
     }
-    for (size_t j = 0; j < cols; ++j) {
+    // Four elements a load: the flag stores are most of the work left.
+    size_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      uint64_t const x = load_le<uint64_t>(row + 2 * j);
+      seen[(x >> shift) & exponent_mask] = 1;
+      seen[(x >> (16 + shift)) & exponent_mask] = 1;
+      seen[(x >> (32 + shift)) & exponent_mask] = 1;
+      seen[(x >> (48 + shift)) & exponent_mask] = 1;
+    }
+    for (; j < cols; ++j) {
       seen[(load_le<uint16_t>(row + 2 * j) >> shift) & exponent_mask] = 1;
     }
   }
@@ -503,25 +526,37 @@ node field_leaf(opcode op, std::span<uint64_t const> counts, unsigned width,
 // elements' indexes in the tensor's table are counted a class, in one
 // pass: no 16-bit histogram a class.
 struct element_tables {
-  // A class's present values and their counts, and its table's estimate.
-  std::vector<std::vector<uint32_t>> symbols;
-  std::vector<std::vector<uint64_t>> counts;
+  // The table's values and each class's count of each (k x values; kept
+  // only from a pass over every row), and each class's table's estimate.
+  std::vector<uint32_t> values;
+  std::vector<uint32_t> counts;
   std::vector<double> bytes;
+  // Elements of no value of the table (counted apart; counted, with none,
+  // in the counts of each class's field too: class_fields_of).
+  uint64_t absent = 0;
 };
 
 // Class c's leaf: its table built (encoding work: only for the winner).
 node element_leaf(element_tables const& t, unsigned c) {
-  auto const& symbols = t.symbols[c];
+  size_t const values = t.values.size();
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  uint64_t n = 0;
+  for (size_t i = 0; i < values; ++i) {
+    uint32_t const v = t.counts[c * values + i];
+    if (v == 0) continue;
+    symbols.push_back(t.values[i]);
+    counts.push_back(v);
+    n += v;
+  }
   if (symbols.size() < 2) {  // one value (pruned channels): no payload
     return make_leaf(symbols.size() == 1 && symbols[0] == 0 ? opcode::zero
                                                             : opcode::constant);
   }
-  uint64_t n = 0;
-  for (uint64_t v : t.counts[c]) n += v;
   node leaf = make_leaf(opcode::rans_static);
   leaf.blob = serialize_rans_static_table(
       quantize_rans_static_table(rans_static::normalize(
-          symbols, t.counts[c], rans_static_scale_for(symbols.size(), n))));
+          symbols, counts, rans_static_scale_for(symbols.size(), n))));
   return leaf;
 }
 
@@ -577,31 +612,33 @@ element_tables element_tables_of(rans_static::table const& t, uint8_t const* w,
                                  size_t row_step) {
   size_t const values = t.symbols.size();
   static thread_local std::vector<uint16_t> index;
-  // Zero but for the table's values, which are reset after the pass: no
-  // 128 KiB fill a tensor. (Every element is one of the table's values; an
-  // other would count as the first, within bounds.)
+  // A value's index in the table plus one, 0 for a value not in the table:
+  // zero but for the table's values, which are reset after the pass (no
+  // 128 KiB fill a tensor).
   index.resize(size_t{1} << 16, 0);
   for (size_t i = 0; i < values; ++i) {
-    index[t.symbols[i]] = static_cast<uint16_t>(i);
+    index[t.symbols[i]] = static_cast<uint16_t>(i + 1);
   }
   // Two copies of the counts, alternate elements each, summed after: a
   // value repeats, and an increment of the counter the previous one wrote
   // waits for it. Each element's class as the offset of its counts, a
-  // column's computed once.
-  size_t const cells = size_t{k} * values;
+  // column's computed once. A class's counts start with its elements of
+  // no table value.
+  size_t const stride = values + 1;
+  size_t const cells = size_t{k} * stride;
   static thread_local std::vector<uint32_t> counts;
   counts.assign(2 * cells, 0);
   static thread_local std::vector<uint32_t> offset;
   offset.resize(cols);
   for (size_t j = 0; j < cols; ++j) {
-    offset[j] = by_rows ? 0 : static_cast<uint32_t>(map[j] * values);
+    offset[j] = by_rows ? 0 : static_cast<uint32_t>(map[j] * stride);
   }
   uint16_t const* const at = index.data();
   uint32_t* const hist = counts.data();
   uint32_t const* const of = offset.data();
   for (size_t r = 0; r < rows; r += row_step) {
     uint8_t const* row = w + 2 * r * cols;
-    uint32_t* const even = hist + (by_rows ? size_t{map[r]} * values : 0);
+    uint32_t* const even = hist + (by_rows ? size_t{map[r]} * stride : 0);
     uint32_t* const odd = even + cells;
     size_t j = 0;
     for (; j + 2 <= cols; j += 2) {
@@ -612,6 +649,14 @@ element_tables element_tables_of(rans_static::table const& t, uint8_t const* w,
   }
   for (size_t i = 0; i < cells; ++i) hist[i] += hist[cells + i];
   for (uint32_t v : t.symbols) index[v] = 0;
+  element_tables out;
+  // Then the classes' counts of the table's values, k x values, in place
+  // (each moves down past the counts before it).
+  for (unsigned c = 0; c < k; ++c) {
+    out.absent += hist[c * stride];
+    std::copy(hist + c * stride + 1, hist + (c + 1) * stride,
+              hist + c * values);
+  }
   // A value seen in the sample stands for rows / sampled of its kind.
   double const scale = static_cast<double>(rows) /
                        static_cast<double>((rows + row_step - 1) / row_step);
@@ -623,32 +668,60 @@ element_tables element_tables_of(rans_static::table const& t, uint8_t const* w,
       }
     }
   }
-  element_tables out;
-  out.symbols.resize(k);
-  out.counts.resize(k);
+  // Only the winner's values are listed a class again (element_leaf), from
+  // the counts of every row (a sample's estimate is read alone): the
+  // estimates read one list, in a buffer the thread reuses.
+  if (row_step == 1) {
+    out.values = t.symbols;
+    out.counts.assign(hist, hist + size_t{k} * values);
+  }
+  static thread_local std::vector<std::pair<uint32_t, uint32_t>> h;
   for (unsigned c = 0; c < k; ++c) {
-    std::vector<std::pair<uint32_t, uint32_t>> h;
-    auto& symbols = out.symbols[c];
-    auto& present = out.counts[c];
+    h.clear();
     uint64_t n = 0;
     for (size_t i = 0; i < values; ++i) {
       uint32_t const v = hist[c * values + i];
       if (v == 0) continue;
       h.emplace_back(t.symbols[i], v);
-      symbols.push_back(t.symbols[i]);
-      present.push_back(v);
       n += v;
     }
-    if (symbols.size() < 2) {
-      out.bytes.push_back(symbols.size() == 1 && symbols[0] == 0 ? 2 : 4);
+    if (h.size() < 2) {
+      out.bytes.push_back(h.size() == 1 && h[0].first == 0 ? 2 : 4);
       continue;
     }
     double payload_bits = 0;
     out.bytes.push_back(
         2 +
         estimate_rans_static_blob_bytes(
-            h, n, rans_static_scale_for(symbols.size(), n), &payload_bits) +
+            h, n, rans_static_scale_for(h.size(), n), &payload_bits) +
         payload_bits / 8);
+  }
+  return out;
+}
+
+// Each class's field counts (class_field_counts' layout, one copy) from
+// its counts of whole elements (element_tables_of, over every row, with no
+// element outside the table): where those are counted, no second pass.
+field_counts& class_fields_of(element_tables const& t, unsigned k,
+                              exponent_field const& f, bool mantissa) {
+  size_t const cells = size_t{f.mask} + 1;
+  size_t const low_cells = mantissa ? size_t{1} << f.shift : 0;
+  static thread_local field_counts out;
+  out.classes.assign(size_t{k} * cells, 0);
+  out.mantissa.assign(size_t{k} * low_cells, 0);
+  size_t const values = t.values.size();
+  uint32_t const low_mask = (1u << f.shift) - 1;
+  for (unsigned c = 0; c < k; ++c) {
+    uint32_t const* counts = &t.counts[c * values];
+    uint32_t* const field = &out.classes[c * cells];
+    for (size_t i = 0; i < values; ++i) {
+      field[(t.values[i] >> f.shift) & f.mask] += counts[i];
+    }
+    if (!mantissa) continue;
+    uint32_t* const low = &out.mantissa[c * low_cells];
+    for (size_t i = 0; i < values; ++i) {
+      low[t.values[i] & low_mask] += counts[i];
+    }
   }
   return out;
 }
@@ -738,10 +811,20 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   by_col.count = cols;
   by_col.counts.assign(cols * buckets, 0);
   by_col.scale = static_cast<double>(col_step);
+  // Four elements a load (half the instructions of one a load).
+  uint64_t const top = 0xFFFFu >> shift;
   for (size_t i = 0; i < rows; i += col_step) {
     uint8_t const* row = w + 2 * i * cols;
     uint32_t* cell = by_col.counts.data();
-    for (size_t j = 0; j < cols; ++j, cell += buckets) {
+    size_t j = 0;
+    for (; j + 4 <= cols; j += 4, cell += 4 * buckets) {
+      uint64_t const x = load_le<uint64_t>(row + 2 * j);
+      ++cell[bucket[(x >> shift) & top]];
+      ++cell[buckets + bucket[(x >> (16 + shift)) & top]];
+      ++cell[2 * buckets + bucket[(x >> (32 + shift)) & top]];
+      ++cell[3 * buckets + bucket[x >> (48 + shift)]];
+    }
+    for (; j < cols; ++j, cell += buckets) {
       ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
     }
   }
@@ -788,7 +871,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   for (bool use_rows : {false, true}) {
     if (use_rows && !by_rows_too) continue;
     groups const& g = use_rows ? by_row : by_col;
-    single[use_rows] = partition_cost(g, std::vector<uint8_t>(g.count, 0), 1);
+    single[use_rows] = partition_cost(g, nullptr, 1);
     room[use_rows] = single[use_rows] - grouped_entropy_bytes(g) - 4 -
                      static_cast<double>(g.count) * std::log2(classes) / 8;
   }
@@ -837,11 +920,33 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   // Timed by the thread's CPU clock (work_clock.h), a system call of 1.4
   // to 7 us here: the passes alone, not the winner's table building (36 us
   // a tensor on blazepose-heavy.bf16, left with choosing).
+  // A program of one table of the elements has the classes' own tables
+  // costed too (below), from a pass counting each class's elements; where
+  // that pass is over every row, it is made first and the field counts
+  // follow from its counts, with no pass of their own (blazepose-heavy.bf16:
+  // 23 of its 74 tensors tried).
+  std::optional<rans_static::table> const table = element_table_of(inner);
+  size_t table_step = std::clamp<size_t>(n / table_sample_elements, 1,
+                                         std::max<size_t>(1, rows / 8));
+  if (table_step < min_table_sample_step) table_step = 1;
+  std::optional<element_tables> tables;
+  double tables_ms = 0;  // the whole tensor's pass (thread CPU)
+  if (table && table_step == 1) {
+    double const start = thread_cpu_ms();
+    tables =
+        element_tables_of(*table, w, rows, cols, best_rows, best.map, k, 1);
+    tables_ms = thread_cpu_ms() - start;
+  }
+  bool const fused = tables && tables->absent == 0;
+  bool const count_mantissas = f->leaf == nullptr || m != meaning::bf16;
   double const counts_start = thread_cpu_ms();
   field_counts const& counted =
-      class_field_counts(w, rows, cols, best_rows, best.map, k, *f,
-                         f->leaf == nullptr || m != meaning::bf16);
-  double const counts_ms = thread_cpu_ms() - counts_start;
+      fused ? class_fields_of(*tables, k, *f, count_mantissas)
+            : class_field_counts(w, rows, cols, best_rows, best.map, k, *f,
+                                 count_mantissas);
+  // Fused: the element pass is these counts' pass too.
+  double const counts_ms =
+      thread_cpu_ms() - counts_start + (fused ? tables_ms : 0);
   std::vector<uint64_t> per(size_t{k} * cells);
   std::vector<uint64_t> all(cells, 0);
   for (size_t i = 0; i < per.size(); ++i) {
@@ -928,8 +1033,6 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   // Each class the cheaper of its own table and its own split (classes as
   // different as antispoof.fp16's: one of few values, one of noise).
   std::vector<bool> own_table(k, false);
-  std::optional<element_tables> tables;
-  double tables_ms = 0;  // the whole tensor's pass (thread CPU)
   if (codes_elements_by_table(inner)) {
     double const map_bytes =
         6 + static_cast<double>(best.map.size()) * std::log2(k) / 8;
@@ -957,22 +1060,25 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     // A sample of half or a third of the rows costs about what the whole
     // pass does (the tables' costing is most of a pass of blazepose-heavy's
     // 288x288 tensors): those count every row at once.
-    size_t step = std::clamp<size_t>(n / table_sample_elements, 1,
-                                     std::max<size_t>(1, rows / 8));
-    if (step < min_table_sample_step) step = 1;
-    std::optional<rans_static::table> const table = element_table_of(inner);
+    // (Counted above where every row is counted at once.) A class's own
+    // table lacks the elements of no value of the tensor's table: none
+    // where that table codes the tensor, but were there any, no class
+    // would have its own.
     bool worth = table.has_value();
-    if (worth && step > 1) {
+    if (worth && table_step > 1) {
       element_tables const sampled = element_tables_of(
-          *table, w, rows, cols, best_rows, best.map, k, step);
-      worth = to_beat - mixed_bytes(sampled) >
-              std::max(gain, wanted) - table_sample_margin * to_beat;
+          *table, w, rows, cols, best_rows, best.map, k, table_step);
+      worth = sampled.absent == 0 &&
+              to_beat - mixed_bytes(sampled) >
+                  std::max(gain, wanted) - table_sample_margin * to_beat;
     }
-    if (worth) {
+    if (worth && !tables) {
       double const start = thread_cpu_ms();
       tables =
           element_tables_of(*table, w, rows, cols, best_rows, best.map, k, 1);
       tables_ms = thread_cpu_ms() - start;
+    }
+    if (worth && tables->absent == 0) {
       double const mixed = mixed_bytes(*tables);
       if (to_beat - mixed > gain) {
         gain = to_beat - mixed, how = shape::own_tables;
@@ -1004,7 +1110,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     // the splits', where a class has one.
     bool const any_split =
         std::find(own_table.begin(), own_table.end(), false) != own_table.end();
-    out.coding_ms = tables_ms + (any_split ? counts_ms : 0);
+    out.coding_ms = fused ? counts_ms : tables_ms + (any_split ? counts_ms : 0);
     return out;
   }
   unsigned const scale = how == shape::leaf &&

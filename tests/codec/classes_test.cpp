@@ -523,6 +523,77 @@ TEST(classes_test, candidate_gives_own_tables_by_rows_and_columns_with_tails) {
   }
 }
 
+// A program of one table of the elements, over a tensor whose every row is
+// counted at once (256x128: step 1): the classes' field counts follow from
+// the pass counting each class's elements, with no pass of their own. The
+// classes' tables hold every value they code, and code smaller.
+TEST(classes_test, candidate_over_a_table_of_the_elements_counts_once) {
+  for (bool const fp16 : {false, true}) {
+    meaning const m = fp16 ? meaning::fp16 : meaning::bf16;
+    for (bool const by_rows : {false, true}) {
+      SCOPED_TRACE(std::string(fp16 ? "fp16" : "bf16") +
+                   (by_rows ? " by rows" : " by columns"));
+      size_t const rows = 256, cols = 128;
+      bytes const data = channel_scales(rows, cols, fp16, by_rows, 13);
+      region r =
+          tensor_region(fp16 ? dtype::f16 : dtype::bf16, data, {rows, cols});
+      node const inner = make_op(
+          opcode::view, {2, static_cast<uint64_t>(m)},
+          {make_rans_static(stream{data, {2, m}}, 2), make_leaf(opcode::raw)});
+      size_t const before = coded_size(inner, data);
+      auto const c =
+          search::classes_program(r, data, inner, static_cast<double>(before));
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->rows, by_rows);
+      check_program(c->program);
+      ASSERT_TRUE(roundtrips(c->program, data)) << program_text(c->program);
+      EXPECT_LT(coded_size(c->program, data), before);
+    }
+  }
+}
+
+// Elements the inner program's table lacks (its table from other bytes: an
+// inner program that does not code the tensor) get no class a table of
+// its own, which would lack them too: the field counts come from a pass
+// of their own, and the classes' program codes every element.
+TEST(classes_test, candidate_gives_no_own_tables_for_values_outside_the_table) {
+  size_t const rows = 256, cols = 128;
+  std::mt19937 rng(9);
+  bytes data;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      float const f = std::ldexp(static_cast<float>(rng() % 32) - 15.5f,
+                                 j % 2 == 0 ? -4 : -10);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      testing::append<uint16_t>(data, static_cast<uint16_t>(u >> 16));
+    }
+  }
+  region r = tensor_region(dtype::bf16, data, {rows, cols});
+  node const inner =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_rans_static(stream{data, {2, meaning::bf16}}, 2),
+               make_leaf(opcode::raw)});
+  // 1.0 and -2.0: no value of the quantized grid (|values| < 1).
+  bytes changed = data;
+  store_le<uint16_t>(&changed[2 * 5], 0x3F80);
+  store_le<uint16_t>(&changed[2 * (rows * cols / 2 + 3)], 0xC000);
+  // Against the raw bytes: a gain for any shape of the classes.
+  auto const c = search::classes_program(r, changed, inner,
+                                         static_cast<double>(changed.size()));
+  ASSERT_TRUE(c.has_value());
+  check_program(c->program);
+  ASSERT_TRUE(roundtrips(c->program, changed)) << program_text(c->program);
+  // A class's own table is a child of the classes under the view (under
+  // bitfields, the classes' children code the sign and exponent).
+  node const& top = c->program.children[0];
+  if (top.op == opcode::classes) {
+    for (node const& kid : top.children) {
+      EXPECT_NE(kid.op, opcode::rans_static) << program_text(c->program);
+    }
+  }
+}
+
 // The default chooser codes fp16 weights with per-column scales by classes.
 TEST(classes_test, search_picks_classes_for_fp16_per_column_scales) {
   size_t const rows = 288, cols = 192;
