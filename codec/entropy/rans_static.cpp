@@ -262,7 +262,9 @@ coder::coder(table t, unsigned width)
       width_(width),
       scale_(table_.scale),
       single_(table_.symbols.size() == 1),
-      compact_(compact_layout(table_, width)) {
+      compact_(compact_layout(table_, width)),
+      packed_(!compact_ && packed_layout(table_) && simd::avx2() &&
+              !simd::avx512()) {
   fail_if(width != 1 && width != 2, errc::bad_program,
           "rans_static: symbols are 8 or 16 bits");
   if (single_) single_symbol_ = table_.symbols[0];
@@ -489,6 +491,7 @@ table_pool& pool() {
 size_t coder::decode_table_bytes() const {
   if (single_) return 0;
   size_t const slots = size_t{1} << scale_;
+  if (packed_) return slots * sizeof(uint32_t);
   return compact_ ? slots + 3 : slot_bytes(static_cast<uint32_t>(slots) + 1);
 }
 
@@ -528,6 +531,18 @@ void coder::build_decoder() const {
     dec_symbol_end_ = width_ == 1
                           ? table_.symbols.back() + 1
                           : static_cast<unsigned>(table_.symbols.size());
+    return;
+  }
+  if (packed_) {  // at most 2^12 slots: small, not pooled
+    dec_packed_ = std::make_unique_for_overwrite<uint32_t[]>(total);
+    uint32_t start = 0;
+    for (size_t i = 0; i < table_.symbols.size(); ++i) {
+      uint32_t const f = table_.freqs[i];
+      uint32_t const high = f | table_.symbols[i] << 24;
+      uint32_t* const slot = dec_packed_.get() + start;
+      for (uint32_t k = 0; k < f; ++k) slot[k] = high | k << 12;
+      start += f;
+    }
     return;
   }
   if (decode_arrays a = pool().take(total); a.step) {
@@ -652,7 +667,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 
 void limit_simd(unsigned level) { simd::set_cap(level); }
 
-template <typename sym, unsigned n_lanes, unsigned fixed_scale, bool compact>
+template <typename sym, unsigned n_lanes, unsigned fixed_scale,
+          coder::slot_layout layout>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
                         resume_point const* from) const {
   size_t const head = 4 * n_lanes;
@@ -677,16 +693,25 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   uint32_t const* const freq_start = dec_freq_start_.data();
   uint32_t const* const symbol16 =
       sizeof(sym) == 2 ? dec_symbol16_.data() : nullptr;
-  // The symbol of a slot, and its state step as freq | (slot - start) << 16.
-  auto lookup = [&](uint32_t slot, uint32_t& e) -> sym {
-    if constexpr (compact) {
+  uint32_t const* const packed_tab = dec_packed_.get();
+  // The symbol of a slot, and its state's step: freq and slot - start.
+  auto lookup = [&](uint32_t slot, uint32_t& freq, uint32_t& bias) -> sym {
+    if constexpr (layout == slot_layout::packed) {
+      uint32_t const v = packed_tab[slot];
+      freq = v & 0xfff;
+      bias = v >> 12 & 0xfff;
+      return static_cast<sym>(v >> 24);
+    } else if constexpr (layout == slot_layout::compact) {
       uint8_t const v = symbol8_tab[slot];
       uint32_t const fs = freq_start[v];
-      e = (fs & 0xffff) | (slot - (fs >> 16)) << 16;
+      freq = fs & 0xffff;
+      bias = slot - (fs >> 16);
       if constexpr (sizeof(sym) == 2) return static_cast<sym>(symbol16[v]);
       return v;
     } else {
-      e = step_tab[slot];
+      uint32_t const e = step_tab[slot];
+      freq = e & 0xffff;
+      bias = e >> 16;
       return static_cast<sym>(symbol_tab[slot]);
     }
   };
@@ -695,7 +720,12 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   size_t const rest = count - done;
   uint8_t* const rest_out = out + done * sizeof(sym);
   size_t i = 0;
-  if constexpr (compact) {
+  if constexpr (layout == slot_layout::packed) {
+    if (n_lanes == wide_lanes && simd::avx2()) {
+      i = simd::decode_packed_rounds_avx2(sizeof(sym), x, p, end, rest, scale,
+                                          packed_tab, rest_out);
+    }
+  } else if constexpr (layout == slot_layout::compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {
       i = simd::decode_rounds8_avx512(x, p, end, rest, scale, symbol8_tab,
                                       freq_start, symbol16, dec_symbol_end_,
@@ -724,9 +754,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
     for (unsigned j = 0; j < n_lanes; ++j) {
       uint32_t s = x[j];
       uint32_t const slot = s & mask;
-      uint32_t e;
-      store_le<sym>(out + (i + j) * sizeof(sym), lookup(slot, e));
-      s = (e & 0xffff) * (s >> scale) + (e >> 16);
+      uint32_t freq, bias;
+      store_le<sym>(out + (i + j) * sizeof(sym), lookup(slot, freq, bias));
+      s = freq * (s >> scale) + bias;
       // Arithmetic, not a branch (GCC emits one for ?:): renormalization is
       // unpredictable.
       uint32_t const r = s < state_low;
@@ -740,9 +770,9 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   for (; i < count; ++i) {
     uint32_t& s = x[i % n_lanes];
     uint32_t const slot = s & mask;
-    uint32_t e;
-    store_le<sym>(out + i * sizeof(sym), lookup(slot, e));
-    s = (e & 0xffff) * (s >> scale) + (e >> 16);
+    uint32_t freq, bias;
+    store_le<sym>(out + i * sizeof(sym), lookup(slot, freq, bias));
+    s = freq * (s >> scale) + bias;
     if (s < state_low) {
       fail_if(end - p < 2, errc::truncated, "rans_static: payload too short");
       s = (s << 16) | load_le<uint16_t>(p);
@@ -761,30 +791,57 @@ void coder::dispatch_decode(byte_view payload, size_t count, uint8_t* out,
   if (compact_) {  // at 2^14 to 2^16 slots
     switch (scale_) {
       case 16:
-        return decode_impl<sym, n_lanes, 16, true>(payload, count, out, from);
+        return decode_impl<sym, n_lanes, 16, slot_layout::compact>(
+            payload, count, out, from);
       case 15:
-        return decode_impl<sym, n_lanes, 15, true>(payload, count, out, from);
+        return decode_impl<sym, n_lanes, 15, slot_layout::compact>(
+            payload, count, out, from);
       default:
-        return decode_impl<sym, n_lanes, 14, true>(payload, count, out, from);
+        return decode_impl<sym, n_lanes, 14, slot_layout::compact>(
+            payload, count, out, from);
+    }
+  }
+  if (packed_) {  // at most 2^12 slots
+    switch (scale_) {
+      case 12:
+        return decode_impl<sym, n_lanes, 12, slot_layout::packed>(
+            payload, count, out, from);
+      case 11:
+        return decode_impl<sym, n_lanes, 11, slot_layout::packed>(
+            payload, count, out, from);
+      case 10:
+        return decode_impl<sym, n_lanes, 10, slot_layout::packed>(
+            payload, count, out, from);
+      default:
+        return decode_impl<sym, n_lanes, 0, slot_layout::packed>(payload, count,
+                                                                 out, from);
     }
   }
   switch (scale_) {  // the precisions rans_static_scale_for picks
     case 16:
-      return decode_impl<sym, n_lanes, 16, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 16, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 15:
-      return decode_impl<sym, n_lanes, 15, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 15, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 14:
-      return decode_impl<sym, n_lanes, 14, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 14, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 13:
-      return decode_impl<sym, n_lanes, 13, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 13, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 12:
-      return decode_impl<sym, n_lanes, 12, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 12, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 11:
-      return decode_impl<sym, n_lanes, 11, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 11, slot_layout::slots>(payload, count,
+                                                               out, from);
     case 10:
-      return decode_impl<sym, n_lanes, 10, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 10, slot_layout::slots>(payload, count,
+                                                               out, from);
     default:
-      return decode_impl<sym, n_lanes, 0, false>(payload, count, out, from);
+      return decode_impl<sym, n_lanes, 0, slot_layout::slots>(payload, count,
+                                                              out, from);
   }
 }
 
@@ -846,8 +903,9 @@ bool coder::pairs_slot_rounds(byte_view payload, size_t count,
   // A malformed payload decodes alone (and throws there).
   unsigned const n_lanes = wide ? wide_lanes : lanes;
   bool const fits = wide ? count >= wide_from : count > 0 && count < wide_from;
-  return fits && !single_ && !compact_ && payload.size() >= 4 * n_lanes &&
-         payload.size() % 2 == 0 &&
+  // Packed slots pair only narrow (the AVX-512 pair has no packed kernel).
+  return fits && !single_ && !compact_ && !(wide && packed_) &&
+         payload.size() >= 4 * n_lanes && payload.size() % 2 == 0 &&
          (wide ? simd::pair_rounds() : simd::narrow_pair_rounds());
 }
 
@@ -879,7 +937,8 @@ void coder::decode_slot_pair(decode_job const& a, decode_job const& b) {
                              j.c->scale_,
                              j.c->dec_step_.get(),
                              j.c->dec_symbol_.get(),
-                             j.out};
+                             j.out,
+                             j.c->dec_packed_.get()};
   };
   simd::slot_stream sa = stream(a, xa);
   simd::slot_stream sb = stream(b, xb);

@@ -107,14 +107,54 @@ __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
   return renormalize_avx2(next, q);
 }
 
+// The same from packed slots (coder::packed_layout): one gather yields
+// freq | (slot - start) << 12 | symbol << 24.
+template <typename sym>
+__attribute__((target("avx2"), always_inline)) inline __m256i
+decode_packed_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
+                         uint32_t const* packed_tab, uint8_t* o,
+                         uint8_t const*& q) {
+  __m256i const low12 = _mm256_set1_epi32(0xfff);
+  __m256i const e = gather_avx2<4>(packed_tab, _mm256_and_si256(s, slot_mask));
+  __m256i const symbols = _mm256_srli_epi32(e, 24);
+  __m256i const next =
+      _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low12),
+                                          _mm256_srl_epi32(s, shift)),
+                       _mm256_and_si256(_mm256_srli_epi32(e, 12), low12));
+  __m256i const packed =
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
+  if constexpr (sizeof(sym) == 2) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                     _mm256_castsi256_si128(packed));
+  } else {
+    __m128i const b = _mm256_castsi256_si128(packed);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+  }
+  return renormalize_avx2(next, q);
+}
+
+// One step of 8 states of a stream from whichever tables it has.
+template <typename sym, bool packed>
+__attribute__((target("avx2"), always_inline)) inline __m256i
+decode_stream_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
+                         slot_stream const& t, uint8_t* o, uint8_t const*& q) {
+  if constexpr (packed) {
+    return decode_packed_group_avx2<sym>(s, slot_mask, shift, t.packed, o, q);
+  } else {
+    return decode_group_avx2<sym>(s, slot_mask, shift, t.step, t.symbol, o, q);
+  }
+}
+
 // Whole rounds of wide_lanes symbols, 8 states to a vector. Stops where
 // fewer than a round of symbols or of the words a round may read remain;
 // returns the symbols decoded.
-template <typename sym>
+// From packed slots if `packed_tab` is set (`packed`), else from the slot
+// tables.
+template <typename sym, bool packed>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
-    uint8_t* out) {
+    uint32_t const* packed_tab, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 8;
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
@@ -127,9 +167,14 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
   while (count - i >= wide_lanes &&
          static_cast<size_t>(end - q) >= 2 * wide_lanes) {
     for (unsigned g = 0; g < groups; ++g) {
-      state[g] = decode_group_avx2<sym>(state[g], slot_mask, shift, step_tab,
-                                        symbol_tab,
-                                        out + (i + 8 * g) * sizeof(sym), q);
+      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
+      if constexpr (packed) {
+        state[g] = decode_packed_group_avx2<sym>(state[g], slot_mask, shift,
+                                                 packed_tab, o, q);
+      } else {
+        state[g] = decode_group_avx2<sym>(state[g], slot_mask, shift, step_tab,
+                                          symbol_tab, o, q);
+      }
     }
     i += wide_lanes;
   }
@@ -144,7 +189,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 // its gathers, then on its multiply, before the next can start (measured
 // slower than the scalar loop); two independent chains fill each other's
 // waits. Stops where either stream would stop alone.
-template <typename sym_a, typename sym_b>
+template <typename sym_a, bool packed_a, typename sym_b, bool packed_b>
 __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
     slot_stream& a, slot_stream& b) {
   static_assert(lanes == 8);
@@ -160,10 +205,10 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
   while (a.count - i >= lanes && b.count - i >= lanes &&
          static_cast<size_t>(a.end - qa) >= 2 * lanes &&
          static_cast<size_t>(b.end - qb) >= 2 * lanes) {
-    xa = decode_group_avx2<sym_a>(xa, mask_a, shift_a, a.step, a.symbol,
-                                  a.out + i * sizeof(sym_a), qa);
-    xb = decode_group_avx2<sym_b>(xb, mask_b, shift_b, b.step, b.symbol,
-                                  b.out + i * sizeof(sym_b), qb);
+    xa = decode_stream_group_avx2<sym_a, packed_a>(
+        xa, mask_a, shift_a, a, a.out + i * sizeof(sym_a), qa);
+    xb = decode_stream_group_avx2<sym_b, packed_b>(
+        xb, mask_b, shift_b, b, b.out + i * sizeof(sym_b), qb);
     i += lanes;
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.x), xa);
@@ -1180,10 +1225,21 @@ size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out) {
-  return width == 1 ? decode_rounds_avx2_impl<uint8_t>(x, p, end, count, scale,
-                                                       step, symbol, out)
-                    : decode_rounds_avx2_impl<uint16_t>(x, p, end, count, scale,
-                                                        step, symbol, out);
+  return width == 1 ? decode_rounds_avx2_impl<uint8_t, false>(
+                          x, p, end, count, scale, step, symbol, nullptr, out)
+                    : decode_rounds_avx2_impl<uint16_t, false>(
+                          x, p, end, count, scale, step, symbol, nullptr, out);
+}
+
+size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                                 uint8_t const* end, size_t count,
+                                 unsigned scale, uint32_t const* packed,
+                                 uint8_t* out) {
+  return width == 1
+             ? decode_rounds_avx2_impl<uint8_t, true>(
+                   x, p, end, count, scale, nullptr, nullptr, packed, out)
+             : decode_rounds_avx2_impl<uint16_t, true>(
+                   x, p, end, count, scale, nullptr, nullptr, packed, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
@@ -1256,14 +1312,35 @@ size_t decode_pair_rounds_by_width(slot_stream& a, slot_stream& b) {
 
 }  // namespace
 
+namespace {
+
+// decode_narrow_pair_avx2_impl for b's symbol width and tables, a's known.
+template <typename sym_a, bool packed_a>
+size_t narrow_pair_by_b(slot_stream& a, slot_stream& b) {
+  if (b.width == 1) {
+    return b.packed
+               ? decode_narrow_pair_avx2_impl<sym_a, packed_a, uint8_t, true>(a,
+                                                                              b)
+               : decode_narrow_pair_avx2_impl<sym_a, packed_a, uint8_t, false>(
+                     a, b);
+  }
+  return b.packed
+             ? decode_narrow_pair_avx2_impl<sym_a, packed_a, uint16_t, true>(a,
+                                                                             b)
+             : decode_narrow_pair_avx2_impl<sym_a, packed_a, uint16_t, false>(
+                   a, b);
+}
+
+}  // namespace
+
 size_t decode_narrow_pair_rounds_avx2(slot_stream& a, slot_stream& b) {
   if (!narrow_pair_rounds()) return 0;
   if (a.width == 1) {
-    return b.width == 1 ? decode_narrow_pair_avx2_impl<uint8_t, uint8_t>(a, b)
-                        : decode_narrow_pair_avx2_impl<uint8_t, uint16_t>(a, b);
+    return a.packed ? narrow_pair_by_b<uint8_t, true>(a, b)
+                    : narrow_pair_by_b<uint8_t, false>(a, b);
   }
-  return b.width == 1 ? decode_narrow_pair_avx2_impl<uint16_t, uint8_t>(a, b)
-                      : decode_narrow_pair_avx2_impl<uint16_t, uint16_t>(a, b);
+  return a.packed ? narrow_pair_by_b<uint16_t, true>(a, b)
+                  : narrow_pair_by_b<uint16_t, false>(a, b);
 }
 
 size_t decode_pair_rounds_avx512(slot_stream& a, slot_stream& b) {
@@ -1329,6 +1406,11 @@ size_t decode_rounds_avx2(unsigned, uint32_t*, uint8_t const*&, uint8_t const*,
 size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
                             uint8_t const*, size_t, unsigned, uint32_t const*,
                             uint16_t const*, uint8_t*) {
+  return 0;
+}
+size_t decode_packed_rounds_avx2(unsigned, uint32_t*, uint8_t const*&,
+                                 uint8_t const*, size_t, unsigned,
+                                 uint32_t const*, uint8_t*) {
   return 0;
 }
 size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,

@@ -42,6 +42,12 @@ size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out);
+/// decode_rounds_avx2 from the coder's packed slots (2^scale of them, scale
+/// <= 12): freq | (slot - start) << 12 | symbol << 24.
+size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
+                                 uint8_t const* end, size_t count,
+                                 unsigned scale, uint32_t const* packed,
+                                 uint8_t* out);
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
@@ -59,6 +65,9 @@ struct slot_stream {
   uint32_t const* step;
   uint16_t const* symbol;
   uint8_t* out;
+  // Packed slots instead of step and symbol (decode_packed_rounds_avx2's):
+  // only the narrow AVX2 pair takes them.
+  uint32_t const* packed = nullptr;
 };
 /// Whole rounds of both streams, alternating their groups so that twice as
 /// many gathers are in flight; stops where either stream would stop alone.
