@@ -35,7 +35,7 @@ double unseen_entropy_bits(sparse_hist const& h, uint64_t n,
       large_total += c;
     }
   }
-  double const nd = static_cast<double>(n);
+  auto const nd = static_cast<double>(n);
   // Coverage: the probability mass of the symbols seen (Good-Turing), with
   // at least one value not a singleton, as Chao and Shen take it.
   uint64_t const singletons = std::min(with_count[1], n - 1);
@@ -59,7 +59,7 @@ double unseen_entropy_bits(sparse_hist const& h, uint64_t n,
   double estimate = 0;
   for (uint32_t c = 1; c < small; ++c) {
     if (with_count[c] == 0) continue;
-    double const k = static_cast<double>(with_count[c]);
+    auto const k = static_cast<double>(with_count[c]);
     estimate += c < saturated ? k * weighted(c) : k * plain(c_log2_c(c), c);
   }
   if (small >= saturated) {

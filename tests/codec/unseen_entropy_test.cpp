@@ -36,7 +36,7 @@ TEST(unseen_entropy, a_uniform_sample_reads_as_its_source) {
   std::vector<uint16_t> v(65536);
   for (uint16_t& x : v) x = static_cast<uint16_t>(rng());
   sparse_hist const h = histogram_of(v);
-  double const n = static_cast<double>(v.size());
+  auto const n = static_cast<double>(v.size());
   double const plug_in = plug_in_bits(h, v.size()) / n;
   EXPECT_LT(plug_in, 15.4);
   double const corrected = plug_in + unseen_entropy_bits(h, v.size(), 16) / n;
@@ -69,7 +69,7 @@ TEST(unseen_entropy, closer_to_the_source_than_the_plug_in) {
   std::vector<uint16_t> v(4096);
   for (uint16_t& x : v) x = static_cast<uint16_t>(std::min(g(rng), 65535));
   sparse_hist const h = histogram_of(v);
-  double const n = static_cast<double>(v.size());
+  auto const n = static_cast<double>(v.size());
   double const plug_in = plug_in_bits(h, v.size()) / n;
   double const corrected = plug_in + unseen_entropy_bits(h, v.size(), 16) / n;
   EXPECT_LT(std::abs(corrected - source), std::abs(plug_in - source) / 2)
@@ -93,7 +93,7 @@ TEST(unseen_entropy, degenerate_samples) {
 
 // The Chao-Shen estimate as its definition reads, a term per symbol.
 double chao_shen_bits(sparse_hist const& h, uint64_t n) {
-  long double const nd = static_cast<long double>(n);
+  auto const nd = static_cast<long double>(n);
   uint64_t singletons = 0;
   for (auto const& [s, c] : h) singletons += c == 1;
   singletons = std::min<uint64_t>(singletons, n - 1);
@@ -138,7 +138,7 @@ TEST(unseen_entropy, follows_the_definition_on_every_path) {
         std::max(0.0, chao_shen_bits(h, n) - plug_in_bits(h, n));
     // Within rounding of the sums it is the difference of (n log2 n and
     // sum c log2 c: 1.3e11 bits for n = 4e9, to a difference of 20).
-    double const nd = static_cast<double>(n);
+    auto const nd = static_cast<double>(n);
     EXPECT_NEAR(unseen_entropy_bits(h, n, 64), expected,
                 1e-12 * nd * std::log2(nd) + 1e-9)
         << h.size() << " symbols, n " << n;

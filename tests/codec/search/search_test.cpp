@@ -201,7 +201,7 @@ TEST(search, fp32_low_mantissa_bits_without_structure_are_stored_raw) {
   }
   std::optional<choice_record> const& how = c.reader->regions()[r].how;
   ASSERT_TRUE(how.has_value());
-  double const actual = static_cast<double>(region_payload(*c.reader, r));
+  auto const actual = static_cast<double>(region_payload(*c.reader, r));
   EXPECT_NEAR(how->estimated_bytes, actual, 0.01 * actual) << program_text(p);
   // A sanity bound (rANS on the low half met it too): the high half at its
   // entropy, the low half as it is.
