@@ -81,6 +81,22 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
 // One step of 8 states from the slot tables: their symbols stored at `o`,
 // the states advanced and renormalized from the words at `q`; the same
 // arithmetic as the scalar loop.
+// Stores a group's 8 symbols (one a 32-bit lane, each below 2^16) as
+// 8- or 16-bit values at `o`.
+template <typename sym>
+__attribute__((target("avx2"), always_inline)) inline void store_symbols_avx2(
+    __m256i symbols, uint8_t* o) {
+  __m256i const packed =
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
+  if constexpr (sizeof(sym) == 2) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                     _mm256_castsi256_si128(packed));
+  } else {
+    __m128i const b = _mm256_castsi256_si128(packed);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+  }
+}
+
 template <typename sym>
 __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
     __m256i s, __m256i slot_mask, __m128i shift, uint32_t const* step_tab,
@@ -95,15 +111,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
       _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
                                           _mm256_srl_epi32(s, shift)),
                        _mm256_srli_epi32(e, 16));
-  __m256i const packed =
-      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
-  if constexpr (sizeof(sym) == 2) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                     _mm256_castsi256_si128(packed));
-  } else {
-    __m128i const b = _mm256_castsi256_si128(packed);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
-  }
+  store_symbols_avx2<sym>(symbols, o);
   return renormalize_avx2(next, q);
 }
 
@@ -121,15 +129,7 @@ decode_packed_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
       _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low12),
                                           _mm256_srl_epi32(s, shift)),
                        _mm256_and_si256(_mm256_srli_epi32(e, 12), low12));
-  __m256i const packed =
-      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
-  if constexpr (sizeof(sym) == 2) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                     _mm256_castsi256_si128(packed));
-  } else {
-    __m128i const b = _mm256_castsi256_si128(packed);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
-  }
+  store_symbols_avx2<sym>(symbols, o);
   return renormalize_avx2(next, q);
 }
 
