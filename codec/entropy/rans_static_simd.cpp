@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define BREVIS_RANS_X86 1
@@ -78,35 +79,84 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
                                      all, bytes);
 }
 
-// One step of 8 states from the slot tables: their symbols stored at `o`,
-// the states advanced and renormalized from the words at `q`; the same
-// arithmetic as the scalar loop.
-// Stores a group's 8 symbols (one a 32-bit lane, each below 2^16) as
-// 8- or 16-bit values at `o`.
-template <typename sym>
-__attribute__((target("avx2"), always_inline)) inline void store_symbols_avx2(
-    __m256i symbols, uint8_t* o) {
-  __m256i const packed =
-      _mm256_permute4x64_epi64(_mm256_packus_epi32(symbols, symbols), 0x08);
-  if constexpr (sizeof(sym) == 2) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
-                     _mm256_castsi256_si128(packed));
+// How the AVX2 decode kernels look up their tables: with gathers, or with
+// eight scalar loads inserted into a vector. On Zen 3 (AVX2, no AVX-512)
+// the loads are faster, most where one lookup waits on another or misses
+// L1 (ns a symbol, brevis_rans_static_bench: 16-bit symbols from 2^16 slots
+// 1.60 -> 1.37, from 2^13 1.16 -> 0.85; compact tables, 16-bit symbols at
+// 2^16 2.28 -> 1.07, 8-bit at 2^15 1.52 -> 0.85; the narrow pair 0.92 ->
+// 0.76; packed slots 0.67 either way), so AMD CPUs use them (zen_tuned);
+// others keep the gathers, unmeasured there.
+enum class lookups { gathers, loads };
+
+// table[index] of each lane, zero-extended to 32 bits. Gathers read 4 bytes
+// at each entry: tables of narrower entries are padded to allow it.
+template <lookups how, typename entry>
+__attribute__((target("avx2"), always_inline)) inline __m256i lookup_avx2(
+    entry const* table, __m256i index) {
+  static_assert(std::is_unsigned_v<entry> && sizeof(entry) <= 4);
+  if constexpr (how == lookups::loads) {
+    alignas(32) uint32_t at[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), index);
+    auto const e = [&](unsigned j) { return static_cast<int>(table[at[j]]); };
+    return _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
   } else {
-    __m128i const b = _mm256_castsi256_si128(packed);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
+    __m256i const e = gather_avx2<sizeof(entry)>(table, index);
+    if constexpr (sizeof(entry) == 4) {
+      return e;
+    } else {
+      return _mm256_and_si256(
+          e, _mm256_set1_epi32((1 << (8 * sizeof(entry))) - 1));
+    }
   }
 }
 
+// The 8 lanes' values (each below 2^16) as 16-bit values, in order.
+__attribute__((target("avx2"), always_inline)) inline __m128i narrow16_avx2(
+    __m256i v) {
+  return _mm256_castsi256_si128(
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08));
+}
+
+// The 16-bit values table[index] of the 8 lanes, in order.
+template <lookups how>
+__attribute__((target("avx2"), always_inline)) inline __m128i lookup16_avx2(
+    uint16_t const* table, __m256i index) {
+  if constexpr (how == lookups::loads) {
+    alignas(32) uint32_t at[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), index);
+    auto const e = [&](unsigned j) { return static_cast<short>(table[at[j]]); };
+    return _mm_setr_epi16(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
+  } else {
+    return narrow16_avx2(lookup_avx2<how>(table, index));
+  }
+}
+
+// Stores 8 symbols (16-bit values, each below 2^(8 sizeof(sym))) as 8- or
+// 16-bit values at `o`.
 template <typename sym>
+__attribute__((target("avx2"), always_inline)) inline void store_symbols_avx2(
+    __m128i symbols, uint8_t* o) {
+  if constexpr (sizeof(sym) == 2) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), symbols);
+  } else {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o),
+                     _mm_packus_epi16(symbols, symbols));
+  }
+}
+
+// One step of 8 states from the slot tables: their symbols stored at `o`,
+// the states advanced and renormalized from the words at `q`; the same
+// arithmetic as the scalar loop.
+template <typename sym, lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
     __m256i s, __m256i slot_mask, __m128i shift, uint32_t const* step_tab,
     uint16_t const* symbol_tab, uint8_t* o, uint8_t const*& q) {
   __m256i const low16 = _mm256_set1_epi32(0xffff);
   __m256i const slot = _mm256_and_si256(s, slot_mask);
-  __m256i const e = gather_avx2<4>(step_tab, slot);
-  // Reads 4 bytes at each symbol (the table has one entry of padding).
-  __m256i const symbols =
-      _mm256_and_si256(gather_avx2<2>(symbol_tab, slot), low16);
+  __m256i const e = lookup_avx2<how>(step_tab, slot);
+  // The symbol table has one entry of padding, for gathers.
+  __m128i const symbols = lookup16_avx2<how>(symbol_tab, slot);
   __m256i const next =
       _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low16),
                                           _mm256_srl_epi32(s, shift)),
@@ -115,16 +165,17 @@ __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
   return renormalize_avx2(next, q);
 }
 
-// The same from packed slots (coder::packed_layout): one gather yields
+// The same from packed slots (coder::packed_layout): one lookup yields
 // freq | (slot - start) << 12 | symbol << 24.
-template <typename sym>
+template <typename sym, lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m256i
 decode_packed_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
                          uint32_t const* packed_tab, uint8_t* o,
                          uint8_t const*& q) {
   __m256i const low12 = _mm256_set1_epi32(0xfff);
-  __m256i const e = gather_avx2<4>(packed_tab, _mm256_and_si256(s, slot_mask));
-  __m256i const symbols = _mm256_srli_epi32(e, 24);
+  __m256i const e =
+      lookup_avx2<how>(packed_tab, _mm256_and_si256(s, slot_mask));
+  __m128i const symbols = narrow16_avx2(_mm256_srli_epi32(e, 24));
   __m256i const next =
       _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low12),
                                           _mm256_srl_epi32(s, shift)),
@@ -134,14 +185,16 @@ decode_packed_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
 }
 
 // One step of 8 states of a stream from whichever tables it has.
-template <typename sym, bool packed>
+template <typename sym, bool packed, lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m256i
 decode_stream_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
                          slot_stream const& t, uint8_t* o, uint8_t const*& q) {
   if constexpr (packed) {
-    return decode_packed_group_avx2<sym>(s, slot_mask, shift, t.packed, o, q);
+    return decode_packed_group_avx2<sym, how>(s, slot_mask, shift, t.packed, o,
+                                              q);
   } else {
-    return decode_group_avx2<sym>(s, slot_mask, shift, t.step, t.symbol, o, q);
+    return decode_group_avx2<sym, how>(s, slot_mask, shift, t.step, t.symbol, o,
+                                       q);
   }
 }
 
@@ -150,7 +203,7 @@ decode_stream_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
 // returns the symbols decoded.
 // From packed slots if `packed_tab` is set (`packed`), else from the slot
 // tables.
-template <typename sym, bool packed>
+template <typename sym, bool packed, lookups how>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
@@ -169,11 +222,11 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     for (unsigned g = 0; g < groups; ++g) {
       uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
       if constexpr (packed) {
-        state[g] = decode_packed_group_avx2<sym>(state[g], slot_mask, shift,
-                                                 packed_tab, o, q);
+        state[g] = decode_packed_group_avx2<sym, how>(state[g], slot_mask,
+                                                      shift, packed_tab, o, q);
       } else {
-        state[g] = decode_group_avx2<sym>(state[g], slot_mask, shift, step_tab,
-                                          symbol_tab, o, q);
+        state[g] = decode_group_avx2<sym, how>(state[g], slot_mask, shift,
+                                               step_tab, symbol_tab, o, q);
       }
     }
     i += wide_lanes;
@@ -186,9 +239,10 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 }
 
 // Two streams of `lanes` (8) states, a vector each: alone, a round waits on
-// its gathers, then on its multiply, before the next can start (measured
+// its lookups, then on its multiply, before the next can start (measured
 // slower than the scalar loop); two independent chains fill each other's
-// waits. Stops where either stream would stop alone.
+// waits. Stops where either stream would stop alone. Only Zen runs these
+// (narrow_pair_rounds), so they look up with loads.
 template <typename sym_a, bool packed_a, typename sym_b, bool packed_b>
 __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
     slot_stream& a, slot_stream& b) {
@@ -205,9 +259,9 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
   while (a.count - i >= lanes && b.count - i >= lanes &&
          static_cast<size_t>(a.end - qa) >= 2 * lanes &&
          static_cast<size_t>(b.end - qb) >= 2 * lanes) {
-    xa = decode_stream_group_avx2<sym_a, packed_a>(
+    xa = decode_stream_group_avx2<sym_a, packed_a, lookups::loads>(
         xa, mask_a, shift_a, a, a.out + i * sizeof(sym_a), qa);
-    xb = decode_stream_group_avx2<sym_b, packed_b>(
+    xb = decode_stream_group_avx2<sym_b, packed_b, lookups::loads>(
         xb, mask_b, shift_b, b, b.out + i * sizeof(sym_b), qb);
     i += lanes;
   }
@@ -220,7 +274,7 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
 
 // The rounds of 8-bit symbols: the slot's symbol from the byte table, then
 // its freq | start << 16 from the per-symbol table.
-template <typename sym>
+template <typename sym, lookups how>
 __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint8_t const* symbol8, uint32_t const* freq_start,
@@ -231,7 +285,6 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
   }
   __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
-  __m256i const low8 = _mm256_set1_epi32(0xff);
   __m256i const low16 = _mm256_set1_epi32(0xffff);
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
@@ -241,25 +294,18 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
     for (unsigned g = 0; g < groups; ++g) {
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
-      // Reads 4 bytes at each slot (the table has 3 bytes of padding).
-      __m256i const symbols =
-          _mm256_and_si256(gather_avx2<1>(symbol8, slot), low8);
-      __m256i const fs = gather_avx2<4>(freq_start, symbols);
+      // The byte table has 3 bytes of padding, for gathers.
+      __m256i const symbols = lookup_avx2<how>(symbol8, slot);
+      __m256i const fs = lookup_avx2<how>(freq_start, symbols);
       __m256i const next = _mm256_sub_epi32(
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(fs, low16),
                                               _mm256_srl_epi32(s, shift)),
                            slot),
           _mm256_srli_epi32(fs, 16));
       __m256i const values =
-          sizeof(sym) == 2 ? gather_avx2<4>(symbol16, symbols) : symbols;
-      __m128i const b = _mm256_castsi256_si128(
-          _mm256_permute4x64_epi64(_mm256_packus_epi32(values, values), 0x08));
-      uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
-      if constexpr (sizeof(sym) == 2) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), b);
-      } else {
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(o), _mm_packus_epi16(b, b));
-      }
+          sizeof(sym) == 2 ? lookup_avx2<how>(symbol16, symbols) : symbols;
+      store_symbols_avx2<sym>(narrow16_avx2(values),
+                              out + (i + 8 * g) * sizeof(sym));
       state[g] = renormalize_avx2(next, q);
     }
     i += wide_lanes;
@@ -1225,20 +1271,35 @@ size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out) {
-  return width == 1 ? decode_rounds_avx2_impl<uint8_t, false>(
-                          x, p, end, count, scale, step, symbol, nullptr, out)
-                    : decode_rounds_avx2_impl<uint16_t, false>(
-                          x, p, end, count, scale, step, symbol, nullptr, out);
+  if (zen_tuned()) {
+    return width == 1
+               ? decode_rounds_avx2_impl<uint8_t, false, lookups::loads>(
+                     x, p, end, count, scale, step, symbol, nullptr, out)
+               : decode_rounds_avx2_impl<uint16_t, false, lookups::loads>(
+                     x, p, end, count, scale, step, symbol, nullptr, out);
+  }
+  return width == 1
+             ? decode_rounds_avx2_impl<uint8_t, false, lookups::gathers>(
+                   x, p, end, count, scale, step, symbol, nullptr, out)
+             : decode_rounds_avx2_impl<uint16_t, false, lookups::gathers>(
+                   x, p, end, count, scale, step, symbol, nullptr, out);
 }
 
 size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  uint8_t const* end, size_t count,
                                  unsigned scale, uint32_t const* packed,
                                  uint8_t* out) {
+  if (zen_tuned()) {
+    return width == 1
+               ? decode_rounds_avx2_impl<uint8_t, true, lookups::loads>(
+                     x, p, end, count, scale, nullptr, nullptr, packed, out)
+               : decode_rounds_avx2_impl<uint16_t, true, lookups::loads>(
+                     x, p, end, count, scale, nullptr, nullptr, packed, out);
+  }
   return width == 1
-             ? decode_rounds_avx2_impl<uint8_t, true>(
+             ? decode_rounds_avx2_impl<uint8_t, true, lookups::gathers>(
                    x, p, end, count, scale, nullptr, nullptr, packed, out)
-             : decode_rounds_avx2_impl<uint16_t, true>(
+             : decode_rounds_avx2_impl<uint16_t, true, lookups::gathers>(
                    x, p, end, count, scale, nullptr, nullptr, packed, out);
 }
 
@@ -1268,10 +1329,18 @@ size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                            size_t count, unsigned scale, uint8_t const* symbol8,
                            uint32_t const* freq_start, uint32_t const* symbol16,
                            uint8_t* out) {
+  if (zen_tuned()) {
+    return symbol16 ? decode_rounds8_avx2_impl<uint16_t, lookups::loads>(
+                          x, p, end, count, scale, symbol8, freq_start,
+                          symbol16, out)
+                    : decode_rounds8_avx2_impl<uint8_t, lookups::loads>(
+                          x, p, end, count, scale, symbol8, freq_start,
+                          symbol16, out);
+  }
   return symbol16
-             ? decode_rounds8_avx2_impl<uint16_t>(
+             ? decode_rounds8_avx2_impl<uint16_t, lookups::gathers>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out)
-             : decode_rounds8_avx2_impl<uint8_t>(
+             : decode_rounds8_avx2_impl<uint8_t, lookups::gathers>(
                    x, p, end, count, scale, symbol8, freq_start, symbol16, out);
 }
 
