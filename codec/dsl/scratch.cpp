@@ -92,11 +92,14 @@ void give(buffer&& b) noexcept {
 bytes take(size_t size) {
   if (size == 0) return {};  // keeps the cached buffers for real work
   cache& c = local();
-  // Best fit: the smallest buffer already at least `size` long (no fill),
-  // else the smallest one that can grow to it without reallocating.
+  // Best fit: of the buffers that hold `size` bytes without reallocating,
+  // the one growing past its old size fills the fewest bytes (std::vector
+  // zero-fills them), then the smallest. (Payloads come back shorter than
+  // the chunks; taking the smallest of those regardless of its length
+  // zero-filled more bytes than blazepose-heavy.bf16 has.)
   auto best = c.free.end();
   auto fits = [size](bytes const& b) {
-    return std::pair{b.size() < size, b.capacity()};
+    return std::pair{size - std::min(b.size(), size), b.capacity()};
   };
   for (auto it = c.free.begin(); it != c.free.end(); ++it) {
     if (it->capacity() >= size &&
@@ -124,12 +127,14 @@ bytes take_empty(size_t capacity) {
   bytes b;
   if (capacity == 0) return b;
   cache& c = local();
-  // The smallest buffer that holds `capacity` bytes; its contents are
-  // dropped without being touched.
+  // Of the buffers that hold `capacity` bytes, the shortest (its contents
+  // are dropped without being touched: the longer ones serve take() with
+  // no fill), then the smallest.
   auto best = c.free.end();
+  auto fits = [](bytes const& b) { return std::pair{b.size(), b.capacity()}; };
   for (auto it = c.free.begin(); it != c.free.end(); ++it) {
     if (it->capacity() >= capacity &&
-        (best == c.free.end() || it->capacity() < best->capacity())) {
+        (best == c.free.end() || fits(*it) < fits(*best))) {
       best = it;
     }
   }

@@ -222,17 +222,19 @@ bytes get_packed(byte_reader& r, size_t count) {
   return out;
 }
 
-rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
+// A blob's head: its precision and symbols (into `t`) and its mode (into
+// `mode`), read from `r`, which is left at the frequency codes; returns the
+// remainder's index.
+uint64_t parse_head(byte_reader& r, unsigned width, bool coded,
+                    rans_static::table& t, uint8_t& mode) {
   fail_if(width != 1 && width != 2, errc::corrupt,
           "rans_static: symbols are 8 or 16 bits");
   uint64_t const alphabet = uint64_t{1} << (8 * width);
-  byte_reader r(blob);
-  rans_static::table t;
   t.scale = r.u8();
   fail_if(t.scale < 1 || t.scale > rans_static::max_scale, errc::corrupt,
           "rans_static: table precision out of range");
   uint64_t const total = uint64_t{1} << t.scale;
-  uint8_t const mode = r.u8();
+  mode = r.u8();
   fail_if(mode > 1 || (mode == 1 && !coded), errc::corrupt,
           "rans_static: unknown table mode");
   bytes set_bytes;
@@ -265,10 +267,21 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
               static_cast<uint32_t>(first));
     next = first + length + 1;
   }
-  size_t const k = t.symbols.size();
   uint64_t const rem = sr.varint();
-  fail_if(rem >= k, errc::corrupt,
+  fail_if(rem >= t.symbols.size(), errc::corrupt,
           "rans_static: remainder symbol out of range");
+  fail_if(mode == 1 && !set_reader.empty(), errc::corrupt,
+          "rans_static: trailing symbol set bytes");
+  return rem;
+}
+
+rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
+  byte_reader r(blob);
+  rans_static::table t;
+  uint8_t mode = 0;
+  uint64_t const rem = parse_head(r, width, coded, t, mode);
+  uint64_t const total = uint64_t{1} << t.scale;
+  size_t const k = t.symbols.size();
   bytes packed_codes;
   byte_view codes;
   if (mode == 0) {
@@ -276,8 +289,6 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
             "rans_static: table codes do not match its symbols");
     codes = r.rest();
   } else {
-    fail_if(!set_reader.empty(), errc::corrupt,
-            "rans_static: trailing symbol set bytes");
     packed_codes = get_packed(r, k - 1);
     fail_if(!r.empty(), errc::corrupt, "rans_static: trailing table bytes");
     uint8_t prev = 0;
@@ -324,6 +335,14 @@ bytes serialize_rans_static_table(rans_static::table const& t) {
 
 rans_static::table parse_rans_static_table(byte_view blob, unsigned width) {
   return parse_table(blob, width, true);
+}
+
+size_t rans_static_table_symbols(byte_view blob, unsigned width) {
+  byte_reader r(blob);
+  rans_static::table t;
+  uint8_t mode = 0;
+  parse_head(r, width, true, t, mode);
+  return t.symbols.size();
 }
 
 unsigned rans_static_scale_for(size_t symbols, uint64_t count) {

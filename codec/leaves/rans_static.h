@@ -3,6 +3,7 @@
 // frequency table in the node's blob (stored once per tensor in the program,
 // not once per chunk). See codec/entropy/rans_static.h for the coder.
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -64,5 +65,9 @@ bytes serialize_rans_static_table(rans_static::table const& t);
 /// Parses and validates a blob for symbols of `width` bytes; throws
 /// errc::corrupt (or errc::truncated) when it is malformed.
 rans_static::table parse_rans_static_table(byte_view blob, unsigned width);
+/// The number of symbols of a blob's table (for symbols of `width` bytes),
+/// from its symbol set alone: not its frequency codes, most of a large
+/// table's blob. Throws as parse_rans_static_table does on a malformed set.
+size_t rans_static_table_symbols(byte_view blob, unsigned width);
 
 }  // namespace brevis::codec

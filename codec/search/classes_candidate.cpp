@@ -255,14 +255,33 @@ partition classify(groups const& g) {
       }
     }
     bool moved = false;
-    for (size_t j = 0; j < g.count; ++j) {
-      float const* cell = &cells[j * buckets];
-      costs sum{};
-      for (unsigned b = 0; b < buckets; ++b) sum += cell[b] * bits[b];
+    auto assign = [&](size_t j, costs const& sum) {
       unsigned arg = 0;
       for (unsigned c = 1; c < K; ++c) arg = sum[c] < sum[arg] ? c : arg;
       moved |= arg != map[j];
       map[j] = static_cast<uint8_t>(arg);
+    };
+    // Two groups at a time: a group's sum is a chain of `buckets` dependent
+    // additions, which one group at a time left the adder waiting on each
+    // (a sixth of classifying); two chains side by side, each summed in
+    // the same order, give the same sums.
+    size_t j = 0;
+    for (; j + 2 <= g.count; j += 2) {
+      float const* first = &cells[j * buckets];
+      float const* second = first + buckets;
+      costs a{}, b{};
+      for (unsigned i = 0; i < buckets; ++i) {
+        a += first[i] * bits[i];
+        b += second[i] * bits[i];
+      }
+      assign(j, a);
+      assign(j + 1, b);
+    }
+    if (j < g.count) {
+      float const* cell = &cells[j * buckets];
+      costs sum{};
+      for (unsigned i = 0; i < buckets; ++i) sum += cell[i] * bits[i];
+      assign(j, sum);
     }
     if (!moved) break;
   }
@@ -285,10 +304,14 @@ partition classify(groups const& g) {
 // the `buckets` - 1 highest present exponents among the elements of rows
 // 0, step, 2 step... (of `cols` 16-bit elements at `w`), the rest in bucket
 // 0. (Flags in 32-bit words, pointers in locals: with byte flags, whose
-// stores may alias anything, the loop reloaded its operands every element.)
+// stores may alias anything, the loop reloaded its operands every element.
+// The shift and mask constants: as arguments, the loop moved the shift to
+// cl before every element and reloaded the mask from the stack.)
+template <unsigned Shift, unsigned ExponentMask>
 std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
-                               size_t step, unsigned shift,
-                               unsigned exponent_mask) {
+                               size_t step) {
+  constexpr unsigned shift = Shift;
+  constexpr unsigned exponent_mask = ExponentMask;
   std::array<uint32_t, 256> seen{};
   for (size_t i = 0; i < rows; i += step) {
     uint8_t const* row = w + 2 * i * cols;
@@ -321,6 +344,70 @@ std::vector<uint8_t> bucket_of(uint8_t const* w, size_t rows, size_t cols,
     out[t] = of_exponent[t & exponent_mask];
   }
   return out;
+}
+
+// The groups' counts of their sampled elements' buckets (bucket_of's):
+// the columns' from rows 0, col_step, 2 col_step..., and where `by_rows`,
+// the rows' from columns 0, row_step, 2 row_step... (for the sign and
+// exponent at Shift, the exponent's mask ExponentMask: constants, as in
+// bucket_of).
+template <unsigned Shift, unsigned ExponentMask>
+void sample_groups(uint8_t const* w, size_t rows, size_t cols, size_t col_step,
+                   size_t row_step, bool by_rows, groups& by_col,
+                   groups& by_row) {
+  constexpr unsigned shift = Shift;
+  std::vector<uint8_t> const bucket_table =
+      bucket_of<Shift, ExponentMask>(w, rows, cols, col_step);
+  uint8_t const* const bucket = bucket_table.data();
+  by_col.count = cols;
+  by_col.counts.assign(cols * buckets, 0);
+  by_col.scale = static_cast<double>(col_step);
+  // Four elements a load (half the instructions of one a load).
+  constexpr uint64_t top = 0xFFFFu >> shift;
+  for (size_t i = 0; i < rows; i += col_step) {
+    uint8_t const* row = w + 2 * i * cols;
+    uint32_t* cell = by_col.counts.data();
+    size_t j = 0;
+    for (; j + 4 <= cols; j += 4, cell += 4 * buckets) {
+      uint64_t const x = load_le<uint64_t>(row + 2 * j);
+      ++cell[bucket[(x >> shift) & top]];
+      ++cell[buckets + bucket[(x >> (16 + shift)) & top]];
+      ++cell[2 * buckets + bucket[(x >> (32 + shift)) & top]];
+      ++cell[3 * buckets + bucket[x >> (48 + shift)]];
+    }
+    for (; j < cols; ++j, cell += buckets) {
+      ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
+    }
+  }
+  if (by_rows) {
+    by_row.count = rows;
+    by_row.counts.assign(rows * buckets, 0);
+    by_row.scale = static_cast<double>(row_step);
+    // Four rows at a time: a row's elements fall in a few buckets, and an
+    // increment of the cell the previous one wrote waits for it; four rows
+    // are four chains of increments side by side (one row at a time, this
+    // loop was 12% of classes_program on handlandmark-full.bf16).
+    size_t const line = 2 * cols;
+    size_t i = 0;
+    for (; i + 4 <= rows; i += 4) {
+      uint8_t const* row = w + i * line;
+      uint32_t* const cell = by_row.counts.data() + i * buckets;
+      for (size_t j = 0; j < cols; j += row_step) {
+        uint8_t const* at = row + 2 * j;
+        ++cell[bucket[load_le<uint16_t>(at) >> shift]];
+        ++cell[buckets + bucket[load_le<uint16_t>(at + line) >> shift]];
+        ++cell[2 * buckets + bucket[load_le<uint16_t>(at + 2 * line) >> shift]];
+        ++cell[3 * buckets + bucket[load_le<uint16_t>(at + 3 * line) >> shift]];
+      }
+    }
+    for (; i < rows; ++i) {
+      uint8_t const* row = w + i * line;
+      uint32_t* const cell = by_row.counts.data() + i * buckets;
+      for (size_t j = 0; j < cols; j += row_step) {
+        ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
+      }
+    }
+  }
 }
 
 // The sign and exponent of 16-bit floats: the field whose statistics
@@ -593,13 +680,16 @@ bool lightly_pruned(byte_view data) {
 
 // The table of `inner` (codes_elements_by_table), when its values are
 // few enough to count a class: parsed once for both of element_tables_of's
-// passes (a parse was a sixth of their time on blazepose-heavy.bf16).
+// passes (a parse was a sixth of their time on blazepose-heavy.bf16). Its
+// values are counted first, from the blob's symbol set alone: fp16 tables
+// have tens of thousands, and parsing their codes for nothing was 2.6% of
+// compressing centernet.fp16.
 std::optional<rans_static::table> element_table_of(node const& inner) {
   if (!codes_elements_by_table(inner)) return std::nullopt;
-  rans_static::table t = parse_rans_static_table(inner.children[0].blob, 2);
-  size_t const values = t.symbols.size();
+  byte_view const blob = inner.children[0].blob;
+  size_t const values = rans_static_table_symbols(blob, 2);
   if (values < 2 || values > max_table_values) return std::nullopt;
-  return t;
+  return parse_rans_static_table(blob, 2);
 }
 
 // The classes' element tables, of the elements of `t` (element_table_of),
@@ -789,8 +879,6 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   }
   size_t const rows = n / cols;
   meaning const m = meaning_of(r.type);
-  unsigned const shift = m == meaning::bf16 ? 7 : 10;
-  unsigned const exponent_mask = m == meaning::bf16 ? 0xFF : 0x1F;
 
   // Read in place, unaligned (a safetensors header of odd length leaves
   // every tensor so): an aligned copy paged in fresh memory every tensor.
@@ -804,59 +892,13 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
       n / sample_elements, 1, std::max<size_t>(1, cols / min_group_sample));
   bool const by_rows_too =
       r.length <= max_rows_region && rows >= 2 && rows <= max_rows;
-  std::vector<uint8_t> const bucket_table =
-      bucket_of(w, rows, cols, col_step, shift, exponent_mask);
-  uint8_t const* const bucket = bucket_table.data();
-  groups by_col;
-  by_col.count = cols;
-  by_col.counts.assign(cols * buckets, 0);
-  by_col.scale = static_cast<double>(col_step);
-  // Four elements a load (half the instructions of one a load).
-  uint64_t const top = 0xFFFFu >> shift;
-  for (size_t i = 0; i < rows; i += col_step) {
-    uint8_t const* row = w + 2 * i * cols;
-    uint32_t* cell = by_col.counts.data();
-    size_t j = 0;
-    for (; j + 4 <= cols; j += 4, cell += 4 * buckets) {
-      uint64_t const x = load_le<uint64_t>(row + 2 * j);
-      ++cell[bucket[(x >> shift) & top]];
-      ++cell[buckets + bucket[(x >> (16 + shift)) & top]];
-      ++cell[2 * buckets + bucket[(x >> (32 + shift)) & top]];
-      ++cell[3 * buckets + bucket[x >> (48 + shift)]];
-    }
-    for (; j < cols; ++j, cell += buckets) {
-      ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
-    }
-  }
-  groups by_row;
-  if (by_rows_too) {
-    by_row.count = rows;
-    by_row.counts.assign(rows * buckets, 0);
-    by_row.scale = static_cast<double>(row_step);
-    // Four rows at a time: a row's elements fall in a few buckets, and an
-    // increment of the cell the previous one wrote waits for it; four rows
-    // are four chains of increments side by side (one row at a time, this
-    // loop was 12% of classes_program on handlandmark-full.bf16).
-    size_t const line = 2 * cols;
-    size_t i = 0;
-    for (; i + 4 <= rows; i += 4) {
-      uint8_t const* row = w + i * line;
-      uint32_t* const cell = by_row.counts.data() + i * buckets;
-      for (size_t j = 0; j < cols; j += row_step) {
-        uint8_t const* at = row + 2 * j;
-        ++cell[bucket[load_le<uint16_t>(at) >> shift]];
-        ++cell[buckets + bucket[load_le<uint16_t>(at + line) >> shift]];
-        ++cell[2 * buckets + bucket[load_le<uint16_t>(at + 2 * line) >> shift]];
-        ++cell[3 * buckets + bucket[load_le<uint16_t>(at + 3 * line) >> shift]];
-      }
-    }
-    for (; i < rows; ++i) {
-      uint8_t const* row = w + i * line;
-      uint32_t* const cell = by_row.counts.data() + i * buckets;
-      for (size_t j = 0; j < cols; j += row_step) {
-        ++cell[bucket[load_le<uint16_t>(row + 2 * j) >> shift]];
-      }
-    }
+  groups by_col, by_row;
+  if (m == meaning::bf16) {
+    sample_groups<7, 0xFF>(w, rows, cols, col_step, row_step, by_rows_too,
+                           by_col, by_row);
+  } else {
+    sample_groups<10, 0x1F>(w, rows, cols, col_step, row_step, by_rows_too,
+                            by_col, by_row);
   }
   // The tail past whole rows (none when the shape is right) is not counted.
 

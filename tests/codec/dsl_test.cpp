@@ -75,6 +75,40 @@ TEST(dsl_test, empty_scratch_buffers_have_room_and_are_reused) {
   scratch::give(std::move(c));
 }
 
+// A buffer grown past its length zero-fills the new bytes: take() picks the
+// cached buffer that fills fewest (not the smallest one), and take_empty()
+// the shortest, keeping the longer ones for take(). (Sizes above what the
+// other tests cache, so that their buffers do not qualify.)
+TEST(dsl_test, scratch_buffers_are_picked_to_fill_the_fewest_bytes) {
+  bytes longer = scratch::take(3900000);  // room for 2^22
+  uint8_t const* const p = longer.data();
+  bytes shorter;
+  shorter.reserve(3950000);  // less room, far shorter
+  shorter.resize(10);
+  scratch::give(std::move(longer));
+  scratch::give(std::move(shorter));
+  bytes b = scratch::take(3920000);
+  EXPECT_EQ(b.size(), 3920000u);
+  EXPECT_EQ(b.data(), p);
+  scratch::give(std::move(b));
+
+  bytes full = scratch::take(4000000);  // the long one again
+  ASSERT_EQ(full.data(), p);
+  bytes empty;
+  empty.reserve(size_t{1} << 22);
+  empty.resize(10);
+  uint8_t const* const q = empty.data();
+  scratch::give(std::move(full));
+  scratch::give(std::move(empty));
+  bytes e = scratch::take_empty(4100000);
+  EXPECT_TRUE(e.empty());
+  EXPECT_EQ(e.data(), q);
+  bytes f = scratch::take(4100000);  // the long one, still cached
+  EXPECT_EQ(f.data(), p);
+  scratch::give(std::move(e));
+  scratch::give(std::move(f));
+}
+
 // A cache full of small buffers still keeps a large one (which a file of
 // many small tensors would otherwise evict, chunk after chunk).
 TEST(dsl_test, scratch_cache_prefers_large_buffers) {

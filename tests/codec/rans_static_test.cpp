@@ -574,6 +574,30 @@ TEST(rans_static_test, quantized_tables_serialize_exactly_and_cost_little) {
   EXPECT_NO_THROW(serialize_rans_static_table(quantize_rans_static_table(bad)));
 }
 
+// The symbol count read from the set alone is the parsed table's, for
+// plain (mode 0) and packed (mode 1) blobs, and a blob whose set or
+// head is malformed throws, as its parse does.
+TEST(rans_static_test, symbol_counts_read_from_the_set_alone) {
+  EXPECT_EQ(rans_static_table_symbols(
+                table_blob(8, {{3, 1}, {5, 2}}, 1, {5, 0x10, 0x21, 0x35}), 1),
+            5u);
+  for (size_t k : {2u, 300u, 5000u, 40000u}) {
+    std::vector<uint64_t> hist(65536, 0);
+    for (size_t i = 0; i < k; ++i) hist[(i * 7919) % 65536] = 1 + i % 50;
+    bytes const blob =
+        serialize_rans_static_table(choose_rans_static_table(hist));
+    EXPECT_EQ(rans_static_table_symbols(blob, 2), k);
+    EXPECT_EQ(rans_static_table_symbols(blob, 2),
+              parse_rans_static_table(blob, 2).symbols.size());
+  }
+  EXPECT_THROW(rans_static_table_symbols(table_blob(4, {}, 0, {}), 1), error);
+  EXPECT_THROW(rans_static_table_symbols(table_blob(4, {{3, 1}}, 2, {8}), 1),
+               error);  // remainder >= K
+  EXPECT_THROW(rans_static_table_symbols(bytes{4, 1, 3}, 1), error);
+  EXPECT_THROW(rans_static_table_symbols(table_blob(4, {{3, 1}}, 0, {8}), 4),
+               error);
+}
+
 TEST(rans_static_test, quantization_keeps_every_frequency_positive) {
   // Near-uniform tables round up everywhere: the remainder must stay >= 1.
   std::mt19937 rng(5);
@@ -622,8 +646,13 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
     bytes b(rng() % 20);
     for (uint8_t& x : b)
       x = static_cast<uint8_t>(rng() % 4 ? rng() % 20 : rng());
+    unsigned const width = 1 + rng() % 2;
     try {
-      parse_rans_static_table(b, 1 + rng() % 2);
+      parse_rans_static_table(b, width);
+    } catch (error const&) {
+    }
+    try {
+      rans_static_table_symbols(b, width);
     } catch (error const&) {
     }
   }
@@ -640,7 +669,13 @@ TEST(rans_static_test, corrupt_tables_are_rejected) {
     }
     if (rng() % 4 == 0) b.resize(rng() % b.size());
     try {
-      rs::validate(parse_rans_static_table(b, 2), 16);
+      rs::table const t = parse_rans_static_table(b, 2);
+      rs::validate(t, 16);
+      EXPECT_EQ(rans_static_table_symbols(b, 2), t.symbols.size());
+    } catch (error const&) {
+    }
+    try {
+      rans_static_table_symbols(b, 2);  // the set alone: never crashes either
     } catch (error const&) {
     }
   }
