@@ -4,8 +4,11 @@
 // libirml.so in 45 places and starts a thread even at one thread of
 // parallelism (a test program: 8.3 ms bare, 11.5 ms after global_control
 // and a parallel_for at max_allowed_parallelism 1), a third of what a small
-// file costs at -T1.
+// file costs at -T1. The same holds for one item, and for anything the
+// caller decides to run serially: the bound on TBB's workers is set here,
+// when a loop does go parallel, not for the whole run.
 
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
 #include <cstddef>
@@ -22,6 +25,8 @@ void parallel_for_index(unsigned threads, size_t count, Body&& body) {
     for (size_t i = 0; i < count; ++i) body(i);
     return;
   }
+  tbb::global_control const limit(tbb::global_control::max_allowed_parallelism,
+                                  threads);
   tbb::parallel_for(size_t{0}, count, std::forward<Body>(body));
 }
 
@@ -41,6 +46,8 @@ void ordered_run(unsigned threads, size_t count, Produce&& produce,
     }
     return;
   }
+  tbb::global_control const limit(tbb::global_control::max_allowed_parallelism,
+                                  threads);
   fs::ordered_pipeline(count, 2 * size_t{threads},
                        std::forward<Produce>(produce),
                        std::forward<Consume>(consume));
