@@ -8,6 +8,7 @@
 
 #include "codec/core/error.h"
 #include "codec/core/staging.h"
+#include "codec/entropy/rans4x16_order0_decoder.h"
 
 // The library's coders behind rans_uncompress_to_4x16: exported by the
 // shared library (1.3), though its headers do not declare them.
@@ -239,6 +240,12 @@ void decode(byte_view payload, unsigned order, size_t out_size, uint8_t* out) {
     fail_if(body.size() < out_size, errc::truncated,
             "rans: stored stream shorter than its value");
     std::memcpy(out, body.data(), out_size);
+    return;
+  }
+  if ((mode & (RANS_ORDER_X32 | 1)) == 0) {
+    // 4-way order 0 (values under x32_threshold): our decoder, whose table
+    // costs a fill per symbol rather than a store per slot.
+    rans4x16_order0::decode(body, out_size, out);
     return;
   }
   decode_fn const coder = coder_for(mode);

@@ -1,0 +1,169 @@
+#include "codec/entropy/rans4x16_order0_decoder.h"
+
+#include <array>
+#include <cstring>
+
+#include "codec/core/error.h"
+
+namespace brevis::codec::rans4x16_order0 {
+namespace {
+
+constexpr unsigned total_bits = 12;
+constexpr uint32_t total = 1u << total_bits;
+constexpr uint32_t slot_mask = total - 1;
+constexpr uint32_t lower_bound = 1u << 15;  // states renormalise below this
+
+class reader {
+ public:
+  explicit reader(byte_view in) : in_(in) {}
+  size_t at() const { return at_; }
+  bool has(size_t n) const { return in_.size() - at_ >= n; }
+  uint8_t peek() const {
+    fail_if(!has(1), errc::truncated, "rans4x16: truncated table");
+    return in_[at_];
+  }
+  uint8_t byte() {
+    uint8_t const c = peek();
+    ++at_;
+    return c;
+  }
+  // 7-bit groups, most significant first, the high bit set on all but the
+  // last (the library's var_get_u32).
+  uint32_t varint() {
+    uint64_t v = 0;
+    for (int n = 0; n < 5; ++n) {
+      uint8_t const c = byte();
+      v = v << 7 | (c & 0x7f);
+      if ((c & 0x80) == 0) {
+        fail_if(v > UINT32_MAX, errc::corrupt, "rans4x16: varint too large");
+        return static_cast<uint32_t>(v);
+      }
+    }
+    fail(errc::corrupt, "rans4x16: varint too long");
+  }
+
+ private:
+  byte_view in_;
+  size_t at_ = 0;
+};
+
+// The alphabet: symbols in increasing order ended by a 0 byte; a symbol
+// followed by its successor starts a run whose length (the symbols after
+// that successor) comes next. Read as the library's decode_alphabet reads
+// it, so any list it accepts means the same symbols here.
+std::array<bool, 256> read_alphabet(reader& r) {
+  std::array<bool, 256> present{};
+  unsigned sym = r.byte();
+  unsigned run = 0;
+  do {
+    present[sym] = true;
+    if (run == 0 && sym + 1 == r.peek()) {
+      sym = r.byte();
+      run = r.byte();
+    } else if (run != 0) {
+      --run;
+      ++sym;
+      fail_if(sym > 255, errc::corrupt, "rans4x16: alphabet run past 255");
+    } else {
+      sym = r.byte();
+    }
+  } while (sym != 0);
+  return present;
+}
+
+struct model {
+  // A symbol's frequency (low 16 bits) and first slot (high 16): one load.
+  std::array<uint32_t, 256> freq_start{};
+  std::array<uint8_t, total> symbol_of_slot;
+};
+
+// Frequencies follow the alphabet, one varint per symbol; they sum to a
+// power of two of at most 2^12 and are scaled up to 2^12 (the library's
+// normalise_freq_shift).
+void read_model(reader& r, model& m) {
+  std::array<bool, 256> const present = read_alphabet(r);
+  std::array<uint32_t, 256> freq{};
+  uint64_t sum = 0;
+  for (unsigned s = 0; s < 256; ++s) {
+    if (!present[s]) continue;
+    freq[s] = r.varint();
+    fail_if(freq[s] > total, errc::corrupt, "rans4x16: frequency too large");
+    sum += freq[s];
+  }
+  fail_if(sum == 0 || sum > total || (sum & (sum - 1)) != 0, errc::corrupt,
+          "rans4x16: frequencies do not sum to a power of two");
+  unsigned shift = 0;
+  while ((sum << shift) < total) ++shift;
+  uint32_t at = 0;
+  for (unsigned s = 0; s < 256; ++s) {
+    uint32_t const f = freq[s] << shift;
+    m.freq_start[s] = f | at << 16;
+    // One fill per symbol instead of one store per slot: the point of this
+    // decoder on streams of a few KB.
+    std::memset(m.symbol_of_slot.data() + at, static_cast<int>(s), f);
+    at += f;
+  }
+}
+
+}  // namespace
+
+void decode(byte_view body, size_t out_size, uint8_t* out) {
+  reader r(body);
+  model m;
+  read_model(r, m);
+  fail_if(!r.has(16), errc::truncated, "rans4x16: truncated states");
+  uint8_t const* p = body.data() + r.at();
+  uint8_t const* const end = body.data() + body.size();
+  uint32_t state[4];
+  for (uint32_t& x : state) {
+    std::memcpy(&x, p, 4);  // little-endian, as x86
+    p += 4;
+    fail_if(x < lower_bound, errc::corrupt, "rans4x16: state out of range");
+  }
+  uint8_t const* const slots = m.symbol_of_slot.data();
+  uint32_t const* const freq_start = m.freq_start.data();
+  auto const step = [slots, freq_start](uint32_t& x) {
+    uint32_t const slot = x & slot_mask;
+    uint8_t const s = slots[slot];
+    uint32_t const fs = freq_start[s];
+    x = (fs & 0xffff) * (x >> total_bits) + slot - (fs >> 16);
+    return s;
+  };
+  auto const renorm = [](uint32_t& x, uint8_t const*& at) {
+    uint16_t w;
+    std::memcpy(&w, at, 2);
+    bool const low = x < lower_bound;
+    x = low ? (x << 16 | w) : x;
+    at += low ? 2 : 0;
+  };
+  // The states live in locals and each group's bytes are stored after its
+  // steps: a byte store may alias anything, and would otherwise force the
+  // states and tables to be reloaded.
+  uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
+  size_t i = 0;
+  // Four symbols read at most 8 bytes: unchecked while 8 remain.
+  for (; i + 4 <= out_size && end - p >= 8; i += 4) {
+    uint8_t const s0 = step(x0);
+    uint8_t const s1 = step(x1);
+    uint8_t const s2 = step(x2);
+    uint8_t const s3 = step(x3);
+    renorm(x0, p);
+    renorm(x1, p);
+    renorm(x2, p);
+    renorm(x3, p);
+    uint32_t const group = uint32_t{s0} | uint32_t{s1} << 8 |
+                           uint32_t{s2} << 16 | uint32_t{s3} << 24;
+    std::memcpy(out + i, &group, 4);
+  }
+  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
+  for (; i < out_size; ++i) {
+    uint32_t& x = state[i & 3];
+    out[i] = step(x);
+    if (x < lower_bound) {
+      fail_if(end - p < 2, errc::truncated, "rans4x16: truncated stream");
+      renorm(x, p);
+    }
+  }
+}
+
+}  // namespace brevis::codec::rans4x16_order0
