@@ -201,8 +201,11 @@ TEST(closed_form, gated_regions_get_their_operator) {
 TEST(closed_form, alphabet_alone_settles_without_a_search) {
   size_t const n = 1u << 16;
   std::vector<uint16_t> const w = gaussian_bf16(n, 0.05f, 7);
-  planted few{"BF16", {n}, w};  // dequantized 8-bit weights, in no order
-  for (uint16_t& x : few.values) x &= 0xff80;
+  planted few{"BF16", {n}, w};  // few values, in no order (low bit set)
+  std::mt19937 pick(9);
+  for (uint16_t& x : few.values) {
+    x = static_cast<uint16_t>(0x3c01 + 2 * (pick() % 200));
+  }
   planted zeros{"BF16", {n}, w};  // a fifth zero, at random
   std::mt19937 rng(8);
   for (uint16_t& x : zeros.values) {
@@ -225,7 +228,7 @@ TEST(closed_form, alphabet_alone_settles_without_a_search) {
     order0_floor const f = order0_floor_bytes(in, mg);
     EXPECT_LE(f.sparse, f.elements + 1e-6);
     if (p == &pruned) {
-      EXPECT_LT(f.sparse, 0.9 * f.elements);
+      EXPECT_LT(f.sparse, 0.95 * f.elements);
     } else {
       EXPECT_GT(f.sparse, 0.997 * f.elements);
     }
