@@ -404,9 +404,22 @@ gate_reason gate(region_input const& in, bool alphabet) {
   // runs' or rows' gates'.
   bool const many_zeros =
       static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n);
-  window_stats const w = order_stats(in.data, cols, alphabet || !many_zeros);
-  if (w.runs > runs_rate) return gate_reason::runs;
-  if (w.rows > row_rate) return gate_reason::rows;
+  bool const zero_runs = alphabet || !many_zeros;
+  window_stats const w = order_stats(in.data, cols, zero_runs);
+  // Few values are often equal to their neighbours by chance, as often as
+  // two elements drawn at random (the sum of their squared frequencies):
+  // an order-0 coder already has that. Only more is order to exploit.
+  double chance = 0;
+  if (!alphabet && few) {
+    double const total = static_cast<double>(n);
+    for (auto const& [sym, c] : h) {
+      if (sym == 0 && !zero_runs) continue;
+      double const p = static_cast<double>(c) / total;
+      chance += p * p;
+    }
+  }
+  if (w.runs > runs_rate + chance) return gate_reason::runs;
+  if (w.rows > row_rate + chance) return gate_reason::rows;
   if (w.words > word_rate) return gate_reason::words;
   return gate_reason::none;
 }

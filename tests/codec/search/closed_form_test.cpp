@@ -261,6 +261,38 @@ TEST(closed_form, alphabet_alone_settles_without_a_search) {
   EXPECT_EQ(seen, 3u);
 }
 
+// Few values equal their neighbours by chance as often as an order-0 coder
+// expects: only runs beyond that rate are order for the search.
+TEST(closed_form, few_values_runs_by_chance_are_not_order) {
+  size_t const n = 1u << 16;
+  std::mt19937 rng(10);
+  // One value 30% of the time: equal neighbours 9% of the time by chance
+  // (above the runs gate's 5%), 8-byte words of it 0.8% (under words' 2%).
+  std::vector<uint16_t> peaked(n);
+  for (uint16_t& x : peaked) {
+    x = rng() % 10 < 3 ? 0x3c01
+                       : static_cast<uint16_t>(0x3c03 + 2 * (rng() % 100));
+  }
+  auto order_of = [](std::vector<uint16_t> const& v) {
+    bytes const data = pack(v);
+    region r;
+    r.kind = region_kind::tensor;
+    r.type = dtype::bf16;
+    r.shape = {v.size()};
+    r.length = data.size();
+    sparse_hist const h = sparse_histogram(data);
+    region_input const in{r, data, nullptr, &h};
+    EXPECT_EQ(closed_form_gate(in), gate_reason::few_values);
+    return closed_form_order_gate(in);
+  };
+  EXPECT_EQ(order_of(peaked), gate_reason::none);
+  std::vector<uint16_t> runs = peaked;  // a third of them repeat the last
+  for (size_t i = 1; i < n; ++i) {
+    if (i % 3 == 0) runs[i] = runs[i - 1];
+  }
+  EXPECT_EQ(order_of(runs), gate_reason::runs);
+}
+
 // On weights with no structure beyond order 0 the closed form decides, its
 // estimate is within 2% of what the region codes to, and its program is no
 // larger than the search's.
