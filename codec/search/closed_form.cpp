@@ -11,6 +11,7 @@
 #include "codec/core/bytes.h"
 #include "codec/entropy/htscodecs_rans.h"
 #include "codec/leaves/rans_static.h"
+#include "codec/search/sparse_mask.h"
 #include "codec/search/value_stats.h"
 
 namespace brevis::codec::search {
@@ -273,7 +274,7 @@ struct window_stats {
 // Order statistics on up to four windows of 512 elements, evenly spread
 // (the whole region when it is smaller): the rates of the worst window.
 // (The thresholds are 2-5%: tens of hits a window where they hold.)
-window_stats order_stats(byte_view data, uint64_t cols) {
+window_stats order_stats(byte_view data, uint64_t cols, bool zero_runs) {
   size_t const n = data.size() / 2;
   constexpr size_t window = 512;
   size_t const windows = n <= 4 * window ? 1 : 4;
@@ -284,15 +285,17 @@ window_stats order_stats(byte_view data, uint64_t cols) {
     uint8_t const* d = data.data() + 2 * start;
     size_t equal = 0, above = 0, above_n = 0;
     for (size_t i = 1; i < len; ++i) {
-      equal += load_le<uint16_t>(d + 2 * i) == load_le<uint16_t>(d + 2 * i - 2);
+      uint16_t const x = load_le<uint16_t>(d + 2 * i);
+      equal += x == load_le<uint16_t>(d + 2 * i - 2) && (zero_runs || x != 0);
     }
     if (cols > 0 && cols < n) {
       for (size_t i = 0; i < len; ++i) {
         size_t const at = start + i;
         if (at < cols) continue;
         ++above_n;
-        above += load_le<uint16_t>(data.data() + 2 * at) ==
-                 load_le<uint16_t>(data.data() + 2 * (at - cols));
+        uint16_t const x = load_le<uint16_t>(data.data() + 2 * at);
+        above += x == load_le<uint16_t>(data.data() + 2 * (at - cols)) &&
+                 (zero_runs || x != 0);
       }
     }
     double const pairs = static_cast<double>(std::max<size_t>(1, len - 1));
@@ -371,7 +374,12 @@ std::string_view gate_reason_name(gate_reason g) {
   return "?";
 }
 
-gate_reason closed_form_gate(region_input const& in) {
+namespace {
+
+// closed_form_gate; without `alphabet`, leaving out the checks of the
+// elements' alphabet (few_values, zeros) and, where the values are few,
+// no_singleton (every value then repeats, periodic or not).
+gate_reason gate(region_input const& in, bool alphabet) {
   if (!float16_region(in)) return gate_reason::not_float16;
   sparse_hist const& h = *in.root_hist;
   float16_marginals own;
@@ -379,23 +387,68 @@ gate_reason closed_form_gate(region_input const& in) {
   uint64_t const n = mg.count, zeros = mg.zeros;
   uint32_t const ored = mg.ored;
   bool const singleton = mg.singleton;
-  if (h.size() <= palette_values && n >= palette_min_elements) {
-    return gate_reason::few_values;
-  }
-  if (static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n)) {
+  bool const few = h.size() <= palette_values && n >= palette_min_elements;
+  if (alphabet && few) return gate_reason::few_values;
+  if (alphabet &&
+      static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n)) {
     return gate_reason::zeros;
   }
   if ((ored & 1) == 0) return gate_reason::low_zero;
   // A period of at most half the elements repeats every value.
-  if (!singleton) return gate_reason::no_singleton;
+  if (!singleton && (alphabet || !few)) return gate_reason::no_singleton;
   auto const& shape = in.info.shape;
   uint64_t const cols =
       shape.size() >= 2 && shape.back() > 1 ? shape.back() : 0;
-  window_stats const w = order_stats(in.data, cols);
-  if (w.runs > runs_rate) return gate_reason::runs;
-  if (w.rows > row_rate) return gate_reason::rows;
+  // Without the alphabet's checks, runs of zeros (and zeros below zeros)
+  // are sparse's mask's (its bytes' entropy, order0_floor_bytes), not the
+  // runs' or rows' gates'.
+  bool const many_zeros =
+      static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n);
+  bool const zero_runs = alphabet || !many_zeros;
+  window_stats const w = order_stats(in.data, cols, zero_runs);
+  // Few values are often equal to their neighbours by chance, as often as
+  // two elements drawn at random (the sum of their squared frequencies):
+  // an order-0 coder already has that. Only more is order to exploit.
+  double chance = 0;
+  if (!alphabet && few) {
+    double const total = static_cast<double>(n);
+    for (auto const& [sym, c] : h) {
+      if (sym == 0 && !zero_runs) continue;
+      double const p = static_cast<double>(c) / total;
+      chance += p * p;
+    }
+  }
+  if (w.runs > runs_rate + chance) return gate_reason::runs;
+  if (w.rows > row_rate + chance) return gate_reason::rows;
   if (w.words > word_rate) return gate_reason::words;
   return gate_reason::none;
+}
+
+}  // namespace
+
+gate_reason closed_form_gate(region_input const& in) { return gate(in, true); }
+
+gate_reason closed_form_order_gate(region_input const& in) {
+  return gate(in, false);
+}
+
+order0_floor order0_floor_bytes(region_input const& in,
+                                float16_marginals const& mg,
+                                uint32_t chunk_size) {
+  uint64_t const n = mg.count;
+  order0_floor f;
+  f.elements = f.sparse = entropy_from_terms(n, mg.terms) / 8;
+  if (mg.zeros == 0 || mg.zeros == n) return f;
+  uint64_t const nonzero = n - mg.zeros;
+  double const values =
+      entropy_from_terms(nonzero, mg.terms - c_log2_c(mg.zeros)) / 8;
+  auto const mask =
+      sparse_mask_histogram16(in.data, std::max<size_t>(1, chunk_size / 2));
+  uint64_t mask_n = 0;
+  double mask_terms = 0;
+  for (uint64_t c : mask) mask_n += c, mask_terms += c_log2_c(c);
+  f.sparse = values + entropy_from_terms(mask_n, mask_terms) / 8;
+  return f;
 }
 
 closed_form_parts closed_form_costs(region_input const& in,

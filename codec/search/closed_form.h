@@ -82,6 +82,23 @@ std::string_view gate_reason_name(gate_reason g);
 /// The gate alone: whether `in` needs a search, and why.
 gate_reason closed_form_gate(region_input const& in);
 
+/// The gate without its checks of the elements' alphabet (few_values,
+/// zeros): none when only their alphabet sent `in` to the search.
+gate_reason closed_form_order_gate(region_input const& in);
+
+/// The fewest bytes in which an order-0 coder could code the elements of a
+/// bf16/fp16 region of marginals `mg` (in.root_hist's): as they are, and
+/// split by sparse into its mask (the mask bytes' entropy, as the search
+/// costs them) and nonzero values. Entropies alone, no tables; a palette's
+/// indices have the elements' entropy.
+struct order0_floor {
+  double elements = 0;
+  double sparse = 0;  // the elements' where no element is zero
+};
+order0_floor order0_floor_bytes(region_input const& in,
+                                float16_marginals const& mg,
+                                uint32_t chunk_size = 1u << 20);
+
 /// The best order-0 program of a bf16/fp16 tensor region whose whole
 /// histogram (in.root_hist) is known, or nothing when the gate says a
 /// search may find better. With `gated`, the caller has already checked

@@ -194,6 +194,105 @@ TEST(closed_form, gated_regions_get_their_operator) {
   }
 }
 
+// Few values or many zeros with no order to exploit leave the search
+// nothing to win over the closed form's own table: the closed form decides
+// them (no expansion). Zeros whose mask codes well (sparse saves much
+// against the elements' entropy) are still searched, and win with sparse.
+TEST(closed_form, alphabet_alone_settles_without_a_search) {
+  size_t const n = 1u << 16;
+  std::vector<uint16_t> const w = gaussian_bf16(n, 0.05f, 7);
+  planted few{"BF16", {n}, w};  // few values, in no order (low bit set)
+  std::mt19937 pick(9);
+  for (uint16_t& x : few.values) {
+    x = static_cast<uint16_t>(0x3c01 + 2 * (pick() % 200));
+  }
+  planted zeros{"BF16", {n}, w};  // a fifth zero, at random
+  std::mt19937 rng(8);
+  for (uint16_t& x : zeros.values) {
+    if (rng() % 5 == 0) x = 0;
+  }
+  planted pruned{"BF16", {n}, w};  // every third zero: a mask of 3 bytes
+  for (size_t i = 0; i < n; i += 3) pruned.values[i] = 0;
+  for (planted const* p : {&few, &zeros, &pruned}) {
+    bytes const data = pack(p->values);
+    region r;
+    r.kind = region_kind::tensor;
+    r.type = dtype::bf16;
+    r.shape = p->shape;
+    r.length = data.size();
+    sparse_hist const h = sparse_histogram(data);
+    region_input const in{r, data, nullptr, &h};
+    EXPECT_NE(closed_form_gate(in), gate_reason::none);
+    EXPECT_EQ(closed_form_order_gate(in), gate_reason::none);
+    float16_marginals const mg = float16_marginals_of(h, meaning::bf16);
+    order0_floor const f = order0_floor_bytes(in, mg);
+    EXPECT_LE(f.sparse, f.elements + 1e-6);
+    if (p == &pruned) {
+      EXPECT_LT(f.sparse, 0.95 * f.elements);
+    } else {
+      EXPECT_GT(f.sparse, 0.997 * f.elements);
+    }
+  }
+  bytes const file =
+      make_safetensors({{"few", "BF16", {n}, pack(few.values)},
+                        {"zeros", "BF16", {n}, pack(zeros.values)},
+                        {"pruned", "BF16", {n}, pack(pruned.values)}});
+  auto const chooser = make_search_chooser();
+  bytes const archive = write_archive(file, "m", *chooser);
+  archive_reader rd{byte_view(archive)};
+  bytes back(rd.original_size());
+  rd.read(0, back.size(), back.data());
+  ASSERT_TRUE(back == file);
+  size_t seen = 0;
+  for (region_entry const& e : rd.regions()) {
+    if (e.info.kind != region_kind::tensor) continue;
+    ++seen;
+    node const& p = rd.programs()[e.program];
+    ASSERT_TRUE(e.how.has_value());
+    if (e.info.name == "pruned") {
+      EXPECT_GT(e.how->expansions, 0u);  // searched
+      EXPECT_TRUE(uses_op(p, opcode::sparse)) << program_text(p);
+    } else {
+      EXPECT_EQ(e.how->expansions, 0u) << e.info.name << " " << program_text(p);
+      EXPECT_FALSE(uses_op(p, opcode::sparse)) << program_text(p);
+      EXPECT_FALSE(uses_op(p, opcode::palette)) << program_text(p);
+    }
+  }
+  EXPECT_EQ(seen, 3u);
+}
+
+// Few values equal their neighbours by chance as often as an order-0 coder
+// expects: only runs beyond that rate are order for the search.
+TEST(closed_form, few_values_runs_by_chance_are_not_order) {
+  size_t const n = 1u << 16;
+  std::mt19937 rng(10);
+  // One value 30% of the time: equal neighbours 9% of the time by chance
+  // (above the runs gate's 5%), 8-byte words of it 0.8% (under words' 2%).
+  std::vector<uint16_t> peaked(n);
+  for (uint16_t& x : peaked) {
+    x = rng() % 10 < 3 ? 0x3c01
+                       : static_cast<uint16_t>(0x3c03 + 2 * (rng() % 100));
+  }
+  auto order_of = [](std::vector<uint16_t> const& v) {
+    bytes const data = pack(v);
+    region r;
+    r.kind = region_kind::tensor;
+    r.type = dtype::bf16;
+    r.shape = {v.size()};
+    r.length = data.size();
+    sparse_hist const h = sparse_histogram(data);
+    region_input const in{r, data, nullptr, &h};
+    EXPECT_EQ(closed_form_gate(in), gate_reason::few_values);
+    return closed_form_order_gate(in);
+  };
+  EXPECT_EQ(order_of(peaked), gate_reason::none);
+  std::vector<uint16_t> runs = peaked;  // a third of them repeat the last
+  for (size_t i = 1; i < n; ++i) {
+    if (i % 3 == 0) runs[i] = runs[i - 1];
+  }
+  EXPECT_EQ(order_of(runs), gate_reason::runs);
+}
+
 // On weights with no structure beyond order 0 the closed form decides, its
 // estimate is within 2% of what the region codes to, and its program is no
 // larger than the search's.
