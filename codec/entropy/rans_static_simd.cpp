@@ -1267,40 +1267,44 @@ bool pair_rounds() { return avx512() && !zen_tuned(); }
 bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
 bool narrow_pair_rounds() { return avx2() && !avx512() && zen_tuned(); }
 
+namespace {
+
+// decode_rounds_avx2_impl for the symbol width and the CPU's lookups.
+template <bool packed>
+size_t decode_rounds_avx2_by(unsigned width, uint32_t* x, uint8_t const*& p,
+                             uint8_t const* end, size_t count, unsigned scale,
+                             uint32_t const* step, uint16_t const* symbol,
+                             uint32_t const* packed_tab, uint8_t* out) {
+  if (zen_tuned()) {
+    return width == 1
+               ? decode_rounds_avx2_impl<uint8_t, packed, lookups::loads>(
+                     x, p, end, count, scale, step, symbol, packed_tab, out)
+               : decode_rounds_avx2_impl<uint16_t, packed, lookups::loads>(
+                     x, p, end, count, scale, step, symbol, packed_tab, out);
+  }
+  return width == 1
+             ? decode_rounds_avx2_impl<uint8_t, packed, lookups::gathers>(
+                   x, p, end, count, scale, step, symbol, packed_tab, out)
+             : decode_rounds_avx2_impl<uint16_t, packed, lookups::gathers>(
+                   x, p, end, count, scale, step, symbol, packed_tab, out);
+}
+
+}  // namespace
+
 size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out) {
-  if (zen_tuned()) {
-    return width == 1
-               ? decode_rounds_avx2_impl<uint8_t, false, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, nullptr, out)
-               : decode_rounds_avx2_impl<uint16_t, false, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, nullptr, out);
-  }
-  return width == 1
-             ? decode_rounds_avx2_impl<uint8_t, false, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, nullptr, out)
-             : decode_rounds_avx2_impl<uint16_t, false, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, nullptr, out);
+  return decode_rounds_avx2_by<false>(width, x, p, end, count, scale, step,
+                                      symbol, nullptr, out);
 }
 
 size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  uint8_t const* end, size_t count,
                                  unsigned scale, uint32_t const* packed,
                                  uint8_t* out) {
-  if (zen_tuned()) {
-    return width == 1
-               ? decode_rounds_avx2_impl<uint8_t, true, lookups::loads>(
-                     x, p, end, count, scale, nullptr, nullptr, packed, out)
-               : decode_rounds_avx2_impl<uint16_t, true, lookups::loads>(
-                     x, p, end, count, scale, nullptr, nullptr, packed, out);
-  }
-  return width == 1
-             ? decode_rounds_avx2_impl<uint8_t, true, lookups::gathers>(
-                   x, p, end, count, scale, nullptr, nullptr, packed, out)
-             : decode_rounds_avx2_impl<uint16_t, true, lookups::gathers>(
-                   x, p, end, count, scale, nullptr, nullptr, packed, out);
+  return decode_rounds_avx2_by<true>(width, x, p, end, count, scale, nullptr,
+                                     nullptr, packed, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,

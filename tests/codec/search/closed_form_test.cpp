@@ -105,16 +105,24 @@ struct planted {
   std::vector<uint16_t> values;
 };
 
-gate_reason gate_of(planted const& p) {
-  bytes const data = pack(p.values);
+// A planted tensor as the closed form sees it: its region, bytes and
+// histogram, kept alive for the region_input that refers to them.
+struct planted_input {
+  bytes data;
   region r;
-  r.kind = region_kind::tensor;
-  r.type = p.dtype == "BF16" ? dtype::bf16 : dtype::f16;
-  r.shape = p.shape;
-  r.length = data.size();
-  sparse_hist const h = sparse_histogram(data);
-  region_input const in{r, data, nullptr, &h};
-  return closed_form_gate(in);
+  sparse_hist h;
+  explicit planted_input(planted const& p)
+      : data(pack(p.values)), h(sparse_histogram(data)) {
+    r.kind = region_kind::tensor;
+    r.type = p.dtype == "BF16" ? dtype::bf16 : dtype::f16;
+    r.shape = p.shape;
+    r.length = data.size();
+  }
+  region_input in() const { return {r, data, nullptr, &h}; }
+};
+
+gate_reason gate_of(planted const& p) {
+  return closed_form_gate(planted_input(p).in());
 }
 
 // Every structure an order-0 program misses sends the region to the search.
@@ -214,14 +222,9 @@ TEST(closed_form, alphabet_alone_settles_without_a_search) {
   planted pruned{"BF16", {n}, w};  // every third zero: a mask of 3 bytes
   for (size_t i = 0; i < n; i += 3) pruned.values[i] = 0;
   for (planted const* p : {&few, &zeros, &pruned}) {
-    bytes const data = pack(p->values);
-    region r;
-    r.kind = region_kind::tensor;
-    r.type = dtype::bf16;
-    r.shape = p->shape;
-    r.length = data.size();
-    sparse_hist const h = sparse_histogram(data);
-    region_input const in{r, data, nullptr, &h};
+    planted_input const t(*p);
+    region_input const in = t.in();
+    sparse_hist const& h = t.h;
     EXPECT_NE(closed_form_gate(in), gate_reason::none);
     EXPECT_EQ(closed_form_order_gate(in), gate_reason::none);
     float16_marginals const mg = float16_marginals_of(h, meaning::bf16);
@@ -274,14 +277,8 @@ TEST(closed_form, few_values_runs_by_chance_are_not_order) {
                        : static_cast<uint16_t>(0x3c03 + 2 * (rng() % 100));
   }
   auto order_of = [](std::vector<uint16_t> const& v) {
-    bytes const data = pack(v);
-    region r;
-    r.kind = region_kind::tensor;
-    r.type = dtype::bf16;
-    r.shape = {v.size()};
-    r.length = data.size();
-    sparse_hist const h = sparse_histogram(data);
-    region_input const in{r, data, nullptr, &h};
+    planted_input const t(planted{"BF16", {v.size()}, v});
+    region_input const in = t.in();
     EXPECT_EQ(closed_form_gate(in), gate_reason::few_values);
     return closed_form_order_gate(in);
   };
@@ -345,26 +342,16 @@ TEST(closed_form, entropy_bound_keeps_the_winning_split) {
     uint32_t const hi = 0x3c + rng() % 2;
     x = static_cast<uint16_t>(hi << 8 | lsb << 7 | m);
   }
-  bytes const data = pack(v);
-  region r;
-  r.kind = region_kind::tensor;
-  r.type = dtype::bf16;
-  r.shape = {v.size()};
-  r.length = data.size();
-  sparse_hist const h = sparse_histogram(data);
-  region_input const in{r, data, nullptr, &h};
-  auto const choice = closed_form_program(in, true);
+  planted_input const t(planted{"BF16", {v.size()}, v});
+  auto const choice = closed_form_program(t.in(), true);
   ASSERT_TRUE(choice);
   ASSERT_EQ(choice->program.op, opcode::view);
   EXPECT_EQ(choice->program.children[0].op, opcode::planes)
       << program_text(choice->program);
   // And where bitfields win (Gaussian weights), it still finds them.
-  bytes const w = pack(gaussian_bf16(1 << 16, 0.05f, 3));
-  sparse_hist const hw = sparse_histogram(w);
-  r.shape = {w.size() / 2};
-  r.length = w.size();
-  region_input const win{r, w, nullptr, &hw};
-  auto const wc = closed_form_program(win, true);
+  std::vector<uint16_t> const g = gaussian_bf16(1 << 16, 0.05f, 3);
+  planted_input const tw(planted{"BF16", {g.size()}, g});
+  auto const wc = closed_form_program(tw.in(), true);
   ASSERT_TRUE(wc);
   EXPECT_EQ(wc->program.children[0].op, opcode::bitfields)
       << program_text(wc->program);
