@@ -13,9 +13,12 @@
 #include "codec/container/archive.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/parse_fixtures.h"
+#include "tests/codec/search/searched_archive.h"
 
 namespace brevis::codec::search {
 namespace {
+
+using testing::searched_archive;
 
 bytes pack(std::vector<uint16_t> const& v) {
   bytes out(v.size() * 2);
@@ -57,23 +60,14 @@ std::vector<uint16_t> spread_mantissa_fp16(size_t n, uint32_t seed) {
   return out;
 }
 
-size_t blob_bytes(node const& n) {
-  size_t b = n.blob.size();
-  for (node const& k : n.children) b += blob_bytes(k);
-  return b;
-}
-
 TEST(closed_form_bitfields, chosen_where_best_and_estimated_exactly) {
   size_t const n = 300000;
   bytes const file = test::make_safetensors(
       {{"a", "BF16", {n}, pack(geometric_bf16(n, 3))},
        {"b", "F16", {n}, pack(spread_mantissa_fp16(n, 4))}});
-  auto const chooser = make_search_chooser();
-  bytes const archive = write_archive(file, "m", *chooser);
-  archive_reader rd{byte_view(archive)};
-  bytes back(rd.original_size());
-  rd.read(0, back.size(), back.data());
-  ASSERT_TRUE(back == file);
+  searched_archive const a(file);
+  ASSERT_TRUE(a.reads_back);
+  archive_reader const& rd = a.reader;
   size_t tensors = 0;
   for (size_t i = 0; i < rd.regions().size(); ++i) {
     region_entry const& e = rd.regions()[i];
@@ -88,10 +82,7 @@ TEST(closed_form_bitfields, chosen_where_best_and_estimated_exactly) {
     EXPECT_EQ(text.find("rans0"), std::string::npos) << text;
     ASSERT_TRUE(e.how.has_value());
     EXPECT_EQ(e.how->expansions, 0u) << e.info.name;  // the closed form's
-    size_t actual = blob_bytes(p);
-    for (chunk_entry const& c : rd.chunks()) {
-      if (c.region == i) actual += c.payload_length;
-    }
+    size_t const actual = a.region_bytes(i);
     // Within 40 bytes of some 400,000: the framing and the states' loss
     // are counted, the tables' rounding is not.
     EXPECT_NEAR(e.how->estimated_bytes, static_cast<double>(actual), 40)

@@ -16,12 +16,14 @@
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/parse_fixtures.h"
+#include "tests/codec/search/searched_archive.h"
 #include "tests/codec/uses_op.h"
 
 namespace brevis::codec::search {
 namespace {
 
 using test::make_safetensors;
+using testing::searched_archive;
 using testing::uses_op;
 
 std::vector<uint16_t> gaussian_bf16(size_t n, float sigma, uint32_t seed) {
@@ -49,12 +51,6 @@ std::vector<uint64_t> counts_of(bytes const& lanes, unsigned width) {
     ++c[width == 2 ? load_le<uint16_t>(lanes.data() + i) : lanes[i]];
   }
   return c;
-}
-
-size_t blob_bytes(node const& n) {
-  size_t b = n.blob.size();
-  for (node const& k : n.children) b += blob_bytes(k);
-  return b;
 }
 
 size_t encoded_size(node const& leaf, bytes const& data, unsigned width) {
@@ -182,12 +178,9 @@ TEST(closed_form, gated_regions_get_their_operator) {
   for (size_t i = 0; i < n; i += 3) sparse[i] = 0;
   bytes const file = make_safetensors(
       {{"p", "BF16", {n}, pack(repeated)}, {"z", "F16", {n}, pack(sparse)}});
-  auto const chooser = make_search_chooser();
-  bytes const archive = write_archive(file, "m", *chooser);
-  archive_reader rd{byte_view(archive)};
-  bytes back(rd.original_size());
-  rd.read(0, back.size(), back.data());
-  ASSERT_TRUE(back == file);
+  searched_archive const a(file);
+  ASSERT_TRUE(a.reads_back);
+  archive_reader const& rd = a.reader;
   for (region_entry const& e : rd.regions()) {
     if (e.info.kind != region_kind::tensor) continue;
     node const& p = rd.programs()[e.program];
@@ -240,12 +233,9 @@ TEST(closed_form, alphabet_alone_settles_without_a_search) {
       make_safetensors({{"few", "BF16", {n}, pack(few.values)},
                         {"zeros", "BF16", {n}, pack(zeros.values)},
                         {"pruned", "BF16", {n}, pack(pruned.values)}});
-  auto const chooser = make_search_chooser();
-  bytes const archive = write_archive(file, "m", *chooser);
-  archive_reader rd{byte_view(archive)};
-  bytes back(rd.original_size());
-  rd.read(0, back.size(), back.data());
-  ASSERT_TRUE(back == file);
+  searched_archive const a(file);
+  ASSERT_TRUE(a.reads_back);
+  archive_reader const& rd = a.reader;
   size_t seen = 0;
   for (region_entry const& e : rd.regions()) {
     if (e.info.kind != region_kind::tensor) continue;
@@ -302,21 +292,15 @@ TEST(closed_form, estimate_matches_the_archive_and_the_search) {
   for (bool closed : {true, false}) {
     search_chooser_options o;
     o.closed_form = closed;
-    auto const chooser = make_search_chooser(o);
-    bytes const archive = write_archive(file, "m", *chooser);
-    archive_reader rd{byte_view(archive)};
-    bytes back(rd.original_size());
-    rd.read(0, back.size(), back.data());
-    ASSERT_TRUE(back == file);
-    sizes[closed] = archive.size();
+    searched_archive const a(file, o);
+    ASSERT_TRUE(a.reads_back);
+    archive_reader const& rd = a.reader;
+    sizes[closed] = a.archive.size();
     for (size_t i = 0; i < rd.regions().size(); ++i) {
       region_entry const& e = rd.regions()[i];
       if (e.info.kind != region_kind::tensor) continue;
       ASSERT_TRUE(e.how.has_value());
-      size_t actual = blob_bytes(rd.programs()[e.program]);
-      for (chunk_entry const& c : rd.chunks()) {
-        if (c.region == i) actual += c.payload_length;
-      }
+      size_t const actual = a.region_bytes(i);
       if (closed) {
         EXPECT_EQ(e.how->expansions, 0u) << e.info.name;
         EXPECT_NEAR(e.how->estimated_bytes, static_cast<double>(actual),
