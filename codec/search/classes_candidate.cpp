@@ -1239,7 +1239,8 @@ class classes_chooser final : public recording_chooser {
       }
       program = std::move(c->program);
       how.estimated_bytes = c->estimated_bytes;
-      how.expansions = 0;
+      // how.expansions stays: the search spent them, whatever replaced its
+      // program (the ablation's counts were missing them).
     }
     return true;
   }

@@ -288,6 +288,20 @@ TEST(classes_test, candidate_beats_a_sparse_program_from_the_plain_table) {
   }
 }
 
+// A program the classes replace keeps the search's expansions in its
+// record: the search spent them (the ablation counts them).
+TEST(classes_test, candidate_keeps_the_search_expansions) {
+  bytes data;
+  region const r = pruned_two_scales(672, 0.3, data);
+  search_chooser_options so;
+  auto const chooser = make_search_chooser(so);
+  node p;
+  choice_record how;
+  ASSERT_TRUE(chooser->choose_recorded(r, data, p, how));
+  EXPECT_GT(classes_cycle_elements(p), 0u) << program_text(p);
+  EXPECT_GT(how.expansions, 0u);
+}
+
 // Past half the elements zero the plain table is not tried (its histogram
 // and fit cost CPU where sparse's mask wins: handlandmark-sparse.bf16): the
 // tensor with 60% zeros keeps the search's sparse program, though the

@@ -744,6 +744,56 @@ TEST(search, siblings_with_branching_programs_check_their_roles_program) {
   EXPECT_GE(reused, 12u) << first;
 }
 
+// Search expansions over every region of `file` compressed with `chooser`,
+// and the archive's size.
+std::pair<size_t, size_t> expansions_and_size(bytes const& file,
+                                              program_chooser const& chooser) {
+  bytes const a = write_archive(file, "m", chooser);
+  archive_reader rd{byte_view(a)};
+  size_t expansions = 0;
+  for (region_entry const& e : rd.regions()) {
+    if (e.how) expansions += e.how->expansions;
+  }
+  return {expansions, a.size()};
+}
+
+// Three roles of four fp32 tensors each (fewer roles than the learning
+// sample holds: siblings fill it), each role of its own statistics.
+bytes three_roles_file() {
+  size_t const n = 64 * 64;
+  std::vector<st_tensor> ts;
+  for (uint32_t i = 0; i < 4; ++i) {
+    std::string const b = "blocks." + std::to_string(i);
+    std::vector<uint32_t> upcast(n);
+    std::vector<float> const g = gaussian(n, 0.05f, 700 + i);
+    for (size_t k = 0; k < n; ++k) upcast[k] = bits_of(g[k]) & 0xffff0000u;
+    ts.push_back({b + ".attn", "F32", {64, 64}, pack(upcast)});
+    ts.push_back({b + ".mlp", "F32", {64, 64}, pack(gaussian(n, 1, 800 + i))});
+    std::vector<float> few(n);
+    for (size_t k = 0; k < n; ++k) few[k] = static_cast<float>((k * 7 + i) % 5);
+    ts.push_back({b + ".norm", "F32", {64, 64}, pack(few)});
+  }
+  return make_safetensors(ts);
+}
+
+// The learned prior reaches the uniform prior's ratio in no more
+// expansions: learning does not search a sibling again where its role's
+// program replays (the sample's siblings were each searched in full).
+TEST(search, learned_prior_expands_no_more_than_the_uniform_one) {
+  bytes const file = three_roles_file();
+  search_chooser_options learned, uniform;
+  uniform.prior = prior_kind::uniform;
+  auto const [le, ls] =
+      expansions_and_size(file, *make_search_chooser(learned));
+  auto const [ue, us] =
+      expansions_and_size(file, *make_search_chooser(uniform));
+  std::printf("learned: %zu expansions, %zu B; uniform: %zu, %zu B\n", le, ls,
+              ue, us);
+  EXPECT_GT(ue, 0u);
+  EXPECT_LE(le, ue);
+  EXPECT_LE(static_cast<double>(ls), 1.001 * static_cast<double>(us));
+}
+
 TEST(search, choices_do_not_depend_on_the_order_regions_are_chosen_in) {
   // Regions are chosen in parallel: a role's first search runs once, for
   // whichever sibling asks first, and gives the same programs either way.
