@@ -105,6 +105,7 @@ constexpr char const* entry_names[entry_count] = {
     "_ZN3tbb6detail2r19terminateERNS0_2d115task_arena_baseE",
     "_ZN3tbb6detail2r117assertion_failureEPKciS3_S3_",
 };
+static_assert(entry_names[entry_count - 1] != nullptr, "a name per entry");
 
 [[noreturn]] void cannot_load(char const* what) {
   std::fprintf(stderr, "brevis: cannot use oneTBB (%s): %s\n", what, dlerror());
@@ -116,10 +117,13 @@ struct library {
 
   library() {
     // By soname first, as the dynamic linker would find it (LD_LIBRARY_PATH
-    // included); then where the build found it.
-    void* handle = dlopen("libtbb.so.12", RTLD_LAZY | RTLD_LOCAL);
-    if (handle == nullptr)
+    // included); then where the build found it. Bound lazily: binding the
+    // ~1,000 PLT slots of libtbb's libstdc++.so up front cost 1.1 M
+    // instructions, half again what loading it costs otherwise.
+    void* handle = dlopen(BREVIS_TBB_SONAME, RTLD_LAZY | RTLD_LOCAL);
+    if (handle == nullptr) {
       handle = dlopen(BREVIS_TBB_PATH, RTLD_LAZY | RTLD_LOCAL);
+    }
     if (handle == nullptr) cannot_load(BREVIS_TBB_PATH);
     for (unsigned i = 0; i < entry_count; ++i) {
       entries[i] = dlsym(handle, entry_names[i]);
@@ -128,13 +132,17 @@ struct library {
   }
 };
 
-// The entry point `e`, as a function of type F. The library is loaded by
-// the first caller (a function-local static: thread-safe, and oneTBB's own
-// threads exist only after it).
+library const& loaded() {
+  // Loaded by the first caller: a function-local static is thread-safe,
+  // and oneTBB's own threads exist only after it.
+  static library const tbb;
+  return tbb;
+}
+
+// The entry point `e`, as a function of type F.
 template <typename F>
 F* resolve(entry e) {
-  static library const loaded;
-  return reinterpret_cast<F*>(loaded.entries[e]);
+  return reinterpret_cast<F*>(loaded().entries[e]);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 namespace {
 
 bool tbb_loaded() {
-  void* const handle = dlopen("libtbb.so.12", RTLD_NOW | RTLD_NOLOAD);
+  void* const handle = dlopen(BREVIS_TBB_SONAME, RTLD_NOW | RTLD_NOLOAD);
   if (handle != nullptr) dlclose(handle);
   return handle != nullptr;
 }
