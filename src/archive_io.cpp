@@ -53,10 +53,12 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
   codec::xxh3_stream hash;
   uint64_t done = 0;
   buffer_ring buffers(longest);
-  // Below a MiB the whole decode takes a few ms on one thread, and starting
-  // TBB's workers costs ~1 ms of CPU more than it saves (blazeface.fp16,
-  // 278 KB: 8.4 ms of CPU with workers, 7.2 ms without).
-  constexpr uint64_t serial_below = uint64_t{1} << 20;
+  // Below 2 MiB the whole decode takes a few ms on one thread, and starting
+  // TBB's workers (loading libtbb, fs/pipeline/tbb_on_demand.cpp, and its
+  // threads) costs ~2 ms of CPU and ~160 page faults, more than it saves
+  // even in wall time: facemesh-detection-full.bf16.pt (1.1 MB) 5.3 ms CPU
+  // at -T1, 6.8 ms at -T2; faceboxes.bf16.pt (2.1 MB) 6.1 and 8.3 ms.
+  constexpr uint64_t serial_below = uint64_t{2} << 20;
   unsigned const workers = pos < serial_below ? 1 : threads;
   ordered_run(
       workers, chunks.size(),

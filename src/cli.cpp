@@ -1,7 +1,7 @@
 // Command-line parsing (CLI11) and dispatch to the subcommands.
 
+#include <sched.h>
 #include <tbb/global_control.h>
-#include <tbb/info.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -54,11 +54,21 @@ void add_common(CLI::App& sub, raw_common& c, bool writes) {
   }
 }
 
+// The cores this process may run on (its affinity mask), which is what
+// oneTBB counts too: asking oneTBB would load its library (see
+// fs/pipeline/tbb_on_demand.cpp) in runs that stay on one thread.
+unsigned available_cores() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  }
+  return static_cast<unsigned>(
+      std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));  // > 1024 CPUs
+}
+
 common_options resolve(raw_common const& c) {
   common_options o;
-  o.threads = c.threads ? c.threads
-                        : static_cast<unsigned>(
-                              std::max(1, tbb::info::default_concurrency()));
+  o.threads = c.threads ? c.threads : available_cores();
   o.verbosity = std::clamp(1 + c.verbose - c.quiet, 0, 2);
   o.force = c.force;
   return o;

@@ -123,6 +123,7 @@ output_file::~output_file() {
 }
 
 void output_file::discard() noexcept {
+  gathered_.clear();
   if (fd_ > STDOUT_FILENO) ::close(fd_);
   fd_ = -1;
   if (!tmp_.empty()) {
@@ -139,6 +140,23 @@ void output_file::reserve(uint64_t size) noexcept {
 }
 
 void output_file::write(codec::byte_view data) {
+  written_ += data.size();
+  if (data.size() < gather_limit) {
+    if (gathered_.size() + data.size() > gather_limit) flush();
+    if (gathered_.capacity() == 0) gathered_.reserve(gather_limit);
+    gathered_.insert(gathered_.end(), data.begin(), data.end());
+    return;
+  }
+  flush();
+  write_now(data);
+}
+
+void output_file::flush() {
+  write_now(gathered_);
+  gathered_.clear();
+}
+
+void output_file::write_now(codec::byte_view data) {
   uint8_t const* p = data.data();
   size_t left = data.size();
   while (left > 0) {
@@ -150,10 +168,10 @@ void output_file::write(codec::byte_view data) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  written_ += data.size();
 }
 
 void output_file::commit() {
+  flush();
   if (is_stdout()) {
     committed_ = true;
     return;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codec/core/bytes.h"
 
@@ -36,8 +37,11 @@ class output_file {
   /// file system that cannot changes nothing; stdout and devices are left
   /// alone. Never changes the file's size.
   void reserve(uint64_t size) noexcept;
+  /// Appends `data`. Pieces under gather_limit are gathered and written
+  /// together (by a later write or commit), larger ones at once.
   void write(codec::byte_view data);
-  /// Closes and renames into place; the file exists only after this.
+  /// Writes what was gathered, closes and renames into place; the file
+  /// exists only after this.
   void commit();
   uint64_t written() const { return written_; }
   std::string const& path() const { return path_; }
@@ -45,6 +49,12 @@ class output_file {
 
  private:
   void discard() noexcept;
+  void flush();
+  void write_now(codec::byte_view data);
+
+  // A checkpoint of many small tensors decoded to ~160 writes of 2-36
+  // bytes each (gender-ssrnet-imdb.fp16, 97 KB), ~1 us of CPU apiece here.
+  static constexpr size_t gather_limit = size_t{128} << 10;
 
   std::string path_;
   std::string tmp_;
@@ -55,6 +65,7 @@ class output_file {
   bool committed_ = false;
   bool in_place_ = false;  // an existing device or FIFO, written directly
   uint64_t written_ = 0;
+  std::vector<uint8_t> gathered_;  // written, not yet handed to the kernel
 };
 
 /// Installs the signal handlers that remove an uncommitted temporary.

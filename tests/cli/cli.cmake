@@ -4,3 +4,6 @@ brevis_add_test(cli_test
   cli/inspect_test.cpp)
 # The tests run the real binary.
 add_dependencies(cli_test brevis)
+# The CLI's output file, compiled in.
+brevis_add_test(output_file_test cli/output_file_test.cpp
+  ${PROJECT_SOURCE_DIR}/src/output_file.cpp)

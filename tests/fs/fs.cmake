@@ -14,3 +14,9 @@ brevis_add_test(pipeline_test fs/pipeline_test.cpp fs/store_leftovers_test.cpp
   fs/mount_stats_test.cpp)
 target_link_libraries(pipeline_test PRIVATE brevis_fuse brevis_pipeline brevis_store)
 add_dependencies(pipeline_test brevis)
+# oneTBB loaded on first use, linked as brevis is (its C++ runtime too).
+if(BREVIS_TBB_ON_DEMAND)
+  brevis_add_test(tbb_on_demand_test fs/tbb_on_demand_test.cpp)
+  target_link_libraries(tbb_on_demand_test PRIVATE brevis_tbb)
+  brevis_static_cxx_runtime(tbb_on_demand_test)
+endif()
