@@ -5,7 +5,6 @@
 // nonzero weights alone (coding zeros and values as one alphabet would need
 // a table of every value; byte planes would pay for the zeros in each plane).
 // Side data: varint k, the number of nonzero elements.
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
