@@ -27,8 +27,11 @@ namespace brevis::codec {
 
 void c_log2_c_each(std::span<std::pair<uint32_t, uint32_t> const> h,
                    std::vector<double>& out) {
-  out.resize(h.size());
-  for (size_t i = 0; i < h.size(); ++i) out[i] = c_log2_c(h[i].second);
+  // Grown only: a buffer reused for histograms of varying sizes would
+  // zero-fill the difference at every growth, only to overwrite it.
+  if (out.size() < h.size()) out.resize(h.size());
+  double* const o = out.data();
+  for (size_t i = 0; i < h.size(); ++i) o[i] = c_log2_c(h[i].second);
 }
 
 }  // namespace brevis::codec

@@ -31,8 +31,9 @@ inline double c_log2_c(uint64_t c) {
 }
 
 /// c_log2_c of the count of each (symbol, count) entry of `h`, in order,
-/// into `out`: loops that then sum them (in the same order, to the same
-/// bits) make no call and keep their accumulators in registers.
+/// into the first h.size() entries of `out` (grown to hold them, never
+/// shrunk): loops that then sum them (in the same order, to the same bits)
+/// make no call and keep their accumulators in registers.
 void c_log2_c_each(std::span<std::pair<uint32_t, uint32_t> const> h,
                    std::vector<double>& out);
 

@@ -25,10 +25,12 @@ class constant_leaf final : public leaf_def {
             "constant: value is not a whole number of lanes");
     if (size == 0) return;
     uint8_t const* d = in.data.data();
-    for (size_t i = w; i < size; i += w) {
-      fail_if(std::memcmp(d, d + i, w) != 0, errc::domain,
-              "constant: lanes differ");
-    }
+    // Every lane equals the first exactly when the bytes repeat with the
+    // lane's period: one compare of the value against itself shifted by a
+    // lane (a memcmp of w bytes a lane was a libc call per lane, 3% of
+    // compressing centernet.fp16, whose classes have constant planes).
+    fail_if(std::memcmp(d, d + w, size - w) != 0, errc::domain,
+            "constant: lanes differ");
     out.insert(out.end(), d, d + w);
   }
 

@@ -1,6 +1,5 @@
 // zero: the value is all zero bytes; the payload is empty. Sparse tensors and
 // zeroed padding cost nothing.
-#include <algorithm>
 #include <cstring>
 
 #include "codec/dsl/operator.h"
@@ -19,8 +18,12 @@ class zero_leaf final : public leaf_def {
   }
 
   void encode(node const&, stream const& in, bytes&) const override {
-    bool const all_zero = std::all_of(in.data.begin(), in.data.end(),
-                                      [](uint8_t b) { return b == 0; });
+    // The first byte zero and every byte equal to the next: one memcmp,
+    // vectorized, where a byte-at-a-time scan stops at each byte.
+    byte_view const d = in.data;
+    bool const all_zero =
+        d.empty() ||
+        (d[0] == 0 && std::memcmp(d.data(), d.data() + 1, d.size() - 1) == 0);
     fail_if(!all_zero, errc::domain, "zero: value has a nonzero byte");
   }
 

@@ -5,7 +5,6 @@
 // nonzero weights alone (coding zeros and values as one alphabet would need
 // a table of every value; byte planes would pay for the zeros in each plane).
 // Side data: varint k, the number of nonzero elements.
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -35,13 +34,8 @@ BREVIS_AVX2_CLONES size_t count_set_bits(uint8_t const* p, size_t n) {
   return set;
 }
 
-// Branch-free: the mask is unpredictable, and a branch per element cost
-// more than the rest of the search on pruned checkpoints (sparse_op::encode
-// was 19% of blazepose-detector.bf16.pt's compress CPU with a read-modify-
-// write of the mask byte and a branch per element). A first pass counts the
-// nonzeros (vectorised); the second builds each mask byte in a register and
-// stores every element, advancing the values cursor only past nonzero ones,
-// so the buffer holds one spare element for the zeros after the last value.
+// A first pass counts the nonzeros (vectorised), sizing the values; the
+// kernel then writes the mask and packs the values (sparse_kernels.h).
 template <typename T>
 void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
                   bytes& values) {
@@ -50,21 +44,10 @@ void encode_lanes(uint8_t const* in, size_t count, uint8_t* mask,
   for (size_t j = 0; j < count; ++j) {
     k += load_le<T>(in + j * sizeof(T)) != 0;
   }
-  values.resize((k + 1) * sizeof(T));
-  uint8_t* v = values.data();
-  for (size_t j = 0; j < count; j += 8) {
-    size_t const lanes = std::min<size_t>(8, count - j);
-    unsigned bits = 0;
-    for (size_t b = 0; b < lanes; ++b) {
-      T const x = load_le<T>(in + (j + b) * sizeof(T));
-      unsigned const nz = x != 0;
-      bits |= nz << b;
-      store_le<T>(v, x);
-      v += nz * sizeof(T);
-    }
-    mask[j / 8] = static_cast<uint8_t>(bits);
-  }
-  values.resize(k * sizeof(T));
+  values.resize((k + sparse_kernels::compact_slack) * sizeof(T));
+  size_t const written =
+      sparse_kernels::compact(sizeof(T), in, count, mask, values.data());
+  values.resize(written * sizeof(T));  // k: the same lanes counted again
 }
 
 class sparse_op final : public op_def {

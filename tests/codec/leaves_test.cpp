@@ -105,6 +105,33 @@ TEST(leaves_test, zero_and_constant_roundtrip_or_reject_exactly_their_domain) {
   }
 }
 
+// zero and constant check their domain in one compare of the value against
+// itself shifted (by a byte, by a lane): one byte off anywhere, the first or
+// the last included, is refused; the value itself is accepted.
+TEST(leaves_test, zero_and_constant_refuse_one_byte_off_anywhere) {
+  for (unsigned w : {1u, 2u, 4u, 8u}) {
+    for (size_t lanes : {1u, 2u, 3u, 17u, 100u}) {
+      bytes zeros(lanes * w, 0);
+      bytes same(lanes * w);
+      for (size_t i = 0; i < same.size(); ++i) {
+        same[i] = static_cast<uint8_t>(0x51 + i % w);
+      }
+      EXPECT_TRUE(roundtrip(make_leaf(opcode::zero), zeros, w));
+      EXPECT_TRUE(roundtrip(make_leaf(opcode::constant), same, w));
+      for (size_t at = 0; at < zeros.size(); ++at) {
+        SCOPED_TRACE("w=" + std::to_string(w) + " lanes=" +
+                     std::to_string(lanes) + " at=" + std::to_string(at));
+        bytes z = zeros;
+        z[at] = 1;
+        EXPECT_FALSE(roundtrip(make_leaf(opcode::zero), z, w));
+        bytes c = same;
+        c[at] ^= 0x80;
+        EXPECT_EQ(roundtrip(make_leaf(opcode::constant), c, w), lanes == 1);
+      }
+    }
+  }
+}
+
 // constant's decoder fills by copying what it wrote (doubling, then in
 // blocks): every width and length around the block's size, exactly.
 TEST(leaves_test, constant_fills_every_width_and_length_exactly) {
