@@ -78,6 +78,10 @@ std::array<bool, 256> read_alphabet(reader& r) {
 // streams, 2.80 -> 2.11 on 1 KB ones (the fill vectorises; no memset).
 // A stream of one symbol (frequency 2^12, which 12 bits cannot hold) has
 // no table: its states never move, so it decodes to that symbol repeated.
+// The slots are not zeroed: read_model writes every one (the frequencies,
+// scaled, sum to 2^12) or sets only_symbol, and zeroing 16 KiB would cost a
+// 1 KB stream's decode over again.
+// NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
 struct model {
   std::array<uint32_t, total> slot;
   int only_symbol = -1;
@@ -149,7 +153,10 @@ void decode(byte_view body, size_t out_size, uint8_t* out) {
   // The states live in locals and each group's bytes are stored after its
   // steps: a byte store may alias anything, and would otherwise force the
   // states and tables to be reloaded.
-  uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
+  uint32_t x0 = state[0];
+  uint32_t x1 = state[1];
+  uint32_t x2 = state[2];
+  uint32_t x3 = state[3];
   size_t i = 0;
   // Four symbols read at most 8 bytes: unchecked while 8 remain.
   for (; i + 4 <= out_size && end - p >= 8; i += 4) {
@@ -165,7 +172,10 @@ void decode(byte_view body, size_t out_size, uint8_t* out) {
                            uint32_t{s2} << 16 | uint32_t{s3} << 24;
     std::memcpy(out + i, &group, 4);
   }
-  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
+  state[0] = x0;
+  state[1] = x1;
+  state[2] = x2;
+  state[3] = x3;
   for (; i < out_size; ++i) {
     uint32_t& x = state[i & 3];
     out[i] = step(x);

@@ -108,7 +108,12 @@ constexpr char const* entry_names[entry_count] = {
 static_assert(entry_names[entry_count - 1] != nullptr, "a name per entry");
 
 [[noreturn]] void cannot_load(char const* what) {
-  std::fprintf(stderr, "brevis: cannot use oneTBB (%s): %s\n", what, dlerror());
+  char const* const why = dlerror();
+  std::fputs("brevis: cannot use oneTBB (", stderr);
+  std::fputs(what, stderr);
+  std::fputs("): ", stderr);
+  std::fputs(why != nullptr ? why : "unknown error", stderr);
+  std::fputs("\n", stderr);
   std::abort();
 }
 
