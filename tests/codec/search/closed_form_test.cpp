@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "codec/container/archive.h"
 #include "codec/dsl/operator.h"
@@ -315,11 +316,10 @@ TEST(closed_form, pruned_weights_get_sparse_in_closed_form) {
       for (uint16_t& x : v) {
         if (rng() % 100 < percent) x = 0;
       }
-      tensors.push_back(
-          {"w" + std::to_string(percent) + "_" + std::to_string(n),
-           "BF16",
-           {n / 100, 100},
-           pack(v)});
+      std::string name = std::to_string(percent);
+      name += "_";
+      name += std::to_string(n);
+      tensors.push_back({name, "BF16", {n / 100, 100}, pack(v)});
     }
   }
   bytes const file = make_safetensors(tensors);
