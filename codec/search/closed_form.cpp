@@ -31,6 +31,12 @@ constexpr double word_rate = 0.02;      // zstd_fits
 constexpr double sparse_rate = 0.1;     // sparse_fits
 constexpr double row_rate = 0.05;       // xor_row: rows equal above
 constexpr size_t palette_values = 256;  // palette_fits
+// How many more equal neighbours (or rows) than chance, on top of
+// runs_rate (row_rate), send a region of many zeros to the search (gate).
+constexpr double zeros_order_margin = 0.3;
+// The share of the best order-0 program's bytes by which sparse must beat
+// it (closed_form_decide): search_chooser.cpp's sparse_gain_margin.
+constexpr double sparse_win_margin = 0.003;
 // Below this many elements a palette's dictionary (two bytes a value)
 // costs about what it saves against a static table: not worth a search.
 constexpr size_t palette_min_elements = 4096;
@@ -401,16 +407,21 @@ gate_reason gate(region_input const& in, bool alphabet) {
       shape.size() >= 2 && shape.back() > 1 ? shape.back() : 0;
   // Without the alphabet's checks, runs of zeros (and zeros below zeros)
   // are sparse's mask's (its bytes' entropy, order0_floor_bytes), not the
-  // runs' or rows' gates'.
+  // runs' or rows' gates'; so are words of zeros (rvm.bf16's pruned weights
+  // repeat 8-byte words 11% to 59% of the time, none of them with a
+  // nonzero), and the words' gate is left out (below).
   bool const many_zeros =
       static_cast<double>(zeros) >= sparse_rate * static_cast<double>(n);
   bool const zero_runs = alphabet || !many_zeros;
   window_stats const w = order_stats(in.data, cols, zero_runs);
-  // Few values are often equal to their neighbours by chance, as often as
-  // two elements drawn at random (the sum of their squared frequencies):
-  // an order-0 coder already has that. Only more is order to exploit.
+  // Values are often equal to their neighbours by chance, as often as two
+  // elements drawn at random (the sum of their squared frequencies): an
+  // order-0 coder already has that. Only more is order to exploit. (Few
+  // values, or weights of a peaked histogram: handlandmark-full.bf16's
+  // pruned filters have nonzero neighbours equal 7% to 13% of the time,
+  // 6% to 10% by chance.)
   double chance = 0;
-  if (!alphabet && few) {
+  if (!alphabet) {
     double const total = static_cast<double>(n);
     for (auto const& [sym, c] : h) {
       if (sym == 0 && !zero_runs) continue;
@@ -418,9 +429,18 @@ gate_reason gate(region_input const& in, bool alphabet) {
       chance += p * p;
     }
   }
-  if (w.runs > runs_rate + chance) return gate_reason::runs;
-  if (w.rows > row_rate + chance) return gate_reason::rows;
-  if (w.words > word_rate) return gate_reason::words;
+  // Many zeros: the order left for the search must beat sparse's mask and
+  // the nonzero values' tables (the closed form's sparse candidate), not
+  // the elements' alone; repeated words are mostly of zeros and of the
+  // equal neighbours counted here. The search chose order-0 programs for
+  // 18 of the 20 pruned tensors of centernet and handlandmark-full (bf16)
+  // it saw, with up to 0.24 more equal neighbours and 0.32 more equal rows
+  // than chance and words repeating up to 85% of the time (the other two:
+  // rans1, which the classes' program then replaced, and zstd on 4.6 KB).
+  double const margin = zero_runs ? 0 : zeros_order_margin;
+  if (w.runs > runs_rate + chance + margin) return gate_reason::runs;
+  if (w.rows > row_rate + chance + margin) return gate_reason::rows;
+  if (zero_runs && w.words > word_rate) return gate_reason::words;
   return gate_reason::none;
 }
 
@@ -451,50 +471,23 @@ order0_floor order0_floor_bytes(region_input const& in,
   return f;
 }
 
-closed_form_parts closed_form_costs(region_input const& in,
-                                    float16_marginals const& mg) {
-  sparse_hist const& h = *in.root_hist;
-  meaning const m = meaning_of(in.info.type);
-  double const chunks = std::max(
-      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
-  bool const statics = in.data.size() >= min_static_table_region;
-  auto const m_param = static_cast<uint64_t>(m);
-  // The view and its (empty) tail.
-  double const view_bytes = 2 * node_bytes + 2;
-  auto view_of = [&](node elements) {
-    return make_op(opcode::view, {2, m_param},
-                   {std::move(elements), make_leaf(opcode::raw)});
-  };
+namespace {
 
-  closed_form_parts parts;
-  parts.terms = mg.terms;
-  // The elements closed by a leaf (their own static table last, in
-  // closed_form_decide). rANS order 0 sees their bytes: the byte planes'
-  // histograms added (not a pass over the elements' histogram, whose high
-  // bytes repeat and would serialize the counting).
-  parts.elements = make_leaf(opcode::raw);
-  parts.elements_bytes = static_cast<double>(in.data.size()) + node_bytes;
-  {
-    auto const& planes = mg.planes;
-    sparse_hist bytes;
-    for (uint32_t b = 0; b < 256; ++b) {
-      uint64_t const c = planes[0][b] + planes[1][b];
-      if (c) bytes.emplace_back(b, entry_count(c));
-    }
-    uint64_t const n = h.size() == 1 ? h.front().second : 0;
-    for (opcode op :
-         {opcode::raw, opcode::zero, opcode::constant, opcode::rans0}) {
-      double const b = op == opcode::rans0
-                           ? leaf_bytes(op, bytes, in.data.size(), 1, chunks)
-                       : op == opcode::raw ? static_cast<double>(in.data.size())
-                                           : leaf_bytes(op, h, n, 2, chunks);
-      double const total = view_bytes + node_bytes + b;
-      if (total < parts.elements_bytes) {
-        parts.elements = view_of(make_leaf(op));
-        parts.elements_bytes = total;
-      }
-    }
-  }
+// The view and its (empty) tail, above the elements' program.
+constexpr double view_bytes = 2 * node_bytes + 2;
+
+struct split_choice {
+  node split;  // planes, fields or bitfields, closed by their leaves
+  double bytes = infinite;
+  std::vector<unsigned> scales;  // of its rans_static children
+};
+
+// The best split of 16-bit floats of marginals `mg` (meaning `m`) into byte
+// planes, float fields or bit fields, each child closed by its best leaf;
+// its bytes counted from `base` (what the program spends above it).
+split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
+                        bool statics, double base) {
+  split_choice best;
   // Byte planes (low, high), float fields (sign, exponent, mantissa) and
   // bit fields (mantissa, sign and exponent together: a symbol fewer per
   // element than fields, and never more entropy).
@@ -536,16 +529,16 @@ closed_form_parts closed_form_costs(region_input const& in,
   };
   opcode split_op = opcode::raw;
   for (opcode op : order) {
-    double bytes = view_bytes + node_bytes;
+    double bytes = base + node_bytes;
     if (op == opcode::bitfields) bytes += 2;  // its two width parameters
     auto const kids = split_counts(mg, op);
-    if (statics && parts.split_bytes < infinite) {
+    if (statics && best.bytes < infinite) {
       double bound = bytes;
       for (std::vector<uint64_t> const* counts : kids) {
         bound += node_bytes + entropy_bytes(*counts);
       }
       // (A byte of margin against the sums' rounding.)
-      if (bound - 1 > parts.split_bytes) continue;
+      if (bound - 1 > best.bytes) continue;
     }
     std::vector<node> leaves;
     std::vector<unsigned> scales;
@@ -570,15 +563,148 @@ closed_form_parts closed_form_costs(region_input const& in,
       scales.push_back(kid.op == opcode::rans_static ? l.scale : 0);
       leaves.push_back(std::move(kid));
     }
-    if (bytes < parts.split_bytes ||
-        (bytes == parts.split_bytes && rank(op) < rank(split_op))) {
+    if (bytes < best.bytes ||
+        (bytes == best.bytes && rank(op) < rank(split_op))) {
       std::vector<uint64_t> params;
       if (op == opcode::bitfields) params = {mbits, 16 - mbits};
-      parts.split = view_of(make_op(op, std::move(params), std::move(leaves)));
-      parts.split_bytes = bytes;
-      parts.split_scales = std::move(scales);
+      best.split = make_op(op, std::move(params), std::move(leaves));
+      best.bytes = bytes;
+      best.scales = std::move(scales);
       split_op = op;
     }
+  }
+  return best;
+}
+
+// The bytes of a varint holding `v`.
+double varint_bytes(uint64_t v) {
+  double b = 1;
+  while (v >= 128) v >>= 7, ++b;
+  return b;
+}
+
+// sparse's candidate (closed_form_parts::sparse): its mask's bytes by
+// their histogram (counted, as the search counts them), its nonzero values
+// by the elements' histogram without 0 and its marginals. The values get
+// the candidates the elements get, the file's shared table aside (fit to
+// the elements, zeros included).
+void add_sparse(region_input const& in, double chunks, bool statics,
+                closed_form_parts& parts) {
+  sparse_hist const& h = *in.root_hist;
+  if (h.size() < 2 || h.front().first != 0) return;
+  meaning const m = meaning_of(in.info.type);
+  sparse_hist const values(h.begin() + 1, h.end());
+  uint64_t nonzero = 0;
+  for (auto const& [s, c] : values) nonzero += c;
+  float16_marginals const vm = float16_marginals_of(values, m);
+  auto const mask = sparse_mask_histogram16(in.data, (size_t{1} << 20) / 2);
+  leaf_cost const mask_leaf = best_leaf(mask, 1, chunks, statics);
+  // The operator's node and, per chunk, its count of nonzero values.
+  double const above = view_bytes + node_bytes +
+                       chunks * varint_bytes(static_cast<uint64_t>(
+                                    static_cast<double>(nonzero) / chunks)) +
+                       mask_leaf.bytes;
+  uint64_t const value_bytes = 2 * nonzero;
+  node kid = make_leaf(opcode::raw);
+  double kid_bytes = node_bytes + static_cast<double>(value_bytes);
+  std::vector<unsigned> scales;
+  if (values.size() == 1 && node_bytes + 2 * chunks < kid_bytes) {
+    kid = make_leaf(opcode::constant);
+    kid_bytes = node_bytes + 2 * chunks;
+  }
+  {
+    sparse_hist bytes;  // rANS order 0 sees the values' bytes
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t const c = vm.planes[0][b] + vm.planes[1][b];
+      if (c) bytes.emplace_back(b, entry_count(c));
+    }
+    double const b =
+        node_bytes + leaf_bytes(opcode::rans0, bytes, value_bytes, 1, chunks);
+    if (b < kid_bytes) kid = make_leaf(opcode::rans0), kid_bytes = b;
+  }
+  split_choice sp = best_split(vm, m, chunks, statics, 0);
+  if (sp.bytes < kid_bytes) {
+    kid = std::move(sp.split);
+    kid_bytes = sp.bytes;
+    scales = std::move(sp.scales);
+  }
+  // The values' own table, where it may win (as closed_form_decide's).
+  if (statics && values.size() >= 2 &&
+      node_bytes + entropy_from_terms(nonzero, vm.terms) / 8 +
+              own_table_floor * static_cast<double>(values.size()) <
+          kid_bytes) {
+    double const b = node_bytes + estimate_table_bytes(values) +
+                     state_loss_bytes(nonzero, rans_static_scale_for(
+                                                   values.size(), nonzero)) +
+                     wide_framing_bytes(opcode::rans_static, nonzero, chunks);
+    if (b < kid_bytes) {
+      kid = make_leaf(opcode::rans_static);
+      kid_bytes = b;
+      scales.clear();
+    }
+  }
+  parts.sparse = make_op(
+      opcode::view, {2, static_cast<uint64_t>(m)},
+      {make_op(opcode::sparse, {}, {make_leaf(mask_leaf.op), std::move(kid)}),
+       make_leaf(opcode::raw)});
+  parts.sparse_bytes = above + kid_bytes;
+  parts.sparse_scales = std::move(scales);
+  parts.mask_counts.assign(mask.begin(), mask.end());
+  parts.mask_scale = mask_leaf.op == opcode::rans_static ? mask_leaf.scale : 0;
+}
+
+}  // namespace
+
+closed_form_parts closed_form_costs(region_input const& in,
+                                    float16_marginals const& mg) {
+  sparse_hist const& h = *in.root_hist;
+  meaning const m = meaning_of(in.info.type);
+  double const chunks = std::max(
+      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
+  bool const statics = in.data.size() >= min_static_table_region;
+  auto const m_param = static_cast<uint64_t>(m);
+  auto view_of = [&](node elements) {
+    return make_op(opcode::view, {2, m_param},
+                   {std::move(elements), make_leaf(opcode::raw)});
+  };
+
+  closed_form_parts parts;
+  parts.terms = mg.terms;
+  // The elements closed by a leaf (their own static table last, in
+  // closed_form_decide). rANS order 0 sees their bytes: the byte planes'
+  // histograms added (not a pass over the elements' histogram, whose high
+  // bytes repeat and would serialize the counting).
+  parts.elements = make_leaf(opcode::raw);
+  parts.elements_bytes = static_cast<double>(in.data.size()) + node_bytes;
+  {
+    auto const& planes = mg.planes;
+    sparse_hist bytes;
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t const c = planes[0][b] + planes[1][b];
+      if (c) bytes.emplace_back(b, entry_count(c));
+    }
+    uint64_t const n = h.size() == 1 ? h.front().second : 0;
+    for (opcode op :
+         {opcode::raw, opcode::zero, opcode::constant, opcode::rans0}) {
+      double const b = op == opcode::rans0
+                           ? leaf_bytes(op, bytes, in.data.size(), 1, chunks)
+                       : op == opcode::raw ? static_cast<double>(in.data.size())
+                                           : leaf_bytes(op, h, n, 2, chunks);
+      double const total = view_bytes + node_bytes + b;
+      if (total < parts.elements_bytes) {
+        parts.elements = view_of(make_leaf(op));
+        parts.elements_bytes = total;
+      }
+    }
+  }
+  split_choice sp = best_split(mg, m, chunks, statics, view_bytes);
+  parts.split = view_of(std::move(sp.split));
+  parts.split_bytes = sp.bytes;
+  parts.split_scales = std::move(sp.scales);
+  if (static_cast<double>(mg.zeros) >=
+          sparse_rate * static_cast<double>(mg.count) &&
+      mg.zeros < mg.count) {
+    add_sparse(in, chunks, statics, parts);
   }
   return parts;
 }
@@ -589,10 +715,9 @@ closed_form_choice closed_form_decide(region_input const& in,
   double const chunks = std::max(
       1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
   bool const statics = in.data.size() >= min_static_table_region;
-  double const view_bytes = 2 * node_bytes + 2;
   // The candidates in the order the search would offer them, the first of
   // the least cost winning: the elements' leaves, the file's shared table,
-  // the planes and fields, the elements' own table.
+  // the planes and fields, the elements' own table; then sparse.
   closed_form_choice best;
   best.program = std::move(parts.elements);
   best.estimated_bytes = parts.elements_bytes;
@@ -642,14 +767,27 @@ closed_form_choice closed_form_decide(region_input const& in,
       }
     }
   }
+  // Sparse by a margin: a program of the elements' tables is what the
+  // classes extend (classes_candidate.h), and they gain more over it than
+  // a fraction of a percent (faceres.bf16's feats/kernel, 12% zeros: sparse
+  // 43 B smaller alone, its classes 1.8 KB larger).
+  if (parts.sparse_bytes < (1 - sparse_win_margin) * best.estimated_bytes) {
+    best.program = std::move(parts.sparse);
+    best.estimated_bytes = parts.sparse_bytes;
+    best.scales = std::move(parts.sparse_scales);
+    best.mask_counts = std::move(parts.mask_counts);
+    best.mask_scale = parts.mask_scale;
+  }
   return best;
 }
 
-void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
-                              meaning m) {
-  node& p = choice.program;
-  if (p.op != opcode::view || p.children.empty()) return;
-  node& e = p.children[0];
+namespace {
+
+// The empty tables of `e`, a program of 16-bit elements of histogram `h`
+// (meaning `m`): their own table, or their split's children's at
+// precisions `scales`.
+void build_element_tables(node& e, sparse_hist const& h, meaning m,
+                          std::span<unsigned const> scales) {
   if (e.op == opcode::rans_static && e.blob.empty()) {
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
@@ -677,9 +815,25 @@ void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
     kids = split_histogram(h, e.op, m);
   }
   for (size_t i = 0; i < kids.size() && i < e.children.size(); ++i) {
-    fill_table(e.children[i], kids[i],
-               i < choice.scales.size() ? choice.scales[i] : 0);
+    fill_table(e.children[i], kids[i], i < scales.size() ? scales[i] : 0);
   }
+}
+
+}  // namespace
+
+void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
+                              meaning m) {
+  node& p = choice.program;
+  if (p.op != opcode::view || p.children.empty()) return;
+  node& e = p.children[0];
+  if (e.op == opcode::sparse && e.children.size() == 2) {
+    fill_table(e.children[0], choice.mask_counts, choice.mask_scale);
+    if (h.size() < 2 || h.front().first != 0) return;
+    sparse_hist const values(h.begin() + 1, h.end());
+    build_element_tables(e.children[1], values, m, choice.scales);
+    return;
+  }
+  build_element_tables(e, h, m, choice.scales);
 }
 
 std::optional<closed_form_choice> closed_form_program(region_input const& in,

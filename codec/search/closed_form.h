@@ -4,10 +4,12 @@
 // its elements: their own or the file's static table, rANS order 0, and the
 // same leaves on their byte planes or float fields (the histograms' marginals).
 // Their sizes follow in closed form, in O(distinct values), with no sample
-// and no trial encode. Only operators that see order or position (runs,
-// repeat, xor_row, zstd's matches) or a small alphabet (palette, sparse,
-// low_zero) can do better; a gate of cheap statistics sends the regions
-// where they might to the search.
+// and no trial encode. So are sparse's over such programs of the nonzero
+// values (their histogram: the elements' without 0), its mask costed from
+// its bytes' histogram (one pass). Only operators that see order or
+// position (runs, repeat, xor_row, zstd's matches) or a small alphabet
+// (palette, low_zero) can do better; a gate of cheap statistics sends the
+// regions where they might to the search.
 
 #include <limits>
 #include <optional>
@@ -34,8 +36,13 @@ struct closed_form_choice {
   double table_ms =
       0;  // time (work_clock.h) building those tables (encoding work)
   // The precisions of the winner's children's tables (0: the standard),
-  // until they are built.
+  // until they are built: of the elements' split, or of sparse's nonzero
+  // values' split.
   std::vector<unsigned> scales;
+  // A sparse winner's mask: its bytes' histogram and its table's precision,
+  // until its table is built.
+  std::vector<uint64_t> mask_counts;
+  unsigned mask_scale = 0;
 };
 
 /// The closed form's candidates that the file's shared table does not
@@ -48,17 +55,27 @@ struct closed_form_parts {
   double split_bytes = std::numeric_limits<double>::infinity();
   std::vector<unsigned> split_scales;
   double terms = 0;  // the marginals' sum of c log2 c
+  // Where a tenth of the elements or more are zero: sparse, its mask and
+  // its nonzero values closed by the best of the same order-0 candidates
+  // (their histogram is the elements' without 0). Its mask's bytes and
+  // table precision are held for build_closed_form_tables.
+  node sparse;
+  double sparse_bytes = std::numeric_limits<double>::infinity();
+  std::vector<unsigned> sparse_scales;
+  std::vector<uint64_t> mask_counts;
+  unsigned mask_scale = 0;
 };
 closed_form_parts closed_form_costs(region_input const& in,
                                     float16_marginals const& mg);
 
-/// The winner among `parts`, the file's shared table (in.tables) and the
-/// elements' own table, its static tables not yet built.
+/// The winner among `parts` (sparse included), the file's shared table
+/// (in.tables) and the elements' own table, its static tables not yet built.
 closed_form_choice closed_form_decide(region_input const& in,
                                       closed_form_parts parts);
 
 /// Builds the empty static tables of `choice` (closed_form_decide's) from the
-/// region's histogram `h` (elements of meaning `m`): encoding work.
+/// region's histogram `h` (elements of meaning `m`; sparse's values from h
+/// without 0, its mask from choice.mask_counts): encoding work.
 void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
                               meaning m);
 

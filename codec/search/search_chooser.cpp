@@ -318,22 +318,22 @@ class search_file_chooser final : public recording_chooser {
   // (gate reason `g`) is the closed form's after all: few values with no
   // order to exploit leave a palette nothing to win over the closed form's
   // own table (on the corpus's bf16 files the search chose the closed
-  // form's program for all 172 such tensors); many zeros where sparse's
-  // mask saves at most sparse_gain_margin of the elements' entropy (the
-  // search chose the closed form's program for 44 of 46 such tensors, the
-  // other two estimated 0.1% and 0.2% smaller).
+  // form's program for all 172 such tensors); many zeros with no order
+  // beyond them leave the search sparse over order-0 leaves, which the
+  // closed form costs too (its sparse candidate); and with equal nonzero
+  // neighbours, where sparse's mask saves at most sparse_gain_margin of the
+  // elements' entropy (the search chose the closed form's program for 44
+  // of 46 such tensors, the other two estimated 0.1% and 0.2% smaller).
   static bool alphabet_settles(region_input const& in, search::gate_reason g,
                                float16_marginals const& mg) {
     if (g == search::gate_reason::few_values) {
       return search::closed_form_order_gate(in) == search::gate_reason::none;
     }
     if (g != search::gate_reason::zeros) return false;
-    // Equal nonzero neighbours: runs may win, or may not (sparse alone).
     search::gate_reason const order = search::closed_form_order_gate(in);
-    if (order != search::gate_reason::none &&
-        order != search::gate_reason::runs) {
-      return false;
-    }
+    if (order == search::gate_reason::none) return true;
+    // Equal nonzero neighbours: runs may win, or may not (sparse alone).
+    if (order != search::gate_reason::runs) return false;
     auto const floor = search::order0_floor_bytes(in, mg);
     return floor.elements - floor.sparse <= sparse_gain_margin * floor.elements;
   }
