@@ -4,6 +4,7 @@
 #include <random>
 
 #include "codec/choose/chooser.h"
+#include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
@@ -122,6 +123,63 @@ TEST(choose_test, blob_estimate_from_counts_equals_the_one_from_frequencies) {
       EXPECT_DOUBLE_EQ(estimate_rans_static_blob_bytes(h, n, scale),
                        estimate_rans_static_blob_bytes(symbols, freqs))
           << k << " " << shape;
+    }
+  }
+}
+
+// The one-pass estimate (four symbols a round) gives exactly the plain
+// per-symbol computation, payload bits included: every length to 70 (each
+// tail of a round), symbols 0 and 65535, lone symbols and long runs, counts
+// under one slot, near it, and large enough to leave the small codes' table.
+TEST(choose_test, blob_estimate_equals_the_plain_per_symbol_computation) {
+  std::mt19937 rng(41);
+  for (size_t k = 0; k <= 70; ++k) {
+    for (int shape = 0; shape < 4; ++shape) {
+      sparse_hist h;
+      uint32_t s = shape == 1 ? 0 : static_cast<uint32_t>(rng() % 3);
+      for (size_t i = 0; i < k; ++i) {
+        uint32_t const c = shape == 0   ? 1 + rng() % 2
+                           : shape == 1 ? 1 + rng() % 40
+                           : shape == 2 ? (rng() % 8 == 0 ? 3000000 : 1)
+                                        : 1 + rng() % 100000;
+        h.emplace_back(s, c);
+        s += rng() % 3 == 0 ? 2 + rng() % 7 : 1;
+      }
+      if (shape == 3 && k > 0) h.back().first = 65535;
+      if (shape == 3 && k > 1) h[k - 2].first = 65534;
+      uint64_t n = 0;
+      for (auto const& [sym, c] : h) n += c;
+      if (n == 0) n = 1;
+      for (unsigned scale : {10u, 12u, 16u}) {
+        double const per_count =
+            std::ldexp(1.0, static_cast<int>(scale)) / static_cast<double>(n);
+        double sum_f = 0, terms = 0, scaled = 0;
+        std::vector<uint32_t> symbols, freqs;
+        for (auto const& [sym, c] : h) {
+          double const exact = static_cast<double>(c) * per_count;
+          bool const large = exact > 1;
+          sum_f += large ? exact : 1.0;
+          terms += large ? c_log2_c(c) : 0.0;
+          scaled += large ? static_cast<double>(c) : 0.0;
+          symbols.push_back(sym);
+          freqs.push_back(large ? static_cast<uint32_t>(exact + 0.5) : 1);
+        }
+        double const payload = -terms - scaled * std::log2(per_count) +
+                               static_cast<double>(n) * std::log2(sum_f) +
+                               32.0 * rans_static::lanes;
+        double got_payload = -1;
+        double const blob =
+            estimate_rans_static_blob_bytes(h, n, scale, &got_payload);
+        SCOPED_TRACE(::testing::Message() << k << " " << shape << " " << scale);
+        if (k <= 1) {
+          EXPECT_EQ(blob, 6);
+          EXPECT_EQ(got_payload, 0);
+          continue;
+        }
+        EXPECT_EQ(blob, estimate_rans_static_blob_bytes(symbols, freqs));
+        EXPECT_EQ(got_payload, payload);
+        EXPECT_EQ(estimate_rans_static_blob_bytes(h, n, scale), blob);
+      }
     }
   }
 }
