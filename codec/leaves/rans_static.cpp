@@ -543,14 +543,20 @@ double estimate_rans_static_blob_bytes(
     auto const [s, c] = hist[i];
     double const exact = static_cast<double>(c) * per_count;
     // Without branches on the counts, which are as often above one slot as
-    // below in a 16-bit histogram: adding 0 leaves a sum of terms >= 0 as
-    // it was, so the sums are those of summing the large ones alone.
-    bool const large = exact > 1;
-    sum_f += large ? exact : 1.0;
-    terms += large ? c_log2_c(c) : 0.0;
-    scaled += large ? c : 0;
-    // f = 1 where exact <= 1 (exact + 0.5 rounds to 1 at most, and f >= 1)
-    uint64_t const f = large ? static_cast<uint64_t>(exact + 0.5) : 1;
+    // below in a 16-bit histogram (the compiler branched on ?: of doubles,
+    // mispredicting about every other symbol): max for the slots, a mask
+    // on the count (c_log2_c(0) adds 0, leaving a sum of terms >= 0 as it
+    // was) for the terms, so the sums are those of the large ones alone.
+    uint32_t const large = -static_cast<uint32_t>(exact > 1);
+    sum_f += std::max(exact, 1.0);
+    terms += c_log2_c(c & large);
+    scaled += c & large;
+    // f = 1 where exact <= 1 (exact + 0.5 rounds to 0 or 1 there; a large
+    // count's rounds to 1 at least), lifted from 0 by an add, not a branch.
+    // (exact <= 2^scale: a signed conversion, no check for 2^63.)
+    auto const rounded =
+        static_cast<uint64_t>(static_cast<int64_t>(exact + 0.5));
+    uint64_t const f = rounded + (rounded == 0);
     if (f > rem_f) rem_f = f, rem = i;
     uint8_t const code =
         f < quantized_small_size
