@@ -296,6 +296,26 @@ TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
       std::vector<double> alone(65536, -1);
       EXPECT_EQ(estimate_table_code_lengths(h, alone), e.payload_bytes);
       for (auto const& [s, c] : h) EXPECT_EQ(alone[s], bits[s]);
+      // Exactly the plain per-symbol computation (log2 of the slots, at
+      // least one, then normalized by their sum).
+      uint64_t total = 0;
+      for (auto const& [s, c] : h) total += c;
+      double const per_count =
+          std::ldexp(1.0,
+                     static_cast<int>(rans_static_scale_for(h.size(), total))) /
+          static_cast<double>(total);
+      double sum_f = 0;
+      std::vector<double> plain;
+      for (auto const& [s, c] : h) {
+        double const f = static_cast<double>(c) * per_count;
+        sum_f += f > 1 ? f : 1;
+        plain.push_back(f > 1 ? -(c_log2_c(c) / static_cast<double>(c) +
+                                  std::log2(per_count))
+                              : 0);
+      }
+      for (size_t i = 0; i < h.size(); ++i) {
+        EXPECT_EQ(bits[h[i].first], plain[i] + std::log2(sum_f));
+      }
     }
   }
 }
