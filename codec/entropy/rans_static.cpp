@@ -38,6 +38,63 @@ double log2_step(uint32_t f) {
   return std::log2((x + 1) / x);
 }
 
+// Where the one slot every symbol gets at least overshoots the precision by
+// more than this, normalize starts from proportional_start: each unit of
+// overshoot costs a move on its heaps (log k work), and a 16-bit table of
+// tens of thousands of rare symbols overshoots by thousands (12,500 moves,
+// 14 M instructions, on one of centernet.fp16's shared tables). Below it
+// the start (and so the table) is the plain proportional one.
+constexpr uint64_t floor_overshoot = 256;
+
+// Frequencies max(1, round(a c_i)), the factor a chosen so that they sum
+// near `total` although the symbols held at 1 take more than their share:
+// the continuous optimum (f_i proportional to c_i above the floor), a few
+// units from the integer one. Writes them to `freqs`; returns their sum.
+uint64_t proportional_start(std::vector<double> const& c, uint32_t total,
+                            std::vector<uint32_t>& freqs) {
+  size_t const k = c.size();
+  double n = 0;
+  for (double x : c) n += x;
+  double const most = total;  // a frequency's bound: keeps f in 32 bits
+  auto const share = [&](double a, size_t i) {
+    return static_cast<int32_t>(std::min(a * c[i] + 0.5, most));
+  };
+  // The sum at factor a and its symbols at the floor.
+  auto const sums = [&](double a, uint64_t& floors) {
+    uint64_t sum = 0;
+    floors = 0;
+    for (size_t i = 0; i < k; ++i) {
+      int32_t const f = share(a, i);
+      floors += f < 1;
+      sum += static_cast<uint64_t>(f < 1 ? 1 : f);
+    }
+    return sum;
+  };
+  double a = total / n, best_a = a;
+  uint64_t floors = 0;
+  uint64_t sum = sums(a, floors);
+  uint64_t best_miss = sum > total ? sum - total : total - sum;
+  // The symbols above the floor share what it leaves: a scaled by the
+  // ratio of their share to their sum (the floor grows as a shrinks, so a
+  // few rounds settle it), until the heaps' moves can finish it cheaply.
+  for (int round = 0; round < 8 && best_miss > floor_overshoot / 4; ++round) {
+    if (sum <= floors || floors >= total) break;
+    a *=
+        static_cast<double>(total - floors) / static_cast<double>(sum - floors);
+    sum = sums(a, floors);
+    uint64_t const miss = sum > total ? sum - total : total - sum;
+    if (miss >= best_miss) break;
+    best_miss = miss, best_a = a;
+  }
+  sum = 0;
+  for (size_t i = 0; i < k; ++i) {
+    int32_t const f = share(best_a, i);
+    freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
+    sum += freqs[i];
+  }
+  return sum;
+}
+
 inline uint32_t divide(uint32_t x, uint64_t rcp) {
   // floor(x / f) with rcp = ceil(2^63 / f): exact because x * f < 2^63.
   return static_cast<uint32_t>((static_cast<unsigned __int128>(x) * rcp) >> 63);
@@ -152,6 +209,9 @@ table normalize(std::span<uint32_t const> symbols,
         (static_cast<unsigned __int128>(cnt) * total + n / 2) / n);
     t.freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
     sum += t.freqs[i];
+  }
+  if (sum > total + floor_overshoot) {
+    sum = proportional_start(c, total, t.freqs);
   }
 
   // The cost sum_i c_i * -log2(f_i / total) is separable and convex in each

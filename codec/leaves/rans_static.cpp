@@ -222,11 +222,11 @@ bytes get_packed(byte_reader& r, size_t count) {
   return out;
 }
 
-// A blob's head: its precision and symbols (into `t`) and its mode (into
-// `mode`), read from `r`, which is left at the frequency codes; returns the
-// remainder's index.
-uint64_t parse_head(byte_reader& r, unsigned width, bool coded,
-                    rans_static::table& t, uint8_t& mode) {
+// A blob's head: its precision and symbols (into `t`; with `list` false,
+// only their number, into `count`) and its mode (into `mode`), read from
+// `r`, which is left at the frequency codes; returns the remainder's index.
+uint64_t parse_head(byte_reader& r, unsigned width, bool coded, bool list,
+                    rans_static::table& t, size_t& count, uint8_t& mode) {
   fail_if(width != 1 && width != 2, errc::corrupt,
           "rans_static: symbols are 8 or 16 bits");
   uint64_t const alphabet = uint64_t{1} << (8 * width);
@@ -252,6 +252,7 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded,
   fail_if(runs * 2 > sr.remaining(), errc::truncated,
           "rans_static: table shorter than its run count");
   uint64_t next = 0;
+  count = 0;
   for (uint64_t i = 0; i < runs; ++i) {
     uint64_t const gap = sr.varint();
     uint64_t const length = sr.varint();
@@ -259,16 +260,19 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded,
                 next + gap + length >= alphabet,
             errc::corrupt, "rans_static: symbol out of range");
     uint64_t const first = next + gap;
-    fail_if(t.symbols.size() + length + 1 > total, errc::corrupt,
+    fail_if(count + length + 1 > total, errc::corrupt,
             "rans_static: more symbols than the precision allows");
-    size_t const at = t.symbols.size();
-    t.symbols.resize(at + length + 1);
-    std::iota(t.symbols.begin() + static_cast<ptrdiff_t>(at), t.symbols.end(),
-              static_cast<uint32_t>(first));
+    count += length + 1;
+    if (list) {
+      size_t const at = t.symbols.size();
+      t.symbols.resize(count);
+      std::iota(t.symbols.begin() + static_cast<ptrdiff_t>(at), t.symbols.end(),
+                static_cast<uint32_t>(first));
+    }
     next = first + length + 1;
   }
   uint64_t const rem = sr.varint();
-  fail_if(rem >= t.symbols.size(), errc::corrupt,
+  fail_if(rem >= count, errc::corrupt,
           "rans_static: remainder symbol out of range");
   fail_if(mode == 1 && !set_reader.empty(), errc::corrupt,
           "rans_static: trailing symbol set bytes");
@@ -279,7 +283,8 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   byte_reader r(blob);
   rans_static::table t;
   uint8_t mode = 0;
-  uint64_t const rem = parse_head(r, width, coded, t, mode);
+  size_t count = 0;
+  uint64_t const rem = parse_head(r, width, coded, true, t, count, mode);
   uint64_t const total = uint64_t{1} << t.scale;
   size_t const k = t.symbols.size();
   bytes packed_codes;
@@ -341,8 +346,10 @@ size_t rans_static_table_symbols(byte_view blob, unsigned width) {
   byte_reader r(blob);
   rans_static::table t;
   uint8_t mode = 0;
-  parse_head(r, width, true, t, mode);
-  return t.symbols.size();
+  size_t count = 0;
+  // Counted, not listed: a 16-bit table's set lists up to 2^16 symbols.
+  parse_head(r, width, true, false, t, count, mode);
+  return count;
 }
 
 unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
@@ -519,41 +526,59 @@ double estimate_rans_static_blob_bytes(
   std::array<uint64_t, 256> set_hist{};
   size_t set_size = 0, runs = 0, rem = 0;
   uint64_t rem_f = 0, next = 0;
-  uint32_t prev = 0;
+  // The symbol that continues the current run: none yet (no 32-bit symbol
+  // equals it), so the first symbol starts one.
+  uint64_t follows = ~uint64_t{0};
   // The codes' deltas, mostly the same few: counted into four histograms by
   // turns, so that an increment seldom waits on the previous one's store.
   std::array<std::array<uint32_t, 256>, 4> deltas{};
   uint8_t last = 0;
   // The payload: a symbol gets c * per_count slots, at least one; above one,
   // log2(c * per_count) = log2(c) + log2(per_count), c log2 c from a table.
-  double sum_f = 0, terms = 0, scaled = 0;
+  // `scaled` sums counts (integers, exact in a double below 2^53).
+  double sum_f = 0, terms = 0;
+  uint64_t scaled = 0;
   uint8_t const* const small_codes = quantized_small();
-  for (size_t i = 0; i < k; ++i) {
+  auto const step = [&](size_t i, std::array<uint32_t, 256>& delta) {
     auto const [s, c] = hist[i];
     double const exact = static_cast<double>(c) * per_count;
     // Without branches on the counts, which are as often above one slot as
-    // below in a 16-bit histogram: adding 0 leaves a sum of terms >= 0 as
-    // it was, so the sums are those of summing the large ones alone.
-    bool const large = exact > 1;
-    sum_f += large ? exact : 1.0;
-    terms += large ? c_log2_c(c) : 0.0;
-    scaled += large ? static_cast<double>(c) : 0.0;
-    // f = 1 where exact <= 1 (exact + 0.5 rounds to 1 at most, and f >= 1)
-    uint64_t const f = large ? static_cast<uint64_t>(exact + 0.5) : 1;
+    // below in a 16-bit histogram (the compiler branched on ?: of doubles,
+    // mispredicting about every other symbol): max for the slots, a mask
+    // on the count (c_log2_c(0) adds 0, leaving a sum of terms >= 0 as it
+    // was) for the terms, so the sums are those of the large ones alone.
+    uint32_t const large = -static_cast<uint32_t>(exact > 1);
+    sum_f += std::max(exact, 1.0);
+    terms += c_log2_c(c & large);
+    scaled += c & large;
+    // f = 1 where exact <= 1 (exact + 0.5 rounds to 0 or 1 there; a large
+    // count's rounds to 1 at least), lifted from 0 by an add, not a branch.
+    // (exact <= 2^scale: a signed conversion, no check for 2^63.)
+    auto const rounded =
+        static_cast<uint64_t>(static_cast<int64_t>(exact + 0.5));
+    uint64_t const f = rounded + (rounded == 0);
     if (f > rem_f) rem_f = f, rem = i;
     uint8_t const code =
         f < quantized_small_size
             ? small_codes[f]
             : quantize(static_cast<uint32_t>(std::min<uint64_t>(f, 1u << 19)));
     codes[i] = code;
-    ++deltas[i & 3][static_cast<uint8_t>(code - last)];
+    ++delta[static_cast<uint8_t>(code - last)];
     last = code;
     // The set's runs: where each starts, noted without a branch (a sparse
     // histogram's gaps come at random); their varints are written after.
     run_starts[runs] = static_cast<uint32_t>(i);
-    runs += i == 0 || s != prev + 1;
-    prev = s;
+    runs += s != follows;
+    follows = uint64_t{s} + 1;
+  };
+  // Four symbols a round, each histogram of deltas in its turn (as symbol
+  // i & 3 always took): no index arithmetic a symbol.
+  size_t i = 0;
+  for (; i + 4 <= k; i += 4) {
+    step(i, deltas[0]), step(i + 1, deltas[1]);
+    step(i + 2, deltas[2]), step(i + 3, deltas[3]);
   }
+  for (; i < k; ++i) step(i, deltas[i & 3]);
   run_starts[runs] = static_cast<uint32_t>(k);
   for (size_t r = 0; r < runs; ++r) {
     uint32_t const first = hist[run_starts[r]].first;
@@ -565,7 +590,8 @@ double estimate_rans_static_blob_bytes(
   set_size += add_varint(set_hist, runs);
   set_size += add_varint(set_hist, rem);
   if (payload_bits != nullptr) {
-    *payload_bits = -terms - scaled * std::log2(per_count) +
+    *payload_bits = -terms -
+                    static_cast<double>(scaled) * std::log2(per_count) +
                     static_cast<double>(total) * std::log2(sum_f) +
                     32.0 * rans_static::lanes;
   }

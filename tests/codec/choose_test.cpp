@@ -4,6 +4,7 @@
 #include <random>
 
 #include "codec/choose/chooser.h"
+#include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
@@ -126,6 +127,63 @@ TEST(choose_test, blob_estimate_from_counts_equals_the_one_from_frequencies) {
   }
 }
 
+// The one-pass estimate (four symbols a round) gives exactly the plain
+// per-symbol computation, payload bits included: every length to 70 (each
+// tail of a round), symbols 0 and 65535, lone symbols and long runs, counts
+// under one slot, near it, and large enough to leave the small codes' table.
+TEST(choose_test, blob_estimate_equals_the_plain_per_symbol_computation) {
+  std::mt19937 rng(41);
+  for (size_t k = 0; k <= 70; ++k) {
+    for (int shape = 0; shape < 4; ++shape) {
+      sparse_hist h;
+      uint32_t s = shape == 1 ? 0 : static_cast<uint32_t>(rng() % 3);
+      for (size_t i = 0; i < k; ++i) {
+        uint32_t const c = shape == 0   ? 1 + rng() % 2
+                           : shape == 1 ? 1 + rng() % 40
+                           : shape == 2 ? (rng() % 8 == 0 ? 3000000 : 1)
+                                        : 1 + rng() % 100000;
+        h.emplace_back(s, c);
+        s += rng() % 3 == 0 ? 2 + rng() % 7 : 1;
+      }
+      if (shape == 3 && k > 0) h.back().first = 65535;
+      if (shape == 3 && k > 1) h[k - 2].first = 65534;
+      uint64_t n = 0;
+      for (auto const& [sym, c] : h) n += c;
+      if (n == 0) n = 1;
+      for (unsigned scale : {10u, 12u, 16u}) {
+        double const per_count =
+            std::ldexp(1.0, static_cast<int>(scale)) / static_cast<double>(n);
+        double sum_f = 0, terms = 0, scaled = 0;
+        std::vector<uint32_t> symbols, freqs;
+        for (auto const& [sym, c] : h) {
+          double const exact = static_cast<double>(c) * per_count;
+          bool const large = exact > 1;
+          sum_f += large ? exact : 1.0;
+          terms += large ? c_log2_c(c) : 0.0;
+          scaled += large ? static_cast<double>(c) : 0.0;
+          symbols.push_back(sym);
+          freqs.push_back(large ? static_cast<uint32_t>(exact + 0.5) : 1);
+        }
+        double const payload = -terms - scaled * std::log2(per_count) +
+                               static_cast<double>(n) * std::log2(sum_f) +
+                               32.0 * rans_static::lanes;
+        double got_payload = -1;
+        double const blob =
+            estimate_rans_static_blob_bytes(h, n, scale, &got_payload);
+        SCOPED_TRACE(::testing::Message() << k << " " << shape << " " << scale);
+        if (k <= 1) {
+          EXPECT_EQ(blob, 6);
+          EXPECT_EQ(got_payload, 0);
+          continue;
+        }
+        EXPECT_EQ(blob, estimate_rans_static_blob_bytes(symbols, freqs));
+        EXPECT_EQ(got_payload, payload);
+        EXPECT_EQ(estimate_rans_static_blob_bytes(h, n, scale), blob);
+      }
+    }
+  }
+}
+
 // The search costs byte planes and float fields from the marginals of the
 // 16-bit histogram: they must equal the histograms of what the operators
 // produce, on values that reach every bit (both signs, zero, infinities and
@@ -238,6 +296,26 @@ TEST(choose_test, estimated_code_lengths_follow_the_built_table) {
       std::vector<double> alone(65536, -1);
       EXPECT_EQ(estimate_table_code_lengths(h, alone), e.payload_bytes);
       for (auto const& [s, c] : h) EXPECT_EQ(alone[s], bits[s]);
+      // Exactly the plain per-symbol computation (log2 of the slots, at
+      // least one, then normalized by their sum).
+      uint64_t total = 0;
+      for (auto const& [s, c] : h) total += c;
+      double const per_count =
+          std::ldexp(1.0,
+                     static_cast<int>(rans_static_scale_for(h.size(), total))) /
+          static_cast<double>(total);
+      double sum_f = 0;
+      std::vector<double> plain;
+      for (auto const& [s, c] : h) {
+        double const f = static_cast<double>(c) * per_count;
+        sum_f += f > 1 ? f : 1;
+        plain.push_back(f > 1 ? -(c_log2_c(c) / static_cast<double>(c) +
+                                  std::log2(per_count))
+                              : 0);
+      }
+      for (size_t i = 0; i < h.size(); ++i) {
+        EXPECT_EQ(bits[h[i].first], plain[i] + std::log2(sum_f));
+      }
     }
   }
 }

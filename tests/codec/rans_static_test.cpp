@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <queue>
 #include <random>
 
 #include "codec/dsl/interpreter.h"
@@ -496,6 +498,93 @@ TEST(rans_static_test, normalization_is_optimal_on_small_cases) {
     }
     EXPECT_LE(got, best + 1e-6);
   }
+}
+
+// The optimum by the plain greedy: every symbol at 1, then each unit to the
+// symbol it saves most bits (separable and concave: this is optimal).
+double greedy_optimum_bits(std::vector<uint64_t> const& counts,
+                           unsigned scale) {
+  std::vector<uint32_t> f(counts.size(), 1);
+  auto gain = [&](size_t i) {
+    return static_cast<double>(counts[i]) *
+           std::log2((f[i] + 1.0) / static_cast<double>(f[i]));
+  };
+  std::priority_queue<std::pair<double, size_t>> best;
+  for (size_t i = 0; i < counts.size(); ++i) best.push({gain(i), i});
+  for (uint64_t left = (uint64_t{1} << scale) - counts.size(); left > 0;
+       --left) {
+    size_t const i = best.top().second;
+    best.pop();
+    ++f[i];
+    best.push({gain(i), i});
+  }
+  double bits = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    bits += static_cast<double>(counts[i]) *
+            (scale - std::log2(static_cast<double>(f[i])));
+  }
+  return bits;
+}
+
+// Histograms where the one slot each symbol gets at least overshoots the
+// precision by far (many rare symbols, as in 16-bit tables of fp16 values),
+// start from the floor-aware proportional share: the table stays valid and
+// optimal, no unit move saves a bit, up to the extremes (every symbol at
+// one slot, counts near 2^40).
+TEST(rans_static_test, normalization_is_optimal_where_the_floor_overshoots) {
+  std::mt19937_64 rng(23);
+  struct shape {
+    unsigned scale;
+    size_t symbols;
+    uint64_t rare_max;   // most symbols: counts 1..rare_max
+    uint64_t large_max;  // one in eight: counts up to this
+  };
+  for (shape const s :
+       {shape{16, 40000, 3, 5000}, shape{16, 65536, 2, 1000},
+        shape{16, 30000, 1, uint64_t{1} << 40}, shape{12, 4000, 1, 1000000000},
+        shape{10, 1024, 5, 100000}, shape{10, 1023, 1, 50},
+        shape{14, 9000, 4, 300}}) {
+    std::vector<uint32_t> symbols(s.symbols);
+    std::vector<uint64_t> counts(s.symbols);
+    for (size_t i = 0; i < s.symbols; ++i) {
+      symbols[i] = static_cast<uint32_t>(i);
+      counts[i] =
+          rng() % 8 == 0 ? 1 + rng() % s.large_max : 1 + rng() % s.rare_max;
+    }
+    rs::table const t = rs::normalize(symbols, counts, s.scale);
+    SCOPED_TRACE(::testing::Message() << s.scale << " " << s.symbols);
+    ASSERT_NO_THROW(rs::validate(t, 16));
+    ASSERT_EQ(t.symbols, symbols);
+    double bits = 0, most_gain = 0, least_cost = 1e300;
+    for (size_t i = 0; i < s.symbols; ++i) {
+      double const c = static_cast<double>(counts[i]);
+      double const f = t.freqs[i];
+      bits += c * (s.scale - std::log2(f));
+      most_gain = std::max(most_gain, c * std::log2((f + 1) / f));
+      if (f > 1) least_cost = std::min(least_cost, c * std::log2(f / (f - 1)));
+    }
+    EXPECT_LE(most_gain, least_cost * (1 + 1e-9) + 1e-6);
+    double const optimum = greedy_optimum_bits(counts, s.scale);
+    EXPECT_NEAR(bits, optimum, 1e-9 * optimum + 1e-6);
+  }
+}
+
+// 16-bit values with tens of thousands of rare symbols, as fp16 weights
+// have: their own table (its start the floor-aware share) roundtrips.
+TEST(rans_static_test, many_rare_16bit_symbols_roundtrip) {
+  std::mt19937_64 rng(5);
+  bytes d;
+  for (size_t i = 0; i < 200000; ++i) {
+    uint16_t const v = rng() % 4 == 0 ? static_cast<uint16_t>(rng())
+                                      : static_cast<uint16_t>(rng() % 300);
+    testing::append<uint16_t>(d, v);
+  }
+  std::vector<uint64_t> hist;
+  rs::histogram(d, 2, hist);
+  size_t present = 0;
+  for (uint64_t c : hist) present += c > 0;
+  ASSERT_GT(present, 30000u);  // the floor overshoots 2^16 by thousands
+  EXPECT_GT(roundtrip(d, 2), 0u);
 }
 
 TEST(rans_static_test, truncated_and_random_payloads_throw) {
