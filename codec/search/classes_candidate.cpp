@@ -18,6 +18,7 @@
 #include "codec/leaves/rans_static.h"
 #include "codec/ops/classes.h"
 #include "codec/search/astar.h"
+#include "codec/search/class_field_counts.h"
 #include "codec/search/closed_form.h"
 #include "codec/search/production.h"
 
@@ -456,92 +457,6 @@ node split_of(unsigned shift, node low, node field) {
   }
   return make_op(opcode::bitfields, {shift, 16 - shift},
                  {std::move(low), std::move(field)});
-}
-
-// Each class's histogram of the field (k x (mask + 1) counts) and of the
-// bits below it (the mantissa: k x 2^shift counts), in buffers
-// the thread reuses, in one pass over the tensor in place. Two copies of
-// the counts, alternate elements each: the exponents repeat, and an
-// increment of the counter the previous one wrote waits for it.
-struct field_counts {
-  std::vector<uint32_t> classes;   // 2 x k x (mask + 1); the first summed
-  std::vector<uint32_t> mantissa;  // 2 x k x 2^shift; the first summed
-};
-
-// The pass, for a field of Mask + 1 values at Shift: constants, so that
-// the loop keeps everything in registers (with them read from memory, it
-// took 2.5 ns an element).
-template <unsigned Shift, unsigned Mask, bool Mantissa>
-void count_fields(uint8_t const* w, size_t rows, size_t cols, bool by_rows,
-                  std::vector<uint8_t> const& map, field_counts& out) {
-  size_t const cells = out.classes.size() / 2;
-  uint32_t* const even = out.classes.data();
-  uint32_t* const odd = even + cells;
-  uint32_t* const low_even = out.mantissa.data();
-  uint32_t* const low_odd = low_even + out.mantissa.size() / 2;
-  // A class's cells start at c (Mask + 1) in `hist`, at c 2^Shift in `low`.
-  auto count = [&](uint32_t* hist, uint32_t* low, size_t base,
-                   uint8_t const* at) {
-    uint32_t const v = load_le<uint16_t>(at);
-    ++hist[base + ((v >> Shift) & Mask)];
-    if constexpr (Mantissa) {
-      ++low[((base >> (16 - Shift)) << Shift) + (v & ((1u << Shift) - 1))];
-    }
-  };
-  if (by_rows) {
-    for (size_t r = 0; r < rows; ++r) {
-      uint8_t const* row = w + r * cols * 2;
-      size_t const base = size_t{map[r]} * (Mask + 1);
-      size_t j = 0;
-      for (; j + 1 < cols; j += 2) {
-        count(even, low_even, base, row + 2 * j);
-        count(odd, low_odd, base, row + 2 * j + 2);
-      }
-      if (j < cols) count(even, low_even, base, row + 2 * j);
-    }
-    return;
-  }
-  static thread_local std::vector<uint32_t> base;
-  base.resize(cols);
-  for (size_t j = 0; j < cols; ++j) base[j] = map[j] * (Mask + 1);
-  uint32_t const* const b = base.data();
-  for (size_t r = 0; r < rows; ++r) {
-    uint8_t const* row = w + r * cols * 2;
-    size_t j = 0;
-    for (; j + 1 < cols; j += 2) {
-      count(even, low_even, b[j], row + 2 * j);
-      count(odd, low_odd, b[j + 1], row + 2 * j + 2);
-    }
-    if (j < cols) count(even, low_even, b[j], row + 2 * j);
-  }
-}
-
-field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
-                                 bool by_rows, std::vector<uint8_t> const& map,
-                                 unsigned k, exponent_field const& f,
-                                 bool mantissa) {
-  size_t const cells = size_t{k} * (f.mask + 1);
-  static thread_local field_counts out;
-  out.classes.assign(2 * cells, 0);
-  size_t const low_cells = mantissa ? size_t{k} << f.shift : 0;
-  out.mantissa.assign(2 * low_cells, 0);
-  auto run = [&]<unsigned Shift, unsigned Mask>() {
-    if (mantissa) {
-      count_fields<Shift, Mask, true>(w, rows, cols, by_rows, map, out);
-    } else {
-      count_fields<Shift, Mask, false>(w, rows, cols, by_rows, map, out);
-    }
-  };
-  if (f.shift == 7) {
-    run.template operator()<7, 0x1FF>();
-  } else {
-    run.template operator()<8, 0xFF>();
-  }
-  uint32_t* const even = out.classes.data();
-  for (size_t i = 0; i < cells; ++i) even[i] += even[cells + i];
-  uint32_t* const low = out.mantissa.data();
-  for (size_t i = 0; i < low_cells; ++i) low[i] += low[low_cells + i];
-  return out;
 }
 
 // The leaf of least estimated bytes (node included) for a value of field
@@ -984,8 +899,8 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   double const counts_start = thread_cpu_ms();
   field_counts const& counted =
       fused ? class_fields_of(*tables, k, *f, count_mantissas)
-            : class_field_counts(w, rows, cols, best_rows, best.map, k, *f,
-                                 count_mantissas);
+            : class_field_counts(w, rows, cols, best_rows, best.map, k,
+                                 f->shift, f->mask, count_mantissas);
   // Fused: the element pass is these counts' pass too.
   double const counts_ms =
       thread_cpu_ms() - counts_start + (fused ? tables_ms : 0);
