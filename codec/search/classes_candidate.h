@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "codec/choose/chooser.h"
 #include "codec/core/bytes.h"
@@ -50,6 +51,30 @@ struct classes_choice {
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
                                               node const& inner,
                                               double to_beat);
+
+/// How classes_program groups the channels of a tensor: the class of each
+/// column (or row), of `k`. Read from the data alone, not from the inner
+/// program: the chooser's second try, on a sparse program's plain table,
+/// reuses it.
+struct channel_classes {
+  std::vector<uint8_t> map;
+  unsigned k = 0;
+  bool rows = false;  // grouped by rows (else by columns)
+};
+
+/// The classes of the channels of region `r` (bytes `data`), when it is a
+/// tensor classes_program takes and a grouping leaves room for the gain
+/// asked of a program of `to_beat` bytes: classes_program's first step.
+std::optional<channel_classes> channel_classes_of(region const& r,
+                                                  byte_view data,
+                                                  double to_beat);
+
+/// classes_program with its first step's classes given (`grouping`, of
+/// channel_classes_of(r, data, to_beat)); none for a grouping that does not
+/// fit `r`.
+std::optional<classes_choice> classes_program(region const& r, byte_view data,
+                                              node const& inner, double to_beat,
+                                              channel_classes const& grouping);
 
 /// Wraps `inner`: each region's program is the inner chooser's, or the
 /// classes program when that is estimated smaller.

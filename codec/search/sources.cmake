@@ -8,6 +8,7 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/sparse_mask.cpp
   search/whole_counts.cpp
   search/closed_form.cpp
+  search/class_field_counts.cpp
   search/classes_candidate.cpp
   search/roles.cpp
   search/segment.cpp

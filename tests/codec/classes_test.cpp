@@ -433,6 +433,54 @@ TEST(classes_test, candidate_classes_the_exponent_of_every_program_shape) {
   }
 }
 
+// The chooser finds the channels' classes once for both of its tries:
+// given them, the candidate is the one it finds by itself; a grouping that
+// does not fit the tensor is turned away.
+TEST(classes_test, candidate_from_given_classes_is_the_one_found_alone) {
+  for (bool const fp16 : {false, true}) {
+    meaning const m = fp16 ? meaning::fp16 : meaning::bf16;
+    node const inner =
+        make_op(opcode::view, {2, static_cast<uint64_t>(m)},
+                {make_leaf(opcode::rans0), make_leaf(opcode::raw)});
+    for (bool const by_rows : {false, true}) {
+      size_t const rows = 256, cols = 128;
+      bytes const data = channel_scales(rows, cols, fp16, by_rows, 9);
+      region r =
+          tensor_region(fp16 ? dtype::f16 : dtype::bf16, data, {rows, cols});
+      double const before = static_cast<double>(coded_size(inner, data));
+      auto const grouping = search::channel_classes_of(r, data, before);
+      ASSERT_TRUE(grouping.has_value());
+      EXPECT_EQ(grouping->rows, by_rows);
+      EXPECT_EQ(grouping->map.size(), by_rows ? rows : cols);
+      auto const alone = search::classes_program(r, data, inner, before);
+      auto const given =
+          search::classes_program(r, data, inner, before, *grouping);
+      ASSERT_TRUE(alone.has_value());
+      ASSERT_TRUE(given.has_value());
+      EXPECT_EQ(program_text(given->program), program_text(alone->program));
+      EXPECT_EQ(serialize_program(given->program),
+                serialize_program(alone->program));
+      EXPECT_EQ(given->estimated_bytes, alone->estimated_bytes);
+      EXPECT_EQ(given->rows, alone->rows);
+
+      search::channel_classes bad = *grouping;
+      bad.map.pop_back();  // one channel short
+      EXPECT_FALSE(search::classes_program(r, data, inner, before, bad));
+      bad = *grouping;
+      bad.map[0] = static_cast<uint8_t>(bad.k);  // a class past k
+      EXPECT_FALSE(search::classes_program(r, data, inner, before, bad));
+      bad = *grouping;
+      bad.k = 1;
+      std::fill(bad.map.begin(), bad.map.end(), 0);
+      EXPECT_FALSE(search::classes_program(r, data, inner, before, bad));
+    }
+  }
+  // No classes for what the candidate does not take.
+  bytes const vector_data(2 * 8192, 0x3F);
+  EXPECT_FALSE(search::channel_classes_of(
+      tensor_region(dtype::bf16, vector_data, {8192}), vector_data, 1e6));
+}
+
 // A program other than bitfields (zstd, a palette...) is replaced whole:
 // by bitfields over classes, or classes each with bitfields of its own
 // where the classes' mantissas differ (here: one class of bf16 values with
