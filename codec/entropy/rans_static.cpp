@@ -70,7 +70,8 @@ uint64_t proportional_start(std::vector<double> const& c, uint32_t total,
     }
     return sum;
   };
-  double a = total / n, best_a = a;
+  double a = total / n;
+  double best_a = a;
   uint64_t floors = 0;
   uint64_t sum = sums(a, floors);
   uint64_t best_miss = sum > total ? sum - total : total - sum;
