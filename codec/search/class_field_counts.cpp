@@ -1,5 +1,7 @@
 #include "codec/search/class_field_counts.h"
 
+#include <array>
+
 #include "codec/core/bytes.h"
 
 namespace brevis::codec::search {
@@ -29,6 +31,7 @@ void count_fields(uint8_t const* w, size_t rows, size_t cols, bool by_rows,
   auto low_of = [&](unsigned c, size_t j) {
     return out.mantissa.data() + (j & 1) * low_copy + c * low_cells;
   };
+  using lanes = std::array<uint32_t*, 4>;
   auto four = [](uint32_t* const* f, uint32_t* const* l, uint64_t x) {
     ++f[0][(x >> Shift) & Mask];
     ++f[1][(x >> (16 + Shift)) & Mask];
@@ -48,22 +51,25 @@ void count_fields(uint8_t const* w, size_t rows, size_t cols, bool by_rows,
   if (by_rows) {
     for (size_t r = 0; r < rows; ++r) {
       uint8_t const* row = w + r * cols * 2;
-      uint32_t* const f[4] = {field_of(map[r], 0), field_of(map[r], 1),
-                              field_of(map[r], 0), field_of(map[r], 1)};
-      uint32_t* l[4] = {nullptr, nullptr, nullptr, nullptr};
+      lanes const f = {field_of(map[r], 0), field_of(map[r], 1),
+                       field_of(map[r], 0), field_of(map[r], 1)};
+      lanes l = {nullptr, nullptr, nullptr, nullptr};
       if constexpr (Mantissa) {
         l[0] = l[2] = low_of(map[r], 0);
         l[1] = l[3] = low_of(map[r], 1);
       }
       size_t j = 0;
-      for (; j + 4 <= cols; j += 4) four(f, l, load_le<uint64_t>(row + 2 * j));
+      for (; j + 4 <= cols; j += 4) {
+        four(f.data(), l.data(), load_le<uint64_t>(row + 2 * j));
+      }
       for (; j < cols; ++j) one(f[0], l[0], load_le<uint16_t>(row + 2 * j));
     }
     return;
   }
   // Each column's pointers, computed once a tensor, in buffers the thread
   // reuses.
-  static thread_local std::vector<uint32_t*> field_at, low_at;
+  static thread_local std::vector<uint32_t*> field_at;
+  static thread_local std::vector<uint32_t*> low_at;
   field_at.resize(cols);
   low_at.assign(cols, nullptr);
   for (size_t j = 0; j < cols; ++j) {
