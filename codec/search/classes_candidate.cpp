@@ -814,6 +814,13 @@ std::optional<tensor_grid> grid_of(region const& r, byte_view data) {
   return tensor_grid{n / cols, cols};
 }
 
+// Every how-many-th line a tensor of `n` elements is sampled along, for
+// groups of `lines` elements each keeping >= min_group_sample.
+size_t sample_step(size_t n, size_t lines) {
+  return std::clamp<size_t>(n / sample_elements, 1,
+                            std::max<size_t>(1, lines / min_group_sample));
+}
+
 }  // namespace
 
 std::optional<channel_classes> channel_classes_of(region const& r,
@@ -831,10 +838,8 @@ std::optional<channel_classes> channel_classes_of(region const& r,
   // Sampled: the columns' counts from every col_step-th row, the rows'
   // from every row_step-th column, each group keeping >= min_group_sample.
   // Counting every element cost 0.17 ms a tensor of blazepose-heavy.bf16.
-  size_t const col_step = std::clamp<size_t>(
-      n / sample_elements, 1, std::max<size_t>(1, rows / min_group_sample));
-  size_t const row_step = std::clamp<size_t>(
-      n / sample_elements, 1, std::max<size_t>(1, cols / min_group_sample));
+  size_t const col_step = sample_step(n, rows);
+  size_t const row_step = sample_step(n, cols);
   bool const by_rows_too =
       r.length <= max_rows_region && rows >= 2 && rows <= max_rows;
   groups by_col, by_row;
@@ -847,9 +852,6 @@ std::optional<channel_classes> channel_classes_of(region const& r,
   }
   // The tail past whole rows (none when the shape is right) is not counted.
 
-  // The best partition by the exponents' estimate, the groupings and class
-  // counts tried only where their floor (each group its own table, for
-  // free) leaves room for a gain.
   // The grouping whose floor (each group its own table, for free, and a
   // map of 2 bits a group) leaves more room under one table; classified
   // only when that room exceeds the gain asked for. Classifying both
@@ -898,8 +900,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
   size_t const rows = grid->rows, cols = grid->cols;
   meaning const m = meaning_of(r.type);
   uint8_t const* const w = data.data();
-  size_t const col_step = std::clamp<size_t>(
-      n / sample_elements, 1, std::max<size_t>(1, rows / min_group_sample));
+  size_t const col_step = sample_step(n, rows);
   double const wanted = std::max(64.0, min_gain * to_beat);
 
   // The tensor's program, its exponent field's leaf replaced by one a
