@@ -3,6 +3,7 @@
 #include <array>
 
 #include "codec/core/bytes.h"
+#include "codec/core/error.h"
 
 namespace brevis::codec::search {
 namespace {
@@ -94,6 +95,11 @@ field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
                                  bool by_rows, std::span<uint8_t const> map,
                                  unsigned k, unsigned shift, unsigned mask,
                                  bool mantissa) {
+  bool const bf16_field = shift == 7 && mask == 0x1FF;
+  bool const fp16_field = shift == 8 && mask == 0xFF;
+  fail_if(!bf16_field && !fp16_field, errc::domain,
+          "class_field_counts: only bf16's (7, 0x1FF) and fp16's (8, 0xFF) "
+          "fields are counted");
   size_t const cells = size_t{k} * (mask + 1);
   static thread_local field_counts out;
   out.classes.assign(2 * cells, 0);
@@ -106,7 +112,7 @@ field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
       count_fields<Shift, Mask, false>(w, rows, cols, by_rows, map.data(), out);
     }
   };
-  if (shift == 7) {
+  if (bf16_field) {
     run.template operator()<7, 0x1FF>();
   } else {
     run.template operator()<8, 0xFF>();

@@ -453,8 +453,7 @@ gate_reason closed_form_order_gate(region_input const& in) {
 }
 
 order0_floor order0_floor_bytes(region_input const& in,
-                                float16_marginals const& mg,
-                                uint32_t chunk_size) {
+                                float16_marginals const& mg) {
   uint64_t const n = mg.count;
   order0_floor f;
   f.elements = f.sparse = entropy_from_terms(n, mg.terms) / 8;
@@ -463,7 +462,7 @@ order0_floor order0_floor_bytes(region_input const& in,
   double const values =
       entropy_from_terms(nonzero, mg.terms - c_log2_c(mg.zeros)) / 8;
   auto const mask =
-      sparse_mask_histogram16(in.data, std::max<size_t>(1, chunk_size / 2));
+      sparse_mask_histogram16(in.data, std::max<size_t>(1, in.chunk_size / 2));
   uint64_t mask_n = 0;
   double mask_terms = 0;
   for (uint64_t c : mask) mask_n += c, mask_terms += c_log2_c(c);
@@ -597,7 +596,10 @@ void add_sparse(region_input const& in, double chunks, bool statics,
   uint64_t nonzero = 0;
   for (auto const& [s, c] : values) nonzero += c;
   float16_marginals const vm = float16_marginals_of(values, m);
-  auto const mask = sparse_mask_histogram16(in.data, (size_t{1} << 20) / 2);
+  // The mask's bytes as the coder sees them: each chunk's mask starts on a
+  // byte of its own.
+  auto const mask =
+      sparse_mask_histogram16(in.data, std::max<size_t>(1, in.chunk_size / 2));
   leaf_cost const mask_leaf = best_leaf(mask, 1, chunks, statics);
   // The operator's node and, per chunk, its count of nonzero values.
   double const above = view_bytes + node_bytes +
@@ -659,8 +661,7 @@ closed_form_parts closed_form_costs(region_input const& in,
                                     float16_marginals const& mg) {
   sparse_hist const& h = *in.root_hist;
   meaning const m = meaning_of(in.info.type);
-  double const chunks = std::max(
-      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
+  double const chunks = in.chunks();
   bool const statics = in.data.size() >= min_static_table_region;
   auto const m_param = static_cast<uint64_t>(m);
   auto view_of = [&](node elements) {
@@ -712,8 +713,7 @@ closed_form_parts closed_form_costs(region_input const& in,
 closed_form_choice closed_form_decide(region_input const& in,
                                       closed_form_parts parts) {
   sparse_hist const& h = *in.root_hist;
-  double const chunks = std::max(
-      1.0, std::ceil(static_cast<double>(in.data.size()) / (1u << 20)));
+  double const chunks = in.chunks();
   bool const statics = in.data.size() >= min_static_table_region;
   // The candidates in the order the search would offer them, the first of
   // the least cost winning: the elements' leaves, the file's shared table,

@@ -113,8 +113,7 @@ struct order0_floor {
   double sparse = 0;  // the elements' where no element is zero
 };
 order0_floor order0_floor_bytes(region_input const& in,
-                                float16_marginals const& mg,
-                                uint32_t chunk_size = 1u << 20);
+                                float16_marginals const& mg);
 
 /// The best order-0 program of a bf16/fp16 tensor region whose whole
 /// histogram (in.root_hist) is known, or nothing when the gate says a

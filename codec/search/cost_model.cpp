@@ -140,9 +140,7 @@ double cost_model::payload_bits(value_info const& v, uint64_t vh, double scale,
       double present = 0, terms = 0;
       for (uint64_t c : counts) n += c, terms += c_log2_c(c), present += c > 0;
       double const ent = entropy_from_terms(n, terms);
-      double const chunks = std::ceil(static_cast<double>(in_.data.size()) /
-                                      static_cast<double>(1u << 20));
-      bits = ent + 8 * (1.25 * present + 12) * std::max(1.0, chunks);
+      bits = ent + 8 * (1.25 * present + 12) * in_.chunks();
     }
   } else if (leaf.op == opcode::rans_static && leaf.blob.empty() &&
              at_elements && in_.root_hist != nullptr &&

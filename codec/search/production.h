@@ -4,6 +4,8 @@
 // of its parameter choices. Adding a leaf or an operator to the search is
 // one entry in production.cpp.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -29,6 +31,13 @@ struct region_input {
   sparse_hist const* root_hist = nullptr;  // 16-bit histogram of `data`
   // root_hist's marginals, for bf16/fp16 tensors where already computed
   float16_marginals const* marginals = nullptr;
+  uint32_t chunk_size = 1u << 20;  // the archive's chunks, as coded
+
+  /// How many chunks code the whole region (at least one).
+  [[nodiscard]] double chunks() const {
+    return std::max(1.0, std::ceil(static_cast<double>(data.size()) /
+                                   static_cast<double>(chunk_size)));
+  }
 };
 
 /// A value the search may transform or close: its sample and what is known.

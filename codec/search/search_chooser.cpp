@@ -270,7 +270,11 @@ class search_file_chooser final : public recording_chooser {
       own_marginals = float16_marginals_of(own, search::meaning_of(r.type));
       marginals = &own_marginals;
     }
-    region_input const in{r, data, nullptr, &own, marginals};
+    region_input const in{.info = r,
+                          .data = data,
+                          .root_hist = &own,
+                          .marginals = marginals,
+                          .chunk_size = opt_.search.chunk_size};
     auto choice = search::closed_form_program(in, false);
     if (!choice) return false;
     program = std::move(choice->program);
@@ -295,7 +299,11 @@ class search_file_chooser final : public recording_chooser {
     }
     double const start = work_clock_ms();
     byte_view const data = file.subspan(r.offset, r.length);
-    region_input const in{r, data, nullptr, &h, &mg};
+    region_input const in{.info = r,
+                          .data = data,
+                          .root_hist = &h,
+                          .marginals = &mg,
+                          .chunk_size = opt_.search.chunk_size};
     search::gate_reason g = search::closed_form_gate(in);
     if (alphabet_settles(in, g, mg)) g = search::gate_reason::none;
     if (g != search::gate_reason::none) {
@@ -351,8 +359,11 @@ class search_file_chooser final : public recording_chooser {
     for (pending& p : pending_) {
       region const& r = *p.r;
       double const start = work_clock_ms();
-      region_input const in{r, file.subspan(r.offset, r.length), &*tables_,
-                            tables_->histogram_of(r.offset)};
+      region_input const in{.info = r,
+                            .data = file.subspan(r.offset, r.length),
+                            .tables = &*tables_,
+                            .root_hist = tables_->histogram_of(r.offset),
+                            .chunk_size = opt_.search.chunk_size};
       chosen.push_back(search::closed_form_decide(in, std::move(p.parts)));
       p.ms += work_clock_ms() - start;
       builds.push_back(has_empty_table(chosen.back().program));
@@ -441,7 +452,11 @@ class search_file_chooser final : public recording_chooser {
       own = sparse_histogram(data);
       hist = &own;
     }
-    region_input in{r, data, tables_ && whole ? &*tables_ : nullptr, hist};
+    region_input const in{.info = r,
+                          .data = data,
+                          .tables = tables_ && whole ? &*tables_ : nullptr,
+                          .root_hist = hist,
+                          .chunk_size = o.chunk_size};
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
     std::span<search::decision const> seed_decisions;

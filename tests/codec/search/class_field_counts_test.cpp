@@ -7,9 +7,11 @@
 
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec/core/bytes.h"
+#include "codec/core/error.h"
 #include "tests/codec/generators.h"
 
 namespace brevis::codec::search {
@@ -127,6 +129,20 @@ TEST(class_field_counts_test, a_call_after_a_larger_one_counts_afresh) {
   class_field_counts(big.data(), 40, 33, false, big_map, 4, 7, 0x1FF, true);
   std::vector<uint8_t> rows_map = {1, 0, 1};
   expect_same_counts(small, 3, 5, true, rows_map, 2, "rows after a larger");
+}
+
+TEST(class_field_counts_test, refuses_fields_it_does_not_count) {
+  // Only bf16's sign and exponent and fp16's high byte have a pass; any
+  // other field would read and write past the counts' buffers.
+  bytes const w(2 * 4 * 4, 0);
+  std::vector<uint8_t> const map(4, 0);
+  for (auto [shift, mask] : {std::pair{7u, 0xFFu}, std::pair{8u, 0x1FFu},
+                             std::pair{0u, 0xFFFFu}, std::pair{9u, 0x7Fu}}) {
+    EXPECT_THROW(
+        class_field_counts(w.data(), 4, 4, false, map, 1, shift, mask, true),
+        error)
+        << shift << " " << mask;
+  }
 }
 
 }  // namespace

@@ -352,6 +352,44 @@ TEST(closed_form, pruned_weights_get_sparse_in_closed_form) {
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 500);
 }
 
+// Sparse's mask starts on a byte of its own in every chunk; with chunks
+// that are not a multiple of 16 bytes, its bytes at a chunk's end are not
+// those of 1 MiB chunks. The closed form's mask table must be counted in
+// the archive's chunks, or a chunk codes a mask byte its table lacks and
+// falls back to program 0 (lossless, but larger).
+TEST(closed_form, sparse_mask_table_fits_any_chunk_size) {
+  size_t const n = 256 * 1024;
+  // 2:4 structured sparsity: two of every four weights are zero.
+  std::vector<uint16_t> v = gaussian_bf16(n, 0.05f, 21);
+  std::mt19937 rng(22);
+  for (size_t i = 0; i < n; i += 4) {
+    unsigned const keep = rng() % 6;  // one of the six pairs of four
+    static constexpr uint8_t pairs[6] = {0x3, 0x5, 0x9, 0x6, 0xA, 0xC};
+    for (unsigned j = 0; j < 4; ++j) {
+      if ((pairs[keep] >> j & 1) == 0) v[i + j] = 0;
+    }
+  }
+  bytes const file = make_safetensors({{"w", "BF16", {n / 256, 256}, pack(v)}});
+  for (uint32_t chunk : {5000u, 4098u, default_chunk_size}) {
+    search_chooser_options o;
+    o.search.chunk_size = chunk;
+    searched_archive const a(file, o);
+    ASSERT_TRUE(a.reads_back) << chunk;
+    archive_reader const& rd = a.reader;
+    size_t const r = 1;  // the header, then the tensor
+    ASSERT_EQ(rd.regions()[r].info.name, "w");
+    node const& p = rd.programs()[rd.regions()[r].program];
+    EXPECT_TRUE(uses_op(p, opcode::sparse)) << chunk << " " << program_text(p);
+    size_t coded = 0;
+    for (chunk_entry const& c : rd.chunks()) {
+      if (c.region != r) continue;
+      EXPECT_NE(c.program, 0u) << "chunk size " << chunk << " at " << c.offset;
+      ++coded;
+    }
+    EXPECT_EQ(coded, (n * 2 + chunk - 1) / chunk);
+  }
+}
+
 // On weights with no structure beyond order 0 the closed form decides, its
 // estimate is within 2% of what the region codes to, and its program is no
 // larger than the search's.

@@ -9,13 +9,15 @@
 
 namespace brevis::codec::testing {
 
-/// `file` archived with make_search_chooser(options), opened, and read back
-/// whole (`reads_back`: byte-exact). Not movable: the reader points into
-/// the archive.
+/// `file` archived with make_search_chooser(options) in chunks of
+/// options.search.chunk_size bytes, opened, and read back whole
+/// (`reads_back`: byte-exact). Not movable: the reader points into the
+/// archive.
 struct searched_archive {
   explicit searched_archive(bytes const& file,
                             search_chooser_options options = {})
-      : archive(write_archive(file, "m", *make_search_chooser(options))),
+      : archive(write_archive(file, "m", *make_search_chooser(options),
+                              options.search.chunk_size)),
         reader(byte_view(archive)) {
     bytes back(reader.original_size());
     reader.read(0, back.size(), back.data());
