@@ -165,9 +165,10 @@ file_tables::file_tables(byte_view file, std::span<region const> regions,
     std::vector<uint64_t> counts;
     symbols.reserve(group.size()), counts.reserve(group.size());
     for (auto const& [s, c] : group) symbols.push_back(s), counts.push_back(c);
-    rans_static::table const tab = choose_rans_static_table(symbols, counts);
+    rans_static_choice chosen = choose_rans_static(symbols, counts);
+    rans_static::table const& tab = chosen.table;
     node n = make_leaf(opcode::rans_static);
-    n.blob = serialize_rans_static_table(tab);
+    n.blob = std::move(chosen.blob);
     double const build_ms = group_ms + (thread_cpu_ms() - build_start);
     for (size_t i = 0; i < tab.symbols.size(); ++i) {
       sym_bits[tab.symbols[i]] =

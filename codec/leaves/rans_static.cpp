@@ -364,19 +364,22 @@ unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
   return s;
 }
 
-rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
-  std::vector<uint32_t> symbols;
-  std::vector<uint64_t> counts;
+namespace {
+
+// The present symbols of `hist` and their counts.
+void present_of(std::span<uint64_t const> hist, std::vector<uint32_t>& symbols,
+                std::vector<uint64_t>& counts) {
   for (size_t s = 0; s < hist.size(); ++s) {
     if (hist[s] == 0) continue;
     symbols.push_back(static_cast<uint32_t>(s));
     counts.push_back(hist[s]);
   }
-  return choose_rans_static_table(symbols, counts);
 }
 
-rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
-                                            std::span<uint64_t const> counts) {
+// The choice of choose_rans_static_table; with `blob`, also the chosen
+// table's blob, from the comparison where it made one.
+rans_static::table choose_table(std::span<uint32_t const> symbols,
+                                std::span<uint64_t const> counts, bytes* blob) {
   fail_if(symbols.empty(), errc::domain, "rans_static: no symbols");
   uint64_t n = 0;
   for (uint64_t c : counts) n += c;
@@ -384,6 +387,7 @@ rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
   rans_static::table t = quantize_rans_static_table(
       rans_static::normalize(symbols, counts, scale));
   if (symbols.size() > fast_table_symbols || scale <= fast_table_scale) {
+    if (blob != nullptr) *blob = serialize_rans_static_table(t);
     return t;
   }
   // Alphabets of up to 256 symbols (bytes; bf16's mantissa, or its sign and
@@ -395,11 +399,44 @@ rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
   // 429,309,933), and ckpt-300m's store decodes in ~15% less CPU.
   rans_static::table fast = quantize_rans_static_table(
       rans_static::normalize(symbols, counts, fast_table_scale));
-  auto const bits = [&](rans_static::table const& u) {
+  bytes fast_blob = serialize_rans_static_table(fast);
+  bytes t_blob = serialize_rans_static_table(t);
+  auto const bits = [&](rans_static::table const& u, bytes const& b) {
     return rans_static::coded_bits_of_counts(counts, u) +
-           8.0 * static_cast<double>(serialize_rans_static_table(u).size());
+           8.0 * static_cast<double>(b.size());
   };
-  return bits(fast) <= bits(t) * (1 + fast_table_margin) ? fast : t;
+  bool const take_fast =
+      bits(fast, fast_blob) <= bits(t, t_blob) * (1 + fast_table_margin);
+  if (blob != nullptr) *blob = std::move(take_fast ? fast_blob : t_blob);
+  return take_fast ? fast : t;
+}
+
+}  // namespace
+
+rans_static::table choose_rans_static_table(std::span<uint64_t const> hist) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  present_of(hist, symbols, counts);
+  return choose_table(symbols, counts, nullptr);
+}
+
+rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
+                                            std::span<uint64_t const> counts) {
+  return choose_table(symbols, counts, nullptr);
+}
+
+rans_static_choice choose_rans_static(std::span<uint64_t const> hist) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  present_of(hist, symbols, counts);
+  return choose_rans_static(symbols, counts);
+}
+
+rans_static_choice choose_rans_static(std::span<uint32_t const> symbols,
+                                      std::span<uint64_t const> counts) {
+  rans_static_choice c;
+  c.table = choose_table(symbols, counts, &c.blob);
+  return c;
 }
 
 namespace {
@@ -617,16 +654,16 @@ double estimate_rans_static_blob_bytes(
 }
 
 double estimate_rans_static_bits(std::span<uint64_t const> hist) {
-  rans_static::table const t = choose_rans_static_table(hist);
-  return rans_static::coded_bits(hist, t) +
-         8.0 * static_cast<double>(serialize_rans_static_table(t).size());
+  rans_static_choice const c = choose_rans_static(hist);
+  return rans_static::coded_bits(hist, c.table) +
+         8.0 * static_cast<double>(c.blob.size());
 }
 
 node make_rans_static(stream const& sample_or_whole_value, unsigned width) {
   std::vector<uint64_t> hist;
   rans_static::histogram(sample_or_whole_value.data, width, hist);
   node n = make_leaf(opcode::rans_static);
-  n.blob = serialize_rans_static_table(choose_rans_static_table(hist));
+  n.blob = choose_rans_static(hist).blob;
   return n;
 }
 

@@ -36,6 +36,17 @@ rans_static::table choose_rans_static_table(std::span<uint64_t const> hist);
 rans_static::table choose_rans_static_table(std::span<uint32_t const> symbols,
                                             std::span<uint64_t const> counts);
 
+/// choose_rans_static_table's table with its blob
+/// (serialize_rans_static_table's), serialized once: choosing between two
+/// precisions serializes both, and the winner's blob is kept.
+struct rans_static_choice {
+  rans_static::table table;
+  bytes blob;
+};
+rans_static_choice choose_rans_static(std::span<uint64_t const> hist);
+rans_static_choice choose_rans_static(std::span<uint32_t const> symbols,
+                                      std::span<uint64_t const> counts);
+
 /// Estimated coded size in bits of a value with histogram `hist`: payload
 /// plus the table blob. Throws errc::domain on an empty histogram.
 double estimate_rans_static_bits(std::span<uint64_t const> hist);

@@ -1010,7 +1010,7 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
     if (total == 0) {
       n = make_leaf(opcode::rans0);
     } else {
-      n.blob = serialize_rans_static_table(choose_rans_static_table(h));
+      n.blob = choose_rans_static(h).blob;
     }
     return;
   }
@@ -1029,8 +1029,7 @@ void fill_table(node& leaf, sparse_hist const& h) {
   std::vector<uint64_t> counts;
   symbols.reserve(h.size()), counts.reserve(h.size());
   for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
-  leaf.blob =
-      serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+  leaf.blob = choose_rans_static(symbols, counts).blob;
 }
 
 // Fits the empty tables under `elements`, a node on 16-bit elements whose
@@ -1057,7 +1056,7 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
     if (mask.op == opcode::rans_static && mask.blob.empty() && !data.empty()) {
       std::array<uint64_t, 256> const bytes =
           sparse_mask_histogram16(data, chunk_elements);
-      mask.blob = serialize_rans_static_table(choose_rans_static_table(bytes));
+      mask.blob = choose_rans_static(bytes).blob;
     }
     if (h.empty() || h.front().first != 0) {
       fit_elements(elements.children[1], h, m, m_known, {}, 0);
@@ -1081,8 +1080,7 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
       if (split[i][s]) symbols.push_back(s), counts.push_back(split[i][s]);
     }
     if (symbols.empty()) continue;
-    leaf.blob =
-        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+    leaf.blob = choose_rans_static(symbols, counts).blob;
   }
 }
 

@@ -265,10 +265,10 @@ void fill_table(node& leaf, std::span<uint64_t const> counts, unsigned scale) {
     if (counts[s])
       symbols.push_back(static_cast<uint32_t>(s)), present.push_back(counts[s]);
   }
-  leaf.blob = serialize_rans_static_table(
-      scale == 0 ? choose_rans_static_table(symbols, present)
-                 : quantize_rans_static_table(
-                       rans_static::normalize(symbols, present, scale)));
+  leaf.blob = scale == 0
+                  ? choose_rans_static(symbols, present).blob
+                  : serialize_rans_static_table(quantize_rans_static_table(
+                        rans_static::normalize(symbols, present, scale)));
 }
 
 struct window_stats {
@@ -793,8 +793,7 @@ void build_element_tables(node& e, sparse_hist const& h, meaning m,
     std::vector<uint64_t> counts;
     symbols.reserve(h.size()), counts.reserve(h.size());
     for (auto const& [sym, c] : h) symbols.push_back(sym), counts.push_back(c);
-    e.blob =
-        serialize_rans_static_table(choose_rans_static_table(symbols, counts));
+    e.blob = choose_rans_static(symbols, counts).blob;
     return;
   }
   auto uses_table = [](node const& n) {

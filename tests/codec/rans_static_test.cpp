@@ -90,6 +90,15 @@ TEST(rans_static_test, small_alphabets_get_fast_tables_unless_they_cost) {
   std::mt19937 rng(7);
   std::vector<uint32_t> symbols;
   std::vector<uint64_t> counts;
+  // The chosen table's scale; choose_rans_static gives the same table with
+  // its blob, whichever precision won.
+  auto chosen_scale = [&] {
+    rs::table const t = choose_rans_static_table(symbols, counts);
+    rans_static_choice const c = choose_rans_static(symbols, counts);
+    EXPECT_TRUE(c.table == t);
+    EXPECT_EQ(c.blob, serialize_rans_static_table(t));
+    return t.scale;
+  };
   for (uint32_t s = 0; s < 128; ++s) {  // bf16's mantissa: near uniform
     symbols.push_back(s);
     counts.push_back(8000 + rng() % 400);
@@ -97,21 +106,21 @@ TEST(rans_static_test, small_alphabets_get_fast_tables_unless_they_cost) {
   uint64_t n = 0;
   for (uint64_t c : counts) n += c;
   ASSERT_GT(rans_static_scale_for(symbols.size(), n), fast_table_scale);
-  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, fast_table_scale);
+  EXPECT_EQ(chosen_scale(), fast_table_scale);
 
   symbols.clear(), counts.clear();  // one dominant symbol, 200 singletons
   for (uint32_t s = 0; s < 201; ++s) {
     symbols.push_back(s);
     counts.push_back(s == 100 ? 10000000 : 1);
   }
-  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, rs::max_scale);
+  EXPECT_EQ(chosen_scale(), rs::max_scale);
 
   symbols.clear(), counts.clear();  // past the small alphabets
   for (uint32_t s = 0; s < 4000; ++s) {
     symbols.push_back(3 * s);
     counts.push_back(100 + rng() % 100);
   }
-  EXPECT_EQ(choose_rans_static_table(symbols, counts).scale, rs::max_scale);
+  EXPECT_EQ(chosen_scale(), rs::max_scale);
 
   // The fast tables code what they were made from, on every path.
   bytes d;

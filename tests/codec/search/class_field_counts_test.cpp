@@ -62,7 +62,9 @@ void expect_same_counts(bytes const& data, size_t rows, size_t cols,
       EXPECT_TRUE(std::equal(want.mantissa.begin(), want.mantissa.end(),
                              got.mantissa.begin()))
           << at;
-      if (!mantissa) EXPECT_TRUE(got.mantissa.empty()) << at;
+      if (!mantissa) {
+        EXPECT_TRUE(got.mantissa.empty()) << at;
+      }
     }
   }
 }
