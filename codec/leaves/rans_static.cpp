@@ -43,7 +43,8 @@ namespace brevis::codec {
 namespace {
 
 uint32_t dequantize(uint8_t code) {
-  unsigned const e = code >> 4, m = code & 15;
+  unsigned const e = code >> 4;
+  unsigned const m = code & 15;
   return e == 0 ? m : (16u + m) << (e - 1);
 }
 
@@ -445,7 +446,8 @@ namespace {
 // the inner table (mode 0) and the payload at its entropy.
 double estimate_packed_bytes(std::array<uint64_t, 256> const& h, uint64_t n) {
   if (n == 0) return 2;
-  size_t distinct = 0, runs = 0;
+  size_t distinct = 0;
+  size_t runs = 0;
   double bits = 0;
   for (size_t b = 0; b < 256; ++b) {
     if (h[b] == 0) continue;
@@ -493,7 +495,8 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
   put_varint(set, rem);
   double const plain = 2 + static_cast<double>(set.size() + k - 1);
   if (k - 1 < 64) return plain;
-  std::array<uint64_t, 256> set_hist{}, delta_hist{};
+  std::array<uint64_t, 256> set_hist{};
+  std::array<uint64_t, 256> delta_hist{};
   for (uint8_t b : set) ++set_hist[b];
   uint8_t prev = 0;
   for (size_t i = 0; i < k; ++i) {
@@ -561,8 +564,11 @@ double estimate_rans_static_blob_bytes(
   uint8_t* const codes = code_buffer.data();
   uint32_t* const run_starts = run_buffer.data();
   std::array<uint64_t, 256> set_hist{};
-  size_t set_size = 0, runs = 0, rem = 0;
-  uint64_t rem_f = 0, next = 0;
+  size_t set_size = 0;
+  size_t runs = 0;
+  size_t rem = 0;
+  uint64_t rem_f = 0;
+  uint64_t next = 0;
   // The symbol that continues the current run: none yet (no 32-bit symbol
   // equals it), so the first symbol starts one.
   uint64_t follows = ~uint64_t{0};
@@ -573,7 +579,8 @@ double estimate_rans_static_blob_bytes(
   // The payload: a symbol gets c * per_count slots, at least one; above one,
   // log2(c * per_count) = log2(c) + log2(per_count), c log2 c from a table.
   // `scaled` sums counts (integers, exact in a double below 2^53).
-  double sum_f = 0, terms = 0;
+  double sum_f = 0;
+  double terms = 0;
   uint64_t scaled = 0;
   uint8_t const* const small_codes = quantized_small();
   auto const step = [&](size_t i, std::array<uint32_t, 256>& delta) {

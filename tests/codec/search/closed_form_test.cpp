@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -302,6 +304,29 @@ TEST(closed_form, few_values_runs_by_chance_are_not_order) {
   EXPECT_EQ(order_of(runs), gate_reason::runs);
 }
 
+// `file` archived by the search chooser with the closed form (sizes[1]) and
+// without it (sizes[0]), each read back byte-exact and every tensor region
+// with its choice record; `each_tensor(archive, region index, entry)` sees
+// the closed form's tensors.
+void archive_both_ways(
+    bytes const& file, std::array<size_t, 2>& sizes,
+    std::function<void(searched_archive const&, size_t,
+                       region_entry const&)> const& each_tensor) {
+  for (bool closed : {true, false}) {
+    search_chooser_options o;
+    o.closed_form = closed;
+    searched_archive const a(file, o);
+    ASSERT_TRUE(a.reads_back) << (closed ? "closed form" : "search alone");
+    sizes[closed ? 1 : 0] = a.archive.size();
+    for (size_t i = 0; i < a.reader.regions().size(); ++i) {
+      region_entry const& e = a.reader.regions()[i];
+      if (e.info.kind != region_kind::tensor) continue;
+      ASSERT_TRUE(e.how.has_value()) << e.info.name;
+      if (closed) each_tensor(a, i, e);
+    }
+  }
+}
+
 // Pruned weights, 70% to 95% of them zero at random and the rest Gaussian,
 // have no order beyond their zeros: the closed form decides them (no
 // expansion) with sparse, its estimate within 2% of what each codes to
@@ -323,32 +348,22 @@ TEST(closed_form, pruned_weights_get_sparse_in_closed_form) {
     }
   }
   bytes const file = make_safetensors(tensors);
-  size_t sizes[2] = {};
-  for (bool closed : {true, false}) {
-    search_chooser_options o;
-    o.closed_form = closed;
-    searched_archive const a(file, o);
-    ASSERT_TRUE(a.reads_back);
-    archive_reader const& rd = a.reader;
-    sizes[closed] = a.archive.size();
-    if (!closed) continue;
-    size_t seen = 0;
-    for (size_t i = 0; i < rd.regions().size(); ++i) {
-      region_entry const& e = rd.regions()[i];
-      if (e.info.kind != region_kind::tensor) continue;
-      ++seen;
-      ASSERT_TRUE(e.how.has_value());
-      node const& p = rd.programs()[e.program];
-      EXPECT_EQ(e.how->expansions, 0u) << e.info.name;
-      EXPECT_TRUE(uses_op(p, opcode::sparse))
-          << e.info.name << " " << program_text(p);
-      double const actual = static_cast<double>(a.region_bytes(i));
-      double const tolerance = e.info.length < (64u << 10) ? 0.1 : 0.02;
-      EXPECT_NEAR(e.how->estimated_bytes, actual, tolerance * actual)
-          << e.info.name << " " << program_text(p);
-    }
-    EXPECT_EQ(seen, tensors.size());
-  }
+  std::array<size_t, 2> sizes{};
+  size_t seen = 0;
+  archive_both_ways(
+      file, sizes,
+      [&](searched_archive const& a, size_t i, region_entry const& e) {
+        ++seen;
+        node const& p = a.reader.programs()[e.program];
+        EXPECT_EQ(e.how->expansions, 0u) << e.info.name;
+        EXPECT_TRUE(uses_op(p, opcode::sparse))
+            << e.info.name << " " << program_text(p);
+        double const actual = static_cast<double>(a.region_bytes(i));
+        double const tolerance = e.info.length < (64u << 10) ? 0.1 : 0.02;
+        EXPECT_NEAR(e.how->estimated_bytes, actual, tolerance * actual)
+            << e.info.name << " " << program_text(p);
+      });
+  EXPECT_EQ(seen, tensors.size());
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 500);
 }
 
@@ -398,27 +413,15 @@ TEST(closed_form, estimate_matches_the_archive_and_the_search) {
   bytes const file =
       make_safetensors({{"a", "BF16", {n}, pack(gaussian_bf16(n, 0.05f, 3))},
                         {"b", "F16", {n}, pack(gaussian_bf16(n, 0.02f, 4))}});
-  size_t sizes[2] = {};
-  for (bool closed : {true, false}) {
-    search_chooser_options o;
-    o.closed_form = closed;
-    searched_archive const a(file, o);
-    ASSERT_TRUE(a.reads_back);
-    archive_reader const& rd = a.reader;
-    sizes[closed] = a.archive.size();
-    for (size_t i = 0; i < rd.regions().size(); ++i) {
-      region_entry const& e = rd.regions()[i];
-      if (e.info.kind != region_kind::tensor) continue;
-      ASSERT_TRUE(e.how.has_value());
-      size_t const actual = a.region_bytes(i);
-      if (closed) {
+  std::array<size_t, 2> sizes{};
+  archive_both_ways(
+      file, sizes,
+      [&](searched_archive const& a, size_t i, region_entry const& e) {
+        auto const actual = static_cast<double>(a.region_bytes(i));
         EXPECT_EQ(e.how->expansions, 0u) << e.info.name;
-        EXPECT_NEAR(e.how->estimated_bytes, static_cast<double>(actual),
-                    0.02 * static_cast<double>(actual))
+        EXPECT_NEAR(e.how->estimated_bytes, actual, 0.02 * actual)
             << e.info.name;
-      }
-    }
-  }
+      });
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 1000);
 }
 
