@@ -24,10 +24,12 @@ double entropy_bits(sparse_hist const& h) {
 // Estimated bytes of planes + rans0 for 16-bit lanes: the byte entropies
 // plus about 0.7 bytes of table per distinct byte (measured).
 double estimate_planes_bytes(sparse_hist const& h) {
-  std::array<uint64_t, 256> lo{}, hi{};
+  std::array<uint64_t, 256> lo{};
+  std::array<uint64_t, 256> hi{};
   uint64_t n = 0;
   for (auto const& [s, c] : h) lo[s & 255] += c, hi[s >> 8] += c, n += c;
-  double terms = 0, present = 0;
+  double terms = 0;
+  double present = 0;
   for (size_t b = 0; b < 256; ++b) {
     terms += c_log2_c(lo[b]) + c_log2_c(hi[b]);
     present += (lo[b] > 0) + (hi[b] > 0);
@@ -51,7 +53,9 @@ double estimate_table_payload_bytes(sparse_hist const& h) {
   double const per_count = slots / static_cast<double>(n);
   // A symbol gets c * per_count slots, at least one; above one,
   // log2(c * per_count) = log2(c) + log2(per_count), from the table.
-  double sum_f = 0, terms = 0, scaled = 0;
+  double sum_f = 0;
+  double terms = 0;
+  double scaled = 0;
   for (auto const& [s, c] : h) {
     double const f = static_cast<double>(c) * per_count;
     if (f > 1) {
@@ -243,7 +247,8 @@ void float16_marginals_into(sparse_hist const& h, meaning m,
   // The symbols are in increasing order, so the run key (the high byte, or
   // the sign and exponent) only grows: summed over runs in a register.
   uint32_t key = h.empty() ? 0 : h.front().first >> run_shift;
-  uint64_t run = 0, n = 0;
+  uint64_t run = 0;
+  uint64_t n = 0;
   double terms = 0;
   uint32_t ored = 0;
   bool singleton = false;

@@ -117,7 +117,7 @@ sparse_histogram16 histogram16(byte_view data) {
     std::vector<uint16_t>& sorted = c.sorted;
     seen.clear();
     for (size_t i = 0; i < n; ++i) {
-      uint16_t const w = load_le<uint16_t>(p + 2 * i);
+      auto const w = load_le<uint16_t>(p + 2 * i);
       if (count[w]++ == 0) seen.push_back(w);
     }
     sorted.resize(seen.size());
@@ -139,7 +139,7 @@ sparse_histogram16 histogram16(byte_view data) {
   // the output comes out in order without sorting or a full scan.
   uint8_t* const touched = c.touched.data();
   for (size_t i = 0; i < n; ++i) {
-    uint16_t const a = load_le<uint16_t>(p + 2 * i);
+    auto const a = load_le<uint16_t>(p + 2 * i);
     ++count[a];
     touched[a / block] = 1;
   }
@@ -188,10 +188,10 @@ size_t distinct32_up_to(byte_view data, size_t limit) {
   size_t distinct = 0;
   uint32_t last = 0;
   for (size_t i = 0; i < n; ++i) {
-    uint32_t const v = load_le<uint32_t>(data.data() + 4 * i);
+    auto const v = load_le<uint32_t>(data.data() + 4 * i);
     if (distinct > 0 && v == last) continue;  // runs are common
     last = v;
-    size_t h = static_cast<size_t>((v * 0x9e3779b97f4a7c15ull) >> shift);
+    auto h = static_cast<size_t>((v * 0x9e3779b97f4a7c15ull) >> shift);
     while (used[h] && keys[h] != v) h = (h + 1) & (slots - 1);
     if (used[h]) continue;
     used[h] = 1;
