@@ -27,7 +27,8 @@ struct field_counts {
 /// in `classes`, and where `mantissa`, of the bits below it at c 2^shift
 /// in `mantissa` (else that vector empty). The field is bf16's sign and
 /// exponent (shift 7, mask 0x1FF) or fp16's high byte (8, 0xFF): the only
-/// two handled (others: errc::domain). In buffers the thread reuses, valid until its next call.
+/// two handled (others: errc::domain). In buffers the thread reuses, valid
+/// until its next call.
 field_counts& class_field_counts(uint8_t const* w, size_t rows, size_t cols,
                                  bool by_rows, std::span<uint8_t const> map,
                                  unsigned k, unsigned shift, unsigned mask,
