@@ -102,13 +102,32 @@ passthrough=${PASSTHROUGH:-$here/../build/tests/brevis_passthrough}
 # make_checkpoint OUT MB: bf16 tensors of the corpus (fp32 ones cut to bf16)
 # concatenated into one safetensors file; repeats are rotated, so no chunk is
 # an exact copy of another (that would measure dedup, not compression).
+# Every byte after the header belongs to a listed tensor. An existing OUT is
+# reused only if so: the generator before 2026-12-03 named a model's fp32 and
+# bf16 tensors alike, the later entry replaced the earlier one, and half the
+# file was unlisted gaps (untyped regions, coded and decoded unlike tensors).
 make_checkpoint() {
-  [[ -s $1 ]] && return 0
   mkdir -p "$(dirname "$1")"
   "$BENCH_PYTHON" - "$1" "$2" "$BENCH_ROOT/corpus" <<'PY'
 import glob, json, os, struct, sys
 import numpy as np
 out, target, corpus = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3]
+def fully_listed(path):
+    try:
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            head = json.loads(f.read(n))
+        spans = sorted(t["data_offsets"] for k, t in head.items() if k != "__metadata__")
+        end = 0
+        for a, b in spans:
+            if a != end:
+                return False
+            end = b
+        return end == os.path.getsize(path) - 8 - n
+    except (OSError, ValueError, KeyError, struct.error):
+        return False
+if os.path.exists(out) and fully_listed(out):
+    sys.exit(0)
 def tensors(path):
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -135,7 +154,10 @@ while size < target:
                 break
             if rnd:
                 raw = np.roll(np.frombuffer(raw, np.uint16), rnd * 7919 + 1).tobytes()
-            key = "r%d.%s.%s" % (rnd, os.path.basename(path).split(".")[0], name)
+            # The file's name with its dtype: models come as fp32 and bf16.
+            model = os.path.basename(path).removesuffix(".safetensors")
+            key = "r%d.%s.%s" % (rnd, model, name)
+            assert key not in header, key
             header[key] = {"dtype": "BF16", "shape": [len(raw) // 2], "data_offsets": [size, size + len(raw)]}
             blobs.append(raw)
             size += len(raw)
