@@ -324,8 +324,10 @@ coder::coder(table t, unsigned width)
       scale_(table_.scale),
       single_(table_.symbols.size() == 1),
       compact_(compact_layout(table_, width)),
-      packed_(!compact_ && packed_layout(table_) && simd::avx2() &&
-              !simd::avx512()) {
+      packed_bits_(!compact_ && simd::avx2() && !simd::avx512()
+                       ? packed_field_bits(table_)
+                       : 0),
+      packed_(packed_bits_ != 0) {
   fail_if(width != 1 && width != 2, errc::bad_program,
           "rans_static: symbols are 8 or 16 bits");
   if (single_) single_symbol_ = table_.symbols[0];
@@ -370,6 +372,15 @@ std::vector<uint32_t> absent_index(size_t size) {
 }
 
 }  // namespace
+
+unsigned coder::packed_field_bits(table const& t) {
+  if (t.scale > packed_max_scale || t.symbols.size() < 2) return 0;
+  uint32_t const largest = *std::max_element(t.freqs.begin(), t.freqs.end());
+  auto const b = static_cast<unsigned>(std::bit_width(largest));
+  auto const symbol_bits =
+      static_cast<unsigned>(std::bit_width(t.symbols.back()));
+  return 2 * b + symbol_bits <= 32 ? b : 0;
+}
 
 void coder::build_encoder() const {
   uint32_t const total = 1u << scale_;
@@ -594,14 +605,15 @@ void coder::build_decoder() const {
                           : static_cast<unsigned>(table_.symbols.size());
     return;
   }
-  if (packed_) {  // at most 2^12 slots: small, not pooled
+  if (packed_) {  // at most 2^13 slots: small, not pooled
     dec_packed_ = std::make_unique_for_overwrite<uint32_t[]>(total);
+    unsigned const b = packed_bits_;
     uint32_t start = 0;
     for (size_t i = 0; i < table_.symbols.size(); ++i) {
       uint32_t const f = table_.freqs[i];
-      uint32_t const high = f | table_.symbols[i] << 24;
+      uint32_t const high = f | table_.symbols[i] << 2 * b;
       uint32_t* const slot = dec_packed_.get() + start;
-      for (uint32_t k = 0; k < f; ++k) slot[k] = high | k << 12;
+      for (uint32_t k = 0; k < f; ++k) slot[k] = high | k << b;
       start += f;
     }
     return;
@@ -755,13 +767,15 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   uint32_t const* const symbol16 =
       sizeof(sym) == 2 ? dec_symbol16_.data() : nullptr;
   uint32_t const* const packed_tab = dec_packed_.get();
+  unsigned const field_bits = packed_bits_;
+  uint32_t const field_mask = (1u << field_bits) - 1;
   // The symbol of a slot, and its state's step: freq and slot - start.
   auto lookup = [&](uint32_t slot, uint32_t& freq, uint32_t& bias) -> sym {
     if constexpr (layout == slot_layout::packed) {
       uint32_t const v = packed_tab[slot];
-      freq = v & 0xfff;
-      bias = v >> 12 & 0xfff;
-      return static_cast<sym>(v >> 24);
+      freq = v & field_mask;
+      bias = v >> field_bits & field_mask;
+      return static_cast<sym>(v >> 2 * field_bits);
     } else if constexpr (layout == slot_layout::compact) {
       uint8_t const v = symbol8_tab[slot];
       uint32_t const fs = freq_start[v];
@@ -784,7 +798,7 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
   if constexpr (layout == slot_layout::packed) {
     if (n_lanes == wide_lanes && simd::avx2()) {
       i = simd::decode_packed_rounds_avx2(sizeof(sym), x, p, end, rest, scale,
-                                          packed_tab, rest_out);
+                                          packed_tab, field_bits, rest_out);
     }
   } else if constexpr (layout == slot_layout::compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {
@@ -862,8 +876,11 @@ void coder::dispatch_decode(byte_view payload, size_t count, uint8_t* out,
             payload, count, out, from);
     }
   }
-  if (packed_) {  // at most 2^12 slots
+  if (packed_) {  // at most 2^13 slots
     switch (scale_) {
+      case 13:
+        return decode_impl<sym, n_lanes, 13, slot_layout::packed>(
+            payload, count, out, from);
       case 12:
         return decode_impl<sym, n_lanes, 12, slot_layout::packed>(
             payload, count, out, from);
@@ -999,7 +1016,8 @@ void coder::decode_slot_pair(decode_job const& a, decode_job const& b) {
                              j.c->dec_step_.get(),
                              j.c->dec_symbol_.get(),
                              j.out,
-                             j.c->dec_packed_.get()};
+                             j.c->dec_packed_.get(),
+                             j.c->packed_bits_};
   };
   simd::slot_stream sa = stream(a, xa);
   simd::slot_stream sb = stream(b, xb);

@@ -171,18 +171,19 @@ class coder {
                       : t.scale >= 14 && t.symbols.size() <= compact_symbols;
   }
 
-  // Tables of at most 2^12 slots whose symbols are below 256 (8-bit ones,
-  // and 16-bit ones that small) decode from packed slots instead, one
-  // 32-bit word a slot: freq | (slot - start) << 12 | symbol << 24, so the
-  // AVX2 rounds gather once a symbol, not twice (blazepose-heavy.bf16's
-  // 8-bit streams at 2^10 and 2^12: 0.68 against 1.03 ns a symbol). Only
+  // Tables of at most 2^13 slots whose fields fit decode from packed slots
+  // instead, one 32-bit word a slot: freq | (slot - start) << b |
+  // symbol << 2b, b the bits of the largest freq (slot - start < freq needs
+  // no more), so the AVX2 rounds look up once a symbol, not twice
+  // (blazepose-heavy.bf16's 8-bit streams at 2^10 and 2^12: 0.68 against
+  // 1.03 ns a symbol). They fit where 2b plus the largest symbol's bits
+  // are at most 32: bytes at 2^12 always, and at 2^13 bf16's 9-bit sign and
+  // exponent fields unless one symbol holds a quarter of the slots. Only
   // where AVX2 decodes and AVX-512 does not (it has no packed kernel): the
   // scalar loop is 4% slower from packed slots.
-  static constexpr unsigned packed_max_scale = 12;
-  static bool packed_layout(table const& t) {
-    return t.scale <= packed_max_scale && t.symbols.size() > 1 &&
-           t.symbols.back() < 256;
-  }
+  static constexpr unsigned packed_max_scale = 13;
+  /// b for packed slots of `t`, or 0 if they do not fit.
+  static unsigned packed_field_bits(table const& t);
 
   void build_encoder() const;
   void build_decoder() const;
@@ -238,9 +239,10 @@ class coder {
   mutable std::array<uint32_t, 256> dec_freq_start_{};
   mutable std::array<uint32_t, compact_symbols> dec_symbol16_{};
   mutable unsigned dec_symbol_end_ = 0;  // 1 + the largest key
-  // packed_layout's slots (2^scale of them).
+  // The packed slots (2^scale of them), and their field bits b.
   mutable std::unique_ptr<uint32_t[]> dec_packed_;
   bool compact_ = false;
+  unsigned packed_bits_ = 0;  // 0: not packed
   bool packed_ = false;
 };
 

@@ -165,33 +165,48 @@ __attribute__((target("avx2"), always_inline)) inline __m256i decode_group_avx2(
   return renormalize_avx2(next, q);
 }
 
-// The same from packed slots (coder::packed_layout): one lookup yields
-// freq | (slot - start) << 12 | symbol << 24.
+// The fields of packed slots (coder::packed_field_bits): freq and
+// slot - start of b bits each, then the symbol.
+struct packed_fields {
+  __m256i mask;          // 2^b - 1
+  __m128i bias_shift;    // b
+  __m128i symbol_shift;  // 2b
+};
+
+__attribute__((target("avx2"), always_inline)) inline packed_fields
+packed_fields_of(unsigned b) {
+  return {_mm256_set1_epi32(static_cast<int>((1u << b) - 1)),
+          _mm_cvtsi32_si128(static_cast<int>(b)),
+          _mm_cvtsi32_si128(static_cast<int>(2 * b))};
+}
+
+// The same from packed slots: one lookup yields the symbol and the step.
 template <typename sym, lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m256i
 decode_packed_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
-                         uint32_t const* packed_tab, uint8_t* o,
-                         uint8_t const*& q) {
-  __m256i const low12 = _mm256_set1_epi32(0xfff);
+                         uint32_t const* packed_tab, packed_fields const& f,
+                         uint8_t* o, uint8_t const*& q) {
   __m256i const e =
       lookup_avx2<how>(packed_tab, _mm256_and_si256(s, slot_mask));
-  __m128i const symbols = narrow16_avx2(_mm256_srli_epi32(e, 24));
-  __m256i const next =
-      _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e, low12),
-                                          _mm256_srl_epi32(s, shift)),
-                       _mm256_and_si256(_mm256_srli_epi32(e, 12), low12));
+  __m128i const symbols = narrow16_avx2(_mm256_srl_epi32(e, f.symbol_shift));
+  __m256i const next = _mm256_add_epi32(
+      _mm256_mullo_epi32(_mm256_and_si256(e, f.mask),
+                         _mm256_srl_epi32(s, shift)),
+      _mm256_and_si256(_mm256_srl_epi32(e, f.bias_shift), f.mask));
   store_symbols_avx2<sym>(symbols, o);
   return renormalize_avx2(next, q);
 }
 
-// One step of 8 states of a stream from whichever tables it has.
+// One step of 8 states of a stream from whichever tables it has (`f`: its
+// packed fields, if packed).
 template <typename sym, bool packed, lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m256i
 decode_stream_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
-                         slot_stream const& t, uint8_t* o, uint8_t const*& q) {
+                         slot_stream const& t, packed_fields const& f,
+                         uint8_t* o, uint8_t const*& q) {
   if constexpr (packed) {
-    return decode_packed_group_avx2<sym, how>(s, slot_mask, shift, t.packed, o,
-                                              q);
+    return decode_packed_group_avx2<sym, how>(s, slot_mask, shift, t.packed, f,
+                                              o, q);
   } else {
     return decode_group_avx2<sym, how>(s, slot_mask, shift, t.step, t.symbol, o,
                                        q);
@@ -207,8 +222,9 @@ template <typename sym, bool packed, lookups how>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
-    uint32_t const* packed_tab, uint8_t* out) {
+    uint32_t const* packed_tab, unsigned field_bits, uint8_t* out) {
   constexpr unsigned groups = wide_lanes / 8;
+  packed_fields const fields = packed_fields_of(field_bits);
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
     state[g] = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(x + 8 * g));
@@ -222,8 +238,8 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     for (unsigned g = 0; g < groups; ++g) {
       uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
       if constexpr (packed) {
-        state[g] = decode_packed_group_avx2<sym, how>(state[g], slot_mask,
-                                                      shift, packed_tab, o, q);
+        state[g] = decode_packed_group_avx2<sym, how>(
+            state[g], slot_mask, shift, packed_tab, fields, o, q);
       } else {
         state[g] = decode_group_avx2<sym, how>(state[g], slot_mask, shift,
                                                step_tab, symbol_tab, o, q);
@@ -253,6 +269,8 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
   __m256i const mask_b = _mm256_set1_epi32((1 << b.scale) - 1);
   __m128i const shift_a = _mm_cvtsi32_si128(static_cast<int>(a.scale));
   __m128i const shift_b = _mm_cvtsi32_si128(static_cast<int>(b.scale));
+  packed_fields const fields_a = packed_fields_of(a.packed_bits);
+  packed_fields const fields_b = packed_fields_of(b.packed_bits);
   uint8_t const* qa = a.p;
   uint8_t const* qb = b.p;
   size_t i = 0;
@@ -260,9 +278,9 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
          static_cast<size_t>(a.end - qa) >= 2 * lanes &&
          static_cast<size_t>(b.end - qb) >= 2 * lanes) {
     xa = decode_stream_group_avx2<sym_a, packed_a, lookups::loads>(
-        xa, mask_a, shift_a, a, a.out + i * sizeof(sym_a), qa);
+        xa, mask_a, shift_a, a, fields_a, a.out + i * sizeof(sym_a), qa);
     xb = decode_stream_group_avx2<sym_b, packed_b, lookups::loads>(
-        xb, mask_b, shift_b, b, b.out + i * sizeof(sym_b), qb);
+        xb, mask_b, shift_b, b, fields_b, b.out + i * sizeof(sym_b), qb);
     i += lanes;
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.x), xa);
@@ -1274,19 +1292,24 @@ template <bool packed>
 size_t decode_rounds_avx2_by(unsigned width, uint32_t* x, uint8_t const*& p,
                              uint8_t const* end, size_t count, unsigned scale,
                              uint32_t const* step, uint16_t const* symbol,
-                             uint32_t const* packed_tab, uint8_t* out) {
+                             uint32_t const* packed_tab, unsigned field_bits,
+                             uint8_t* out) {
   if (zen_tuned()) {
     return width == 1
                ? decode_rounds_avx2_impl<uint8_t, packed, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, packed_tab, out)
+                     x, p, end, count, scale, step, symbol, packed_tab,
+                     field_bits, out)
                : decode_rounds_avx2_impl<uint16_t, packed, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, packed_tab, out);
+                     x, p, end, count, scale, step, symbol, packed_tab,
+                     field_bits, out);
   }
   return width == 1
              ? decode_rounds_avx2_impl<uint8_t, packed, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, packed_tab, out)
+                   x, p, end, count, scale, step, symbol, packed_tab,
+                   field_bits, out)
              : decode_rounds_avx2_impl<uint16_t, packed, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, packed_tab, out);
+                   x, p, end, count, scale, step, symbol, packed_tab,
+                   field_bits, out);
 }
 
 }  // namespace
@@ -1296,15 +1319,15 @@ size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out) {
   return decode_rounds_avx2_by<false>(width, x, p, end, count, scale, step,
-                                      symbol, nullptr, out);
+                                      symbol, nullptr, 0, out);
 }
 
 size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  uint8_t const* end, size_t count,
                                  unsigned scale, uint32_t const* packed,
-                                 uint8_t* out) {
+                                 unsigned field_bits, uint8_t* out) {
   return decode_rounds_avx2_by<true>(width, x, p, end, count, scale, nullptr,
-                                     nullptr, packed, out);
+                                     nullptr, packed, field_bits, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
@@ -1483,7 +1506,7 @@ size_t decode_rounds_avx512(unsigned, uint32_t*, uint8_t const*&,
 }
 size_t decode_packed_rounds_avx2(unsigned, uint32_t*, uint8_t const*&,
                                  uint8_t const*, size_t, unsigned,
-                                 uint32_t const*, uint8_t*) {
+                                 uint32_t const*, unsigned, uint8_t*) {
   return 0;
 }
 size_t decode_rounds8_avx2(uint32_t*, uint8_t const*&, uint8_t const*, size_t,

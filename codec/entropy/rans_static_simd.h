@@ -42,12 +42,12 @@ size_t decode_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                           uint8_t const* end, size_t count, unsigned scale,
                           uint32_t const* step, uint16_t const* symbol,
                           uint8_t* out);
-/// decode_rounds_avx2 from the coder's packed slots (2^scale of them, scale
-/// <= 12): freq | (slot - start) << 12 | symbol << 24.
+/// decode_rounds_avx2 from the coder's packed slots (2^scale of them):
+/// freq | (slot - start) << b | symbol << 2b, b = `field_bits`.
 size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  uint8_t const* end, size_t count,
                                  unsigned scale, uint32_t const* packed,
-                                 uint8_t* out);
+                                 unsigned field_bits, uint8_t* out);
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
@@ -65,9 +65,10 @@ struct slot_stream {
   uint32_t const* step;
   uint16_t const* symbol;
   uint8_t* out;
-  // Packed slots instead of step and symbol (decode_packed_rounds_avx2's):
-  // only the narrow AVX2 pair takes them.
+  // Packed slots instead of step and symbol (decode_packed_rounds_avx2's),
+  // and their field bits: only the narrow AVX2 pair takes them.
   uint32_t const* packed = nullptr;
+  unsigned packed_bits = 0;
 };
 /// Whole rounds of both streams, alternating their groups so that twice as
 /// many gathers are in flight; stops where either stream would stop alone.

@@ -1,5 +1,6 @@
-// Tables of at most 2^12 slots with symbols below 256 decode from packed
-// slots (one 32-bit word a slot) where the CPU has AVX2 and no AVX-512 (or
+// Tables of at most 2^13 slots whose fields fit one 32-bit word (freq and
+// slot - start of b bits each, b the largest freq's bits, then the symbol)
+// decode from packed slots where the CPU has AVX2 and no AVX-512 (or
 // set_cap allows no more than AVX2 when the coder is built): the same
 // symbols and the same errors as the slot tables, on every path, at the
 // layout's limits (the widest freq and bias, the largest symbol).
@@ -60,36 +61,72 @@ rs::table table_of(bytes const& d, unsigned width, unsigned scale) {
   return rs::normalize(hist, scale);
 }
 
-TEST(rans_static_packed_test, small_tables_of_small_symbols_take_packed_slots) {
+// A table of `symbols` with `freqs` at 2^scale.
+rs::table make_table(unsigned scale, std::vector<uint32_t> symbols,
+                     std::vector<uint32_t> freqs) {
+  rs::table t;
+  t.scale = scale;
+  t.symbols = std::move(symbols);
+  t.freqs = std::move(freqs);
+  return t;
+}
+
+// Tables at the packed word's limits: 2b + the largest symbol's bits is
+// exactly 32 (bytes at 2^12 with a freq of 4095; bf16's sign and exponent
+// at 2^13, every freq below 2^11, with a 10-bit symbol; a 12-bit symbol at
+// 2^10).
+struct limit_table {
+  unsigned width;
+  rs::table t;
+};
+std::vector<limit_table> limit_tables() {
+  return {{1, make_table(12, {0, 255}, {4095, 1})},
+          {2, make_table(12, {0, 255}, {4095, 1})},
+          {2, make_table(13, {0, 100, 256, 300, 1023},
+                         {2047, 2047, 2047, 2047, 4})},
+          {2, make_table(10, {0, 4095}, {1023, 1})}};
+}
+
+TEST(rans_static_packed_test, tables_whose_fields_fit_take_packed_slots) {
   if (!rs::simd::avx2()) GTEST_SKIP() << "no AVX2: slot tables";
   rs::limit_simd(1);
-  bytes const bytes8 = symbols(5000, 1, 200, 255, 1);
-  bytes const small16 = symbols(5000, 2, 200, 255, 2);
-  bytes const large16 = symbols(5000, 2, 200, 256, 3);
-  for (unsigned scale : {8u, 10u, 12u}) {
-    size_t const slots = size_t{1} << scale;
-    EXPECT_EQ(rs::coder(table_of(bytes8, 1, scale), 1).decode_table_bytes(),
-              4 * slots);
-    EXPECT_EQ(rs::coder(table_of(small16, 2, scale), 2).decode_table_bytes(),
-              4 * slots);
-    // A symbol of 256 does not fit the packed word's 8 bits.
-    EXPECT_EQ(rs::coder(table_of(large16, 2, scale), 2).decode_table_bytes(),
-              6 * (slots + 1));
+  auto const table_bytes = [](unsigned width, rs::table const& t) {
+    return rs::coder(t, width).decode_table_bytes();
+  };
+  auto const slot_bytes = [](unsigned scale) {
+    return 6 * ((size_t{1} << scale) + 1);
+  };
+  for (limit_table const& l : limit_tables()) {
+    EXPECT_EQ(table_bytes(l.width, l.t), 4 * (size_t{1} << l.t.scale))
+        << l.t.scale;
   }
-  // Past 2^12 slots, freq and bias need more than 12 bits each.
-  EXPECT_EQ(rs::coder(table_of(bytes8, 1, 13), 1).decode_table_bytes(),
-            6 * ((size_t{1} << 13) + 1));
+  // One bit more of symbol or of freq does not fit.
+  EXPECT_EQ(table_bytes(2, make_table(12, {0, 256}, {4095, 1})),
+            slot_bytes(12));
+  EXPECT_EQ(table_bytes(2, make_table(13, {0, 100, 256, 300, 1024},
+                                      {2047, 2047, 2047, 2047, 4})),
+            slot_bytes(13));
+  EXPECT_EQ(table_bytes(2, make_table(13, {0, 256, 511}, {2048, 2048, 4096})),
+            slot_bytes(13));
+  EXPECT_EQ(table_bytes(2, make_table(10, {0, 4096}, {1023, 1})),
+            slot_bytes(10));
+  // Past 2^13 slots, packed slots would no longer fit in L1.
+  std::vector<uint32_t> symbols(300), freqs(300, 16384 / 300);
+  for (uint32_t i = 0; i < 300; ++i) symbols[i] = 2 * i;
+  freqs[0] += 16384 - 300 * (16384 / 300);
+  EXPECT_EQ(table_bytes(2, make_table(14, symbols, freqs)), slot_bytes(14));
+  EXPECT_EQ(table_bytes(1, make_table(14, {0, 255}, {16383, 1})),
+            slot_bytes(14));
   rs::limit_simd(rs::simd_tuned);
 }
 
 // Every path decodes the same from packed slots as the input; payloads of
-// both lane counts, with tails; tables at the packed word's limits: a
-// symbol of freq 2^12 - 1 (the largest freq and bias) beside one of freq 1,
-// and 255 as a symbol.
+// both lane counts, with tails; tables at the packed word's limits
+// (limit_tables).
 TEST(rans_static_packed_test, packed_slots_decode_exactly_on_every_path) {
   std::mt19937 rng(5);
   for (unsigned width : {1u, 2u}) {
-    for (unsigned scale : {1u, 2u, 9u, 11u, 12u}) {
+    for (unsigned scale : {1u, 2u, 9u, 11u, 12u, 13u}) {
       for (size_t count : {size_t{1}, size_t{37}, size_t{4099}, rs::wide_from,
                            rs::wide_from + 4099}) {
         uint32_t const alphabet = std::min(256u, 1u << scale);
@@ -112,28 +149,30 @@ TEST(rans_static_packed_test, packed_slots_decode_exactly_on_every_path) {
         }
       }
     }
-    // The widest fields: freqs 4095 and 1 at 2^12 slots.
-    rs::table t;
-    t.scale = 12;
-    t.symbols = {0, 255};
-    t.freqs = {4095, 1};
+  }
+  // The widest fields: each symbol in turn but the largest, which comes
+  // now and then.
+  for (limit_table const& l : limit_tables()) {
     rs::limit_simd(1);
-    rs::coder const c(t, width);
-    bytes d;
-    for (size_t i = 0; i < rs::wide_from + 100; ++i) {
-      uint32_t const v = i % 1000 == 7 ? 255 : 0;
-      if (width == 1) {
-        d.push_back(static_cast<uint8_t>(v));
-      } else {
-        testing::append<uint16_t>(d, static_cast<uint16_t>(v));
+    rs::coder const c(l.t, l.width);
+    std::vector<uint32_t> const& sym = l.t.symbols;
+    for (size_t count : {size_t{4099}, rs::wide_from + 100}) {
+      bytes d;
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t const v = i % 1000 == 7 ? sym.back() : sym[i % 7 % sym.size()];
+        if (l.width == 1) {
+          d.push_back(static_cast<uint8_t>(v));
+        } else {
+          testing::append<uint16_t>(d, static_cast<uint16_t>(v));
+        }
       }
-    }
-    bytes payload;
-    c.encode(d, payload);
-    for (unsigned simd : {0u, 1u, rs::simd_tuned}) {
-      rs::limit_simd(simd);
-      EXPECT_EQ(decode(c, payload, d.size() / width), (outcome{d}))
-          << width << " " << simd;
+      bytes payload;
+      c.encode(d, payload);
+      for (unsigned simd : {0u, 1u, rs::simd_tuned}) {
+        rs::limit_simd(simd);
+        EXPECT_EQ(decode(c, payload, count), (outcome{d}))
+            << l.width << " " << l.t.scale << " " << count << " " << simd;
+      }
     }
   }
   rs::limit_simd(rs::simd_tuned);
@@ -192,8 +231,16 @@ TEST(rans_static_packed_test, packed_streams_pair_like_two_decodes) {
   rs::coder const c8(table_of(d8, 1, 11), 1);
   rs::coder const c16(table_of(d16, 2, 12), 2);
   rs::coder const cw(table_of(slots16, 2, 12), 2);
+  // bf16's sign and exponent at 2^13 (packed with 11-bit fields).
+  rs::table const exp_table = limit_tables()[2].t;
+  rs::coder const ce(exp_table, 2);
+  bytes exp16;
+  for (size_t i = 0; i < 4007; ++i) {
+    testing::append<uint16_t>(
+        exp16, static_cast<uint16_t>(exp_table.symbols[i * 7 % 5]));
+  }
   std::vector<std::pair<rs::coder const*, bytes const*>> const streams = {
-      {&c8, &d8}, {&c16, &d16}, {&cw, &slots16}};
+      {&c8, &d8}, {&c16, &d16}, {&cw, &slots16}, {&ce, &exp16}};
   for (auto const& [ca, da] : streams) {
     for (auto const& [cb, db] : streams) {
       bytes pa, pb;
