@@ -880,17 +880,18 @@ std::optional<channel_classes> channel_classes_of(region const& r,
 }
 
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
-                                              node const& inner,
-                                              double to_beat) {
+                                              node const& inner, double to_beat,
+                                              uint32_t chunk_size) {
   std::optional<channel_classes> const grouping =
       channel_classes_of(r, data, to_beat);
   if (!grouping) return std::nullopt;
-  return classes_program(r, data, inner, to_beat, *grouping);
+  return classes_program(r, data, inner, to_beat, *grouping, chunk_size);
 }
 
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
                                               node const& inner, double to_beat,
-                                              channel_classes const& grouping) {
+                                              channel_classes const& grouping,
+                                              uint32_t chunk_size) {
   std::optional<tensor_grid> const grid = grid_of(r, data);
   if (!grid || grouping.k < 2 || grouping.k > classes) return std::nullopt;
   for (uint8_t c : grouping.map) {
@@ -968,7 +969,7 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
     all[i % cells] += per[i];
   }
   double const chunks =
-      std::max(1.0, std::ceil(static_cast<double>(data.size()) / (1u << 20)));
+      std::max(1.0, std::ceil(static_cast<double>(data.size()) / chunk_size));
   // The classes node with its params and map, and a leaf a class.
   double after =
       6 + static_cast<double>(grouping.map.size()) * std::log2(k) / 8;
@@ -1172,8 +1173,8 @@ namespace {
 
 class classes_chooser final : public recording_chooser {
  public:
-  explicit classes_chooser(std::unique_ptr<program_chooser> inner)
-      : inner_(std::move(inner)) {}
+  classes_chooser(std::unique_ptr<program_chooser> inner, uint32_t chunk_size)
+      : inner_(std::move(inner)), chunk_size_(chunk_size) {}
 
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {
@@ -1188,7 +1189,8 @@ class classes_chooser final : public recording_chooser {
         channel_classes_of(r, data, how.estimated_bytes);
     std::optional<classes_choice> c;
     if (grouping) {
-      c = classes_program(r, data, program, how.estimated_bytes, *grouping);
+      c = classes_program(r, data, program, how.estimated_bytes, *grouping,
+                          chunk_size_);
     }
     if (!c && grouping && codes_elements_sparse(program) &&
         (r.type == dtype::bf16 || r.type == dtype::f16) &&
@@ -1203,7 +1205,8 @@ class classes_chooser final : public recording_chooser {
                   {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
       fit_tables_from_histogram(plain, sparse_histogram(data),
                                 meaning_of(r.type));
-      c = classes_program(r, data, plain, how.estimated_bytes, *grouping);
+      c = classes_program(r, data, plain, how.estimated_bytes, *grouping,
+                          chunk_size_);
     }
     double const ms = work_clock_ms() - start;
     how.ms += ms;
@@ -1237,18 +1240,19 @@ class classes_chooser final : public recording_chooser {
       byte_view file, std::span<region const> regions) const override {
     auto inner = inner_->for_file(file, regions);
     if (!inner) return nullptr;
-    return std::make_unique<classes_chooser>(std::move(inner));
+    return std::make_unique<classes_chooser>(std::move(inner), chunk_size_);
   }
 
  private:
   std::unique_ptr<program_chooser> inner_;
+  uint32_t chunk_size_;
 };
 
 }  // namespace
 
 std::unique_ptr<program_chooser> with_classes(
-    std::unique_ptr<program_chooser> inner) {
-  return std::make_unique<classes_chooser>(std::move(inner));
+    std::unique_ptr<program_chooser> inner, uint32_t chunk_size) {
+  return std::make_unique<classes_chooser>(std::move(inner), chunk_size);
 }
 
 }  // namespace brevis::codec::search

@@ -47,10 +47,12 @@ struct classes_choice {
 /// The `classes` program of region `r` (its whole bytes `data`), when `r` is
 /// a bf16/fp16 tensor of rank >= 2 whose channels group into classes that
 /// code the exponent field of `inner` (its program, view(split(...), raw),
-/// estimated `to_beat` bytes) enough smaller; its static tables built.
+/// estimated `to_beat` bytes) enough smaller; its static tables built. Its
+/// estimate counts each leaf's framing once per archive chunk of
+/// `chunk_size` bytes.
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
-                                              node const& inner,
-                                              double to_beat);
+                                              node const& inner, double to_beat,
+                                              uint32_t chunk_size = 1u << 20);
 
 /// How classes_program groups the channels of a tensor: the class of each
 /// column (or row), of `k`. Read from the data alone, not from the inner
@@ -74,11 +76,13 @@ std::optional<channel_classes> channel_classes_of(region const& r,
 /// fit `r`.
 std::optional<classes_choice> classes_program(region const& r, byte_view data,
                                               node const& inner, double to_beat,
-                                              channel_classes const& grouping);
+                                              channel_classes const& grouping,
+                                              uint32_t chunk_size = 1u << 20);
 
 /// Wraps `inner`: each region's program is the inner chooser's, or the
-/// classes program when that is estimated smaller.
+/// classes program when that is estimated smaller (in an archive of chunks
+/// of `chunk_size` bytes).
 std::unique_ptr<program_chooser> with_classes(
-    std::unique_ptr<program_chooser> inner);
+    std::unique_ptr<program_chooser> inner, uint32_t chunk_size);
 
 }  // namespace brevis::codec::search

@@ -632,7 +632,7 @@ std::unique_ptr<program_chooser> make_search_chooser(
   if (!opt.classes || opt.search.how == search::strategy::fixed) {
     return chooser;
   }
-  return search::with_classes(std::move(chooser));
+  return search::with_classes(std::move(chooser), opt.search.chunk_size);
 }
 
 search_chooser_options store_chooser_options() {

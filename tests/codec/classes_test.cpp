@@ -433,6 +433,29 @@ TEST(classes_test, candidate_classes_the_exponent_of_every_program_shape) {
   }
 }
 
+// The estimate counts framing per archive chunk: in chunks of 256 KiB, a
+// 2 MiB tensor's elements leaf is 8 wide payloads of 32 states, not the 2
+// of chunks of 1 MiB, while each class's field (a quarter of a chunk's
+// elements) stays narrow; so the classes gain more, and are estimated
+// smaller, than with the chunks taken for 1 MiB.
+TEST(classes_test, estimate_counts_the_archives_chunks) {
+  node program =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
+  size_t const rows = 1024, cols = 1024;
+  bytes const data = channel_scales(rows, cols, false, false, 9);
+  region const r = tensor_region(dtype::bf16, data, {rows, cols});
+  search::fit_tables_from_histogram(program, sparse_histogram(data),
+                                    meaning::bf16);
+  double const before = static_cast<double>(coded_size(program, data));
+  auto const two = search::classes_program(r, data, program, before);
+  auto const eight =
+      search::classes_program(r, data, program, before, 256 * 1024);
+  ASSERT_TRUE(two.has_value());
+  ASSERT_TRUE(eight.has_value());
+  EXPECT_LT(eight->estimated_bytes, two->estimated_bytes - 6 * 32);
+}
+
 // The chooser finds the channels' classes once for both of its tries:
 // given them, the candidate is the one it finds by itself; a grouping that
 // does not fit the tensor is turned away.
