@@ -87,7 +87,21 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
 // 2^16 2.28 -> 1.07, 8-bit at 2^15 1.52 -> 0.85; the narrow pair 0.92 ->
 // 0.76; packed slots 0.67 either way), so AMD CPUs use them (zen_tuned);
 // others keep the gathers, unmeasured there.
-enum class lookups { gathers, loads };
+// With `loads` the indices are read back from a store of the index
+// vector; left to itself GCC reads them out of the vector instead
+// (`extracts`: vpextrd, two uops each). Packed slots, one lookup a symbol,
+// decode 13-17% faster from the store (wide payloads, ns a symbol: 8-bit
+// at 2^10 1.04-1.06 -> 0.87-0.88, at 2^12 1.05-1.06 -> 0.87-0.88, 16-bit
+// at 2^13 1.06-1.08 -> 0.91-0.92). The slot tables (two lookups at 2^15
+// and 2^16, mostly in L2) and the compact ones (the second lookup's index
+// is the first one's result) keep the extracts: the store's forwarding
+// latency on their chains made them 10% slower.
+enum class lookups { gathers, loads, extracts };
+
+// How Zen's kernels look up slot tables (packed or not).
+constexpr lookups zen_lookups(bool packed) {
+  return packed ? lookups::loads : lookups::extracts;
+}
 
 // table[index] of each lane, zero-extended to 32 bits. Gathers read 4 bytes
 // at each entry: tables of narrower entries are padded to allow it.
@@ -95,9 +109,10 @@ template <lookups how, typename entry>
 __attribute__((target("avx2"), always_inline)) inline __m256i lookup_avx2(
     entry const* table, __m256i index) {
   static_assert(std::is_unsigned_v<entry> && sizeof(entry) <= 4);
-  if constexpr (how == lookups::loads) {
+  if constexpr (how != lookups::gathers) {
     alignas(32) uint32_t at[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(at), index);
+    if constexpr (how == lookups::loads) asm("" : "+m"(at));  // read back
     auto const e = [&](unsigned j) { return static_cast<int>(table[at[j]]); };
     return _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
   } else {
@@ -122,9 +137,10 @@ __attribute__((target("avx2"), always_inline)) inline __m128i narrow16_avx2(
 template <lookups how>
 __attribute__((target("avx2"), always_inline)) inline __m128i lookup16_avx2(
     uint16_t const* table, __m256i index) {
-  if constexpr (how == lookups::loads) {
+  if constexpr (how != lookups::gathers) {
     alignas(32) uint32_t at[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(at), index);
+    if constexpr (how == lookups::loads) asm("" : "+m"(at));  // read back
     auto const e = [&](unsigned j) { return static_cast<short>(table[at[j]]); };
     return _mm_setr_epi16(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
   } else {
@@ -258,7 +274,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
 // its lookups, then on its multiply, before the next can start (measured
 // slower than the scalar loop); two independent chains fill each other's
 // waits. Stops where either stream would stop alone. Only Zen runs these
-// (narrow_pair_rounds), so they look up with loads.
+// (narrow_pair_rounds), so they look up without gathers (zen_lookups).
 template <typename sym_a, bool packed_a, typename sym_b, bool packed_b>
 __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
     slot_stream& a, slot_stream& b) {
@@ -277,9 +293,9 @@ __attribute__((target("avx2"))) size_t decode_narrow_pair_avx2_impl(
   while (a.count - i >= lanes && b.count - i >= lanes &&
          static_cast<size_t>(a.end - qa) >= 2 * lanes &&
          static_cast<size_t>(b.end - qb) >= 2 * lanes) {
-    xa = decode_stream_group_avx2<sym_a, packed_a, lookups::loads>(
+    xa = decode_stream_group_avx2<sym_a, packed_a, zen_lookups(packed_a)>(
         xa, mask_a, shift_a, a, fields_a, a.out + i * sizeof(sym_a), qa);
-    xb = decode_stream_group_avx2<sym_b, packed_b, lookups::loads>(
+    xb = decode_stream_group_avx2<sym_b, packed_b, zen_lookups(packed_b)>(
         xb, mask_b, shift_b, b, fields_b, b.out + i * sizeof(sym_b), qb);
     i += lanes;
   }
@@ -1295,13 +1311,13 @@ size_t decode_rounds_avx2_by(unsigned width, uint32_t* x, uint8_t const*& p,
                              uint32_t const* packed_tab, unsigned field_bits,
                              uint8_t* out) {
   if (zen_tuned()) {
-    return width == 1
-               ? decode_rounds_avx2_impl<uint8_t, packed, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, packed_tab,
-                     field_bits, out)
-               : decode_rounds_avx2_impl<uint16_t, packed, lookups::loads>(
-                     x, p, end, count, scale, step, symbol, packed_tab,
-                     field_bits, out);
+    constexpr lookups how = zen_lookups(packed);
+    return width == 1 ? decode_rounds_avx2_impl<uint8_t, packed, how>(
+                            x, p, end, count, scale, step, symbol, packed_tab,
+                            field_bits, out)
+                      : decode_rounds_avx2_impl<uint16_t, packed, how>(
+                            x, p, end, count, scale, step, symbol, packed_tab,
+                            field_bits, out);
   }
   return width == 1
              ? decode_rounds_avx2_impl<uint8_t, packed, lookups::gathers>(
@@ -1357,10 +1373,10 @@ size_t decode_rounds8_avx2(uint32_t* x, uint8_t const*& p, uint8_t const* end,
                            uint32_t const* freq_start, uint32_t const* symbol16,
                            uint8_t* out) {
   if (zen_tuned()) {
-    return symbol16 ? decode_rounds8_avx2_impl<uint16_t, lookups::loads>(
+    return symbol16 ? decode_rounds8_avx2_impl<uint16_t, lookups::extracts>(
                           x, p, end, count, scale, symbol8, freq_start,
                           symbol16, out)
-                    : decode_rounds8_avx2_impl<uint8_t, lookups::loads>(
+                    : decode_rounds8_avx2_impl<uint8_t, lookups::extracts>(
                           x, p, end, count, scale, symbol8, freq_start,
                           symbol16, out);
   }
