@@ -95,7 +95,8 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
 // at 2^13 1.06-1.08 -> 0.91-0.92). The slot tables (two lookups at 2^15
 // and 2^16, mostly in L2) and the compact ones (the second lookup's index
 // is the first one's result) keep the extracts: the store's forwarding
-// latency on their chains made them 10% slower.
+// latency on their chains made them 10% slower (but for the compact
+// tables' first lookup, decode_rounds8_avx2_impl).
 enum class lookups { gathers, loads, extracts };
 
 // How Zen's kernels look up slot tables (packed or not).
@@ -321,6 +322,10 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
   __m256i const slot_mask = _mm256_set1_epi32((1 << scale) - 1);
   __m256i const low16 = _mm256_set1_epi32(0xffff);
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
+  // The slots' lookup, off the chain of lookups that follows it, reads its
+  // indices back from a store (on Zen 3, ns a symbol: 8-bit at 2^15
+  // 1.12-1.13 -> 1.09-1.12, 16-bit at 2^16 1.54-1.58 -> 1.43-1.44).
+  constexpr lookups first = how == lookups::extracts ? lookups::loads : how;
   uint8_t const* q = p;
   size_t i = 0;
   while (count - i >= wide_lanes &&
@@ -329,7 +334,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
       __m256i const s = state[g];
       __m256i const slot = _mm256_and_si256(s, slot_mask);
       // The byte table has 3 bytes of padding, for gathers.
-      __m256i const symbols = lookup_avx2<how>(symbol8, slot);
+      __m256i const symbols = lookup_avx2<first>(symbol8, slot);
       __m256i const fs = lookup_avx2<how>(freq_start, symbols);
       __m256i const next = _mm256_sub_epi32(
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(fs, low16),
