@@ -326,8 +326,7 @@ coder::coder(table t, unsigned width)
       compact_(compact_layout(table_, width)),
       packed_bits_(!compact_ && simd::avx2() && !simd::avx512()
                        ? packed_field_bits(table_)
-                       : 0),
-      packed_(packed_bits_ != 0) {
+                       : 0) {
   fail_if(width != 1 && width != 2, errc::bad_program,
           "rans_static: symbols are 8 or 16 bits");
   if (single_) single_symbol_ = table_.symbols[0];
@@ -563,7 +562,7 @@ table_pool& pool() {
 size_t coder::decode_table_bytes() const {
   if (single_) return 0;
   size_t const slots = size_t{1} << scale_;
-  if (packed_) return slots * sizeof(uint32_t);
+  if (packed()) return slots * sizeof(uint32_t);
   return compact_ ? slots + 3 : slot_bytes(static_cast<uint32_t>(slots) + 1);
 }
 
@@ -605,7 +604,7 @@ void coder::build_decoder() const {
                           : static_cast<unsigned>(table_.symbols.size());
     return;
   }
-  if (packed_) {  // at most 2^13 slots: small, not pooled
+  if (packed()) {  // at most 2^13 slots: small, not pooled
     dec_packed_ = std::make_unique_for_overwrite<uint32_t[]>(total);
     unsigned const b = packed_bits_;
     uint32_t start = 0;
@@ -876,7 +875,7 @@ void coder::dispatch_decode(byte_view payload, size_t count, uint8_t* out,
             payload, count, out, from);
     }
   }
-  if (packed_) {  // at most 2^13 slots
+  if (packed()) {  // at most 2^13 slots
     switch (scale_) {
       case 13:
         return decode_impl<sym, n_lanes, 13, slot_layout::packed>(
@@ -982,7 +981,7 @@ bool coder::pairs_slot_rounds(byte_view payload, size_t count,
   unsigned const n_lanes = wide ? wide_lanes : lanes;
   bool const fits = wide ? count >= wide_from : count > 0 && count < wide_from;
   // Packed slots pair only narrow (the AVX-512 pair has no packed kernel).
-  return fits && !single_ && !compact_ && !(wide && packed_) &&
+  return fits && !single_ && !compact_ && !(wide && packed()) &&
          payload.size() >= 4 * n_lanes && payload.size() % 2 == 0 &&
          (wide ? simd::pair_rounds() : simd::narrow_pair_rounds());
 }

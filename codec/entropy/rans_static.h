@@ -243,7 +243,7 @@ class coder {
   mutable std::unique_ptr<uint32_t[]> dec_packed_;
   bool compact_ = false;
   unsigned packed_bits_ = 0;  // 0: not packed
-  bool packed_ = false;
+  bool packed() const { return packed_bits_ != 0; }
 };
 
 }  // namespace brevis::codec::rans_static
