@@ -13,7 +13,7 @@
 namespace brevis::codec::bits_kernels {
 namespace {
 
-std::atomic<unsigned> kernel_cap{2};
+std::atomic<unsigned> kernel_cap{3};
 
 uint64_t low_mask(unsigned bits) {
   return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
@@ -100,6 +100,57 @@ size_t unpack8_portable(uint8_t const* in, size_t size, size_t count,
                        _pdep_u64(load_le<uint64_t>(in + g * bits), mask));
   }
   return g * 8;
+}
+
+// Two groups of 8 values (b bytes each, from `p`) into the 16-bit lanes'
+// high bytes, shifted down: see unpack8_avx2.
+[[gnu::target("avx2")]] inline __m256i two_groups(uint8_t const* p,
+                                                  unsigned bits,
+                                                  __m256i shuffle,
+                                                  __m256i multiply) {
+  __m128i const lo = _mm_loadu_si128(reinterpret_cast<__m128i const*>(p));
+  __m128i const hi =
+      _mm_loadu_si128(reinterpret_cast<__m128i const*>(p + bits));
+  __m256i const x = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+  return _mm256_srli_epi16(
+      _mm256_mullo_epi16(_mm256_shuffle_epi8(x, shuffle), multiply), 8);
+}
+
+// 32 values (4b bytes) a step, for CPUs without fast pdep (Zen 1 and 2).
+// Each 128-bit half holds one group of 8 values (b bytes): vpshufb puts the
+// two bytes around value t's bit offset o_t in its 16-bit lane, vpmullw by
+// 2^(8 - o_t % 8) moves the value's bits to the lane's high byte, and a
+// shift, a pack and a mask leave it in a byte.
+[[gnu::target("avx2")]] size_t unpack8_avx2(uint8_t const* in, size_t size,
+                                            size_t count, unsigned bits,
+                                            uint8_t* out) {
+  alignas(32) uint8_t pick[32];
+  alignas(32) uint16_t scale[16];
+  for (unsigned half = 0; half < 2; ++half) {
+    for (unsigned t = 0; t < 8; ++t) {
+      unsigned const o = bits * t;
+      pick[16 * half + 2 * t] = static_cast<uint8_t>(o / 8);
+      pick[16 * half + 2 * t + 1] = static_cast<uint8_t>(o / 8 + 1);
+      scale[8 * half + t] = static_cast<uint16_t>(1u << (8 - o % 8));
+    }
+  }
+  __m256i const shuffle =
+      _mm256_load_si256(reinterpret_cast<__m256i const*>(pick));
+  __m256i const multiply =
+      _mm256_load_si256(reinterpret_cast<__m256i const*>(scale));
+  __m256i const mask = _mm256_set1_epi8(static_cast<char>(low_mask(bits)));
+  size_t g = 0;
+  // Each step reads 16 bytes from its last group's start: all in the payload.
+  for (; (g + 1) * 32 <= count && g * 4 * bits + 3 * bits + 16 <= size; ++g) {
+    uint8_t const* p = in + g * 4 * bits;
+    __m256i const a = two_groups(p, bits, shuffle, multiply);  // groups 0, 1
+    __m256i const b = two_groups(p + 2 * bits, bits, shuffle, multiply);
+    // packus interleaves the halves (0, 2 | 1, 3); vpermq restores order.
+    __m256i const v = _mm256_and_si256(
+        _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xd8), mask);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + g * 32), v);
+  }
+  return g * 32;
 }
 
 // GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors);
@@ -205,22 +256,26 @@ size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
 }
 #endif  // BREVIS_BITS_X86
 
-// 2 VBMI (with BMI2), 1 BMI2, 0 neither; capped. Unpacking 7-bit values
-// (brevis_program_decode_bench, Zen 5): portable 0.36 ns a value, pdep
-// 0.07, VBMI 0.03. Zen 1 and 2 run pdep/pext in microcode (hundreds of
-// cycles for these masks): there the portable loop. (x86 only: elsewhere
-// only the portable loops exist.)
+// The unpacking kernels, fastest first where the CPU has them: 3 VBMI (with
+// BMI2), 2 BMI2 where pdep is fast, 1 AVX2, 0 portable; capped. Unpacking
+// 7-bit values (brevis_program_decode_bench): on Zen 5, portable 0.36 ns a
+// value, pdep 0.07, VBMI 0.03; on Zen 2 (pdep/pext in microcode, hundreds
+// of cycles for these masks), portable 0.47, AVX2 0.065. Packing has no
+// AVX2 path: below 2 it takes the portable loop. (x86 only: elsewhere only
+// the portable loops exist.)
 #ifdef BREVIS_BITS_X86
 unsigned level() {
   static unsigned const cpu = [] {
     bool const fast_pdep = __builtin_cpu_supports("bmi2") &&
                            !__builtin_cpu_is("znver1") &&
                            !__builtin_cpu_is("znver2");
-    if (!fast_pdep) return 0u;
-    return __builtin_cpu_supports("avx512vbmi") &&
-                   __builtin_cpu_supports("avx512bw")
-               ? 2u
-               : 1u;
+    if (fast_pdep) {
+      return __builtin_cpu_supports("avx512vbmi") &&
+                     __builtin_cpu_supports("avx512bw")
+                 ? 3u
+                 : 2u;
+    }
+    return __builtin_cpu_supports("avx2") ? 1u : 0u;
   }();
   unsigned const c = kernel_cap.load(std::memory_order_relaxed);
   return cpu < c ? cpu : c;
@@ -241,7 +296,7 @@ bool pack(uint8_t const* in, unsigned width, size_t count, unsigned bits,
   size_t done = 0;
   if (width == 1) {
 #ifdef BREVIS_BITS_X86
-    done = level() >= 1 ? pack8_bmi2(in, count, bits, out, over)
+    done = level() >= 2 ? pack8_bmi2(in, count, bits, out, over)
                         : pack8_portable(in, count, bits, out, over);
 #else
     done = pack8_portable(in, count, bits, out, over);
@@ -258,13 +313,14 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
   if (width == 1) {
 #ifdef BREVIS_BITS_X86
     unsigned const l = level();
-    if (l >= 2) done = unpack8_vbmi(in, count, bits, out);
-    if (l >= 1) {
-      done += unpack8_bmi2(in + done / 8 * bits, size - done / 8 * bits,
-                           count - done, bits, out + done);
-    } else {
-      done = unpack8_portable(in, size, count, bits, out);
-    }
+    if (l >= 3) done = unpack8_vbmi(in, count, bits, out);
+    if (l == 1) done = unpack8_avx2(in, size, count, bits, out);
+    // The rest of each path's groups of 8: pdep, or the portable loop.
+    size_t const at = done / 8 * bits;
+    done += l >= 2 ? unpack8_bmi2(in + at, size - at, count - done, bits,
+                                  out + done)
+                   : unpack8_portable(in + at, size - at, count - done, bits,
+                                      out + done);
 #else
     done = unpack8_portable(in, size, count, bits, out);
 #endif

@@ -2,9 +2,9 @@
 // Packing of b-bit unsigned values, LSB first (FORMAT.md, 4.8): value i
 // holds bits [i b, (i + 1) b) of the payload, bit k of which is bit k % 8
 // of byte k / 8. The `bits` leaf's kernels: a portable path for every width
-// and b, BMI2 (pdep/pext) and AVX-512 VBMI paths for values in 8-bit lanes
-// (a bf16 mantissa under bitfields is 7 bits in a u8 lane), chosen at run
-// time.
+// and b; AVX2, BMI2 (pdep/pext) and AVX-512 VBMI paths for values in 8-bit
+// lanes (a bf16 mantissa under bitfields is 7 bits in a u8 lane), chosen at
+// run time.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,9 +29,9 @@ bool pack(uint8_t const* in, unsigned width, size_t count, unsigned bits,
 bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
             uint8_t* out) noexcept;
 
-/// Caps the instructions the kernels may use: 0 portable, 1 up to BMI2, 2 up
-/// to AVX-512 VBMI (the default; each only where the CPU has it). For tests,
-/// which check that every path gives the same.
+/// Caps the kernels the CPU may use: 0 portable, 1 up to AVX2, 2 up to BMI2
+/// (where pdep is fast), 3 up to AVX-512 VBMI (the default; each only where
+/// the CPU has it). For tests, which check that every path gives the same.
 void set_cap(unsigned limit) noexcept;
 
 }  // namespace brevis::codec::bits_kernels

@@ -20,7 +20,7 @@ using testing::code_of;
 
 struct cap_guard {
   explicit cap_guard(unsigned c) { bits_kernels::set_cap(c); }
-  ~cap_guard() { bits_kernels::set_cap(2); }
+  ~cap_guard() { bits_kernels::set_cap(3); }
 };
 
 uint64_t mask_of(unsigned bits) {
@@ -74,7 +74,7 @@ void check_kernels(unsigned width, unsigned bits, size_t n) {
   for (bytes const& values : values_of(n, width, bits, n * 131 + bits)) {
     bytes const want = reference_pack(values, width, bits);
     ASSERT_EQ(want.size(), bits_kernels::packed_size(n, bits));
-    for (unsigned cap = 0; cap <= 2; ++cap) {
+    for (unsigned cap = 0; cap <= 3; ++cap) {
       cap_guard const g(cap);
       // Slack after both buffers: a kernel writing past its end shows.
       bytes packed(want.size() + 16, 0xee);
@@ -117,7 +117,7 @@ TEST(bits_kernels, wide_lanes_every_b) {
 }
 
 TEST(bits_kernels, value_too_wide_is_refused_at_every_cap) {
-  for (unsigned cap = 0; cap <= 2; ++cap) {
+  for (unsigned cap = 0; cap <= 3; ++cap) {
     cap_guard const g(cap);
     for (size_t n : {1u, 8u, 63u, 64u, 65u, 200u}) {
       for (size_t at : {size_t{0}, n / 2, n - 1}) {
@@ -132,7 +132,7 @@ TEST(bits_kernels, value_too_wide_is_refused_at_every_cap) {
 }
 
 TEST(bits_kernels, padding_bits_are_refused_at_every_cap) {
-  for (unsigned cap = 0; cap <= 2; ++cap) {
+  for (unsigned cap = 0; cap <= 3; ++cap) {
     cap_guard const g(cap);
     for (size_t n : {1u, 9u, 65u, 129u, 1001u}) {
       bytes payload(bits_kernels::packed_size(n, 7), 0);
@@ -160,7 +160,7 @@ TEST(bits_leaf, roundtrips_under_bitfields_through_the_interpreter) {
                        {make_leaf(opcode::bits, {7}), make_leaf(opcode::raw)}),
                make_leaf(opcode::raw)});
   node const parsed = parse_program(serialize_program(p));
-  for (unsigned cap = 0; cap <= 2; ++cap) {
+  for (unsigned cap = 0; cap <= 3; ++cap) {
     cap_guard const g(cap);
     for (size_t n : testing::test_lengths()) {
       for (auto const& s : testing::adversarial(n, 2)) {
