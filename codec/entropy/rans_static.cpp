@@ -715,7 +715,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
     // Wide rounds without AVX-512, and narrow ones where measured faster
     // (the AVX-512 kernels take wide ones only): narrow rounds are one
     // vector of 8 states, bound by its chain's latency, and still 2x faster
-    // than the scalar loop on Zen 3.
+    // than the scalar loop on Zen 2.
     absent |= simd::encode_rounds_avx2(sizeof(sym), n_lanes, x, p, in, i,
                                        1u << scale_, enc_index_.data(),
                                        static_cast<uint32_t>(enc_index_.size()),
@@ -798,6 +798,14 @@ void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
     if (n_lanes == wide_lanes && simd::avx2()) {
       i = simd::decode_packed_rounds_avx2(sizeof(sym), x, p, end, rest, scale,
                                           packed_tab, field_bits, rest_out);
+    } else if (n_lanes == lanes) {
+      // One vector of 8 states, bound by its chain's latency, still beats
+      // the scalar loop from packed slots (one lookup, in L1) on Zen 2:
+      // ns a symbol, 8-bit at 2^10 2.14 -> 1.84, 16-bit at 2^13 2.30 ->
+      // 2.10 (brevis_rans_static_bench, blazepose-heavy.bf16, 30000).
+      i = simd::decode_narrow_packed_rounds_avx2(sizeof(sym), x, p, end, rest,
+                                                 scale, packed_tab, field_bits,
+                                                 rest_out);
     }
   } else if constexpr (layout == slot_layout::compact) {
     if (n_lanes == wide_lanes && simd::avx512()) {

@@ -80,7 +80,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
 }
 
 // How the AVX2 decode kernels look up their tables: with gathers, or with
-// eight scalar loads inserted into a vector. On Zen 3 (AVX2, no AVX-512)
+// eight scalar loads inserted into a vector. On Zen 2 (AVX2, no AVX-512)
 // the loads are faster, most where one lookup waits on another or misses
 // L1 (ns a symbol, brevis_rans_static_bench: 16-bit symbols from 2^16 slots
 // 1.60 -> 1.37, from 2^13 1.16 -> 0.85; compact tables, 16-bit symbols at
@@ -230,17 +230,19 @@ decode_stream_group_avx2(__m256i s, __m256i slot_mask, __m128i shift,
   }
 }
 
-// Whole rounds of wide_lanes symbols, 8 states to a vector. Stops where
-// fewer than a round of symbols or of the words a round may read remain;
-// returns the symbols decoded.
+// Whole rounds of n_states symbols (wide_lanes, or lanes: one vector), 8
+// states to a vector. Stops where fewer than a round of symbols or of the
+// words a round may read remain; returns the symbols decoded.
 // From packed slots if `packed_tab` is set (`packed`), else from the slot
 // tables.
-template <typename sym, bool packed, lookups how>
+template <typename sym, bool packed, lookups how,
+          unsigned n_states = wide_lanes>
 __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
     uint32_t* x, uint8_t const*& p, uint8_t const* end, size_t count,
     unsigned scale, uint32_t const* step_tab, uint16_t const* symbol_tab,
     uint32_t const* packed_tab, unsigned field_bits, uint8_t* out) {
-  constexpr unsigned groups = wide_lanes / 8;
+  static_assert(n_states % 8 == 0);
+  constexpr unsigned groups = n_states / 8;
   packed_fields const fields = packed_fields_of(field_bits);
   __m256i state[groups];
   for (unsigned g = 0; g < groups; ++g) {
@@ -250,8 +252,8 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   uint8_t const* q = p;
   size_t i = 0;
-  while (count - i >= wide_lanes &&
-         static_cast<size_t>(end - q) >= 2 * wide_lanes) {
+  while (count - i >= n_states &&
+         static_cast<size_t>(end - q) >= 2 * n_states) {
     for (unsigned g = 0; g < groups; ++g) {
       uint8_t* const o = out + (i + 8 * g) * sizeof(sym);
       if constexpr (packed) {
@@ -262,7 +264,7 @@ __attribute__((target("avx2"))) size_t decode_rounds_avx2_impl(
                                                step_tab, symbol_tab, o, q);
       }
     }
-    i += wide_lanes;
+    i += n_states;
   }
   for (unsigned g = 0; g < groups; ++g) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * g), state[g]);
@@ -323,7 +325,7 @@ __attribute__((target("avx2"))) size_t decode_rounds8_avx2_impl(
   __m256i const low16 = _mm256_set1_epi32(0xffff);
   __m128i const shift = _mm_cvtsi32_si128(static_cast<int>(scale));
   // The slots' lookup, off the chain of lookups that follows it, reads its
-  // indices back from a store (on Zen 3, ns a symbol: 8-bit at 2^15
+  // indices back from a store (on Zen 2, ns a symbol: 8-bit at 2^15
   // 1.12-1.13 -> 1.09-1.12, 16-bit at 2^16 1.54-1.58 -> 1.43-1.44).
   constexpr lookups first = how == lookups::extracts ? lookups::loads : how;
   uint8_t const* q = p;
@@ -429,8 +431,8 @@ __attribute__((target("avx2"), always_inline)) inline __m256i encode_step_avx2(
 // symbol's bias | cmpl << 16 up into a buffer in L1 (0 for an absent
 // symbol), by the symbol (8-bit symbols from a table of all 256, 16-bit
 // ones below `table_end`) or if `index` through it (16-bit symbols below
-// `table_end`); then the vector rounds load it. Measured on Zen 3 (ns a
-// symbol, blazepose-heavy bf16 streams) against gathers, which cost Zen 3
+// `table_end`); then the vector rounds load it. Measured on Zen 2 (ns a
+// symbol, blazepose-heavy bf16 streams) against gathers, which cost Zen 2
 // ~0.45 ns a symbol: 8-bit 0.87-0.90 against 1.05-1.08, whole bf16 words
 // by index 1.7 against 2.1. Returns true if some symbol is absent.
 template <typename sym>
@@ -556,7 +558,7 @@ __attribute__((target("avx2"))) bool encode_rounds_gather_avx2_impl(
 
 // Wide payloads from the buffer, narrow ones (bound by their one chain of
 // 8 states, which the scalar pass would only lengthen) with gathers:
-// measured on Zen 3, ns a symbol, 8-bit 1.27 against 1.55 buffered, by
+// measured on Zen 2, ns a symbol, 8-bit 1.27 against 1.55 buffered, by
 // index 2.05 against 2.4.
 template <unsigned groups>
 bool encode_rounds_avx2_by_width(unsigned width, uint32_t* x, uint8_t*& p,
@@ -588,7 +590,9 @@ bool avx512_cpu() {
 
 // GCC 12 warns inside its own AVX-512 headers (their "undefined" vectors).
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // GCC only: clang (the fuzz build) has no such group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // freq * x + add in every 32-bit lane (products below 2^32). With IFMA, two
 // 52-bit multiply-adds (even lanes, then odd lanes moved down) and a shuffle:
 // 6 cycles of latency on the state's chain instead of 11 (vpmulld takes 10),
@@ -1305,6 +1309,7 @@ bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
 bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
 bool narrow_pair_rounds() { return avx2() && !avx512() && zen_tuned(); }
+bool narrow_packed_rounds() { return avx2() && !avx512() && zen_tuned(); }
 
 namespace {
 
@@ -1349,6 +1354,21 @@ size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  unsigned field_bits, uint8_t* out) {
   return decode_rounds_avx2_by<true>(width, x, p, end, count, scale, nullptr,
                                      nullptr, packed, field_bits, out);
+}
+
+size_t decode_narrow_packed_rounds_avx2(unsigned width, uint32_t* x,
+                                        uint8_t const*& p, uint8_t const* end,
+                                        size_t count, unsigned scale,
+                                        uint32_t const* packed,
+                                        unsigned field_bits, uint8_t* out) {
+  if (!narrow_packed_rounds()) return 0;
+  constexpr lookups how = zen_lookups(true);
+  return width == 1 ? decode_rounds_avx2_impl<uint8_t, true, how, lanes>(
+                          x, p, end, count, scale, nullptr, nullptr, packed,
+                          field_bits, out)
+                    : decode_rounds_avx2_impl<uint16_t, true, how, lanes>(
+                          x, p, end, count, scale, nullptr, nullptr, packed,
+                          field_bits, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,

@@ -24,12 +24,14 @@ bool avx512();        // decode_rounds_avx512
 bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
 bool avx512_ifma();   // the decode kernels' IFMA instances
 bool pair_rounds();   // decode_pair_rounds_avx512
-// The AVX2 kernels of narrow payloads (one vector of 8 states), which
-// gather their table entries: measured faster on Zen 3 only. Intel's
-// gathers are slow since the GDS microcode fix, so there (unmeasured)
-// narrow payloads stay on the scalar loops.
+// The AVX2 kernels of narrow payloads (one vector of 8 states): measured
+// faster on Zen 2 only (the project's machine, an EPYC of family 23 model
+// 49; older notes call it Zen 3). Intel's gathers are slow since the GDS
+// microcode fix, so there (unmeasured) narrow payloads stay on the scalar
+// loops.
 bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
 bool narrow_pair_rounds();    // decode_narrow_pair_rounds_avx2 (no AVX-512)
+bool narrow_packed_rounds();  // decode_narrow_packed_rounds_avx2 (no AVX-512)
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -48,6 +50,13 @@ size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  uint8_t const* end, size_t count,
                                  unsigned scale, uint32_t const* packed,
                                  unsigned field_bits, uint8_t* out);
+/// The same for a narrow payload (`lanes` states, one vector): 0 unless
+/// narrow_packed_rounds().
+size_t decode_narrow_packed_rounds_avx2(unsigned width, uint32_t* x,
+                                        uint8_t const*& p, uint8_t const* end,
+                                        size_t count, unsigned scale,
+                                        uint32_t const* packed,
+                                        unsigned field_bits, uint8_t* out);
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,
                             uint8_t const* end, size_t count, unsigned scale,
                             uint32_t const* step, uint16_t const* symbol,
