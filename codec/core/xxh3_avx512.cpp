@@ -12,16 +12,18 @@
 
 #include "codec/core/xxh3_kernels.h"
 
+// GCC's pragmas, or clang's attribute (the fuzz build uses clang, which
+// knows neither GCC's target pragma nor its warning group).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC diagnostic push
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f")
-// clang ignores the GCC pragma (the fuzz build uses clang).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), \
-                             apply_to = function)
 #endif
 #define XXH_INLINE_ALL
 #define XXH_VECTOR 3  // XXH_AVX512
@@ -36,9 +38,10 @@ namespace {
 }  // namespace brevis::codec::xxh3_kernels
 #if defined(__clang__)
 #pragma clang attribute pop
-#endif
+#else
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
+#endif
 
 namespace brevis::codec::xxh3_kernels {
 

@@ -139,9 +139,17 @@ void mount_fs::start() {
 }
 
 void mount_fs::shutdown() {
-  stopping_ = true;
+  if (stopping_.exchange(true)) return;  // the destructor calls it again
   prefetch_.stop();
   if (queue_) queue_->stop();
+  // What the reads cost: every miss was a chunk decoded (twice for one
+  // chunk where it was evicted or dropped and read again).
+  chunk_cache::counters const c = cache_.stats();
+  log_event(log_level::info, "read cache: " + std::to_string(c.misses) +
+                                 " chunks decoded, " + std::to_string(c.hits) +
+                                 " hits, " + std::to_string(c.joined) +
+                                 " joined a decode, " +
+                                 std::to_string(c.evictions) + " evicted");
 }
 
 std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {

@@ -438,6 +438,34 @@ TEST(store_test, gc_while_reading) {
   EXPECT_TRUE(fsck_clean(s));
 }
 
+// Records appended while the store is open read right, and a pack cut
+// short under an open store is an error (EIO) on the cut file only.
+TEST(store_test, appended_records_read_and_a_cut_pack_fails) {
+  temp_dir d;
+  std::string const first = checkpoint(40);
+  std::string const second = checkpoint(41);
+  store s((d / "s").string(), small_chunks());
+  uint64_t const a = add(s, "a", first);
+  EXPECT_EQ(read_all(s, a), first);
+  uint64_t const b = add(s, "b", second);
+  auto packs = pack_files(d / "s");
+  ASSERT_EQ(packs.size(), 1u);
+  EXPECT_EQ(read_all(s, b), second);
+  EXPECT_EQ(read_all(s, a), first);
+
+  // Cut into the second file's records, under the open store.
+  stdfs::resize_file(packs[0], stdfs::file_size(packs[0]) - 20000);
+  std::string out(second.size(), '\0');
+  try {
+    s.read(b, 0, out.size(), reinterpret_cast<uint8_t*>(out.data()));
+    FAIL() << "read past the end of a cut pack succeeded";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::corrupt) << e.what();
+    EXPECT_EQ(e.errno_value(), EIO);
+  }
+  EXPECT_EQ(read_all(s, a), first);  // its records are all still there
+}
+
 TEST(store_test, parallel_readers) {
   temp_dir d;
   std::string const data = checkpoint(30);
