@@ -479,14 +479,25 @@ struct split_choice {
   node split;  // planes, fields or bitfields, closed by their leaves
   double bytes = infinite;
   std::vector<unsigned> scales;  // of its rans_static children
+  unsigned streams = 0;          // entropy-coded leaves: rANS steps a value
 };
+
+// Entropy-coded leaves under `n`.
+unsigned entropy_streams(node const& n) {
+  if (n.op == opcode::rans0 || n.op == opcode::rans1 ||
+      n.op == opcode::rans_static || n.op == opcode::zstd) {
+    return 1;
+  }
+  unsigned k = 0;
+  for (node const& c : n.children) k += entropy_streams(c);
+  return k;
+}
 
 // The best split of 16-bit floats of marginals `mg` (meaning `m`) into byte
 // planes, float fields or bit fields, each child closed by its best leaf;
 // its bytes counted from `base` (what the program spends above it).
 split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
                         bool statics, double base) {
-  split_choice best;
   // Byte planes (low, high), float fields (sign, exponent, mantissa) and
   // bit fields (mantissa, sign and exponent together: a symbol fewer per
   // element than fields, and never more entropy).
@@ -524,20 +535,22 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
               : std::array{opcode::planes, opcode::fields, opcode::bitfields};
   // The search's order (planes, fields, bitfields) breaks exact ties.
   auto rank = [](opcode op) {
-    return op == opcode::planes ? 0 : op == opcode::fields ? 1 : 2;
+    return op == opcode::planes ? 0u : op == opcode::fields ? 1u : 2u;
   };
-  opcode split_op = opcode::raw;
+  // Every candidate not pruned, and the least bytes among them.
+  std::vector<std::pair<split_choice, opcode>> candidates;
+  double smallest = infinite;
   for (opcode op : order) {
     double bytes = base + node_bytes;
     if (op == opcode::bitfields) bytes += 2;  // its two width parameters
     auto const kids = split_counts(mg, op);
-    if (statics && best.bytes < infinite) {
+    if (statics && smallest < infinite) {
       double bound = bytes;
       for (std::vector<uint64_t> const* counts : kids) {
         bound += node_bytes + entropy_bytes(*counts);
       }
       // (A byte of margin against the sums' rounding.)
-      if (bound - 1 > best.bytes) continue;
+      if (bound - 1 > smallest * (1 + split_stream_margin)) continue;
     }
     std::vector<node> leaves;
     std::vector<unsigned> scales;
@@ -562,17 +575,24 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
       scales.push_back(kid.op == opcode::rans_static ? l.scale : 0);
       leaves.push_back(std::move(kid));
     }
-    if (bytes < best.bytes ||
-        (bytes == best.bytes && rank(op) < rank(split_op))) {
-      std::vector<uint64_t> params;
-      if (op == opcode::bitfields) params = {mbits, 16 - mbits};
-      best.split = make_op(op, std::move(params), std::move(leaves));
-      best.bytes = bytes;
-      best.scales = std::move(scales);
-      split_op = op;
-    }
+    std::vector<uint64_t> params;
+    if (op == opcode::bitfields) params = {mbits, 16 - mbits};
+    split_choice c;
+    c.split = make_op(op, std::move(params), std::move(leaves));
+    c.bytes = bytes;
+    c.scales = std::move(scales);
+    c.streams = entropy_streams(c.split);
+    smallest = std::min(smallest, bytes);
+    candidates.emplace_back(std::move(c), op);
   }
-  return best;
+  std::vector<split_candidate> costs;
+  costs.reserve(candidates.size());
+  for (auto const& [c, op] : candidates) {
+    costs.push_back({c.bytes, c.streams, rank(op)});
+  }
+  size_t const pick = pick_split(costs);
+  return pick == candidates.size() ? split_choice{}
+                                   : std::move(candidates[pick].first);
 }
 
 // The bytes of a varint holding `v`.
@@ -656,6 +676,27 @@ void add_sparse(region_input const& in, double chunks, bool statics,
 }
 
 }  // namespace
+
+size_t pick_split(std::span<split_candidate const> c) {
+  double smallest = std::numeric_limits<double>::infinity();
+  for (split_candidate const& x : c) smallest = std::min(smallest, x.bytes);
+  size_t pick = c.size();
+  for (size_t i = 0; i < c.size(); ++i) {
+    split_candidate const& x = c[i];
+    if (x.bytes > smallest * (1 + split_stream_margin)) continue;
+    if (pick == c.size()) {
+      pick = i;
+      continue;
+    }
+    split_candidate const& p = c[pick];
+    if (x.streams != p.streams ? x.streams < p.streams
+        : x.bytes != p.bytes   ? x.bytes < p.bytes
+                               : x.rank < p.rank) {
+      pick = i;
+    }
+  }
+  return pick;
+}
 
 closed_form_parts closed_form_costs(region_input const& in,
                                     float16_marginals const& mg) {

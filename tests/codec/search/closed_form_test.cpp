@@ -454,5 +454,24 @@ TEST(closed_form, entropy_bound_keeps_the_winning_split) {
       << program_text(wc->program);
 }
 
+// Splits within split_stream_margin of the smallest estimate: the fewest
+// entropy-coded streams win (each a rANS step per element to decode), then
+// the fewest bytes, then the search's order; outside the margin, bytes.
+TEST(closed_form, split_of_fewer_streams_wins_within_the_margin) {
+  using c = split_candidate;
+  double const m = split_stream_margin;
+  auto pick = [](std::vector<c> const& v) { return pick_split(v); };
+  // Fields (two rans0 streams) against bitfields (one static table).
+  EXPECT_EQ(pick({{1000, 2, 1}, {1000 * (1 + m), 1, 2}}), 1u);
+  EXPECT_EQ(pick({{1000, 2, 1}, {1000 * (1 + 2 * m), 1, 2}}), 0u);
+  // As many streams: the fewest bytes, then the search's order.
+  EXPECT_EQ(pick({{1000, 1, 0}, {1000.5, 1, 2}}), 0u);
+  EXPECT_EQ(pick({{1000, 1, 2}, {1000, 1, 0}}), 1u);
+  // The margin is from the smallest of all, whatever the order.
+  EXPECT_EQ(pick({{1000 * (1 + 2 * m), 1, 2}, {1003, 2, 1}, {1000, 3, 0}}), 1u);
+  EXPECT_EQ(pick({}), 0u);
+  EXPECT_EQ(pick({{1000, 3, 0}}), 0u);
+}
+
 }  // namespace
 }  // namespace brevis::codec::search
