@@ -314,7 +314,9 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
 #ifdef BREVIS_BITS_X86
     unsigned const l = level();
     if (l >= 3) done = unpack8_vbmi(in, count, bits, out);
-    if (l == 1) done = unpack8_avx2(in, size, count, bits, out);
+    // (Capped to 1, a CPU of fast pdep may still lack AVX2.)
+    static bool const avx2 = __builtin_cpu_supports("avx2");
+    if (l == 1 && avx2) done = unpack8_avx2(in, size, count, bits, out);
     // The rest of each path's groups of 8: pdep, or the portable loop.
     size_t const at = done / 8 * bits;
     done += l >= 2 ? unpack8_bmi2(in + at, size - at, count - done, bits,
