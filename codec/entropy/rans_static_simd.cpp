@@ -85,9 +85,9 @@ __attribute__((target("avx2"), always_inline)) inline __m256i gather_avx2(
 // L1 (ns a symbol, brevis_rans_static_bench: 16-bit symbols from 2^16 slots
 // 1.60 -> 1.37, from 2^13 1.16 -> 0.85; compact tables, 16-bit symbols at
 // 2^16 2.28 -> 1.07, 8-bit at 2^15 1.52 -> 0.85; the narrow pair 0.92 ->
-// 0.76; packed slots, when first measured, alike either way: see below),
-// so AMD CPUs use them (zen_tuned); others keep the gathers, unmeasured
-// there.
+// 0.76; packed slots, when first measured, as fast with gathers as with
+// the loads, which the read-back below then made faster), so AMD CPUs use
+// them (zen_tuned); others keep the gathers, unmeasured there.
 // With `loads` the indices are read back from a store of the index
 // vector; left to itself GCC reads them out of the vector instead
 // (`extracts`: vpextrd, two uops each). Packed slots, one lookup a symbol,

@@ -139,12 +139,13 @@ size_t unpack8_portable(uint8_t const* in, size_t size, size_t count,
   __m256i const multiply =
       _mm256_load_si256(reinterpret_cast<__m256i const*>(scale));
   __m256i const mask = _mm256_set1_epi8(static_cast<char>(low_mask(bits)));
+  size_t const group = bits;  // bytes of 8 values
   size_t g = 0;
   // Each step reads 16 bytes from its last group's start: all in the payload.
-  for (; (g + 1) * 32 <= count && g * 4 * bits + 3 * bits + 16 <= size; ++g) {
-    uint8_t const* p = in + g * 4 * bits;
+  for (; (g + 1) * 32 <= count && (4 * g + 3) * group + 16 <= size; ++g) {
+    uint8_t const* p = in + 4 * g * group;
     __m256i const a = two_groups(p, bits, shuffle, multiply);  // groups 0, 1
-    __m256i const b = two_groups(p + 2 * bits, bits, shuffle, multiply);
+    __m256i const b = two_groups(p + 2 * group, bits, shuffle, multiply);
     // packus interleaves the halves (0, 2 | 1, 3); vpermq restores order.
     __m256i const v = _mm256_and_si256(
         _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xd8), mask);

@@ -479,7 +479,7 @@ struct split_choice {
   node split;  // planes, fields or bitfields, closed by their leaves
   double bytes = infinite;
   std::vector<unsigned> scales;  // of its rans_static children
-  unsigned streams = 0;          // entropy-coded leaves: rANS steps a value
+  unsigned streams = 0;          // entropy-coded leaves (rANS, zstd)
 };
 
 // Entropy-coded leaves under `n`.

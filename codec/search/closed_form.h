@@ -13,6 +13,7 @@
 
 #include <limits>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 

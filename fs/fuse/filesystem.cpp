@@ -143,13 +143,17 @@ void mount_fs::shutdown() {
   prefetch_.stop();
   if (queue_) queue_->stop();
   // What the reads cost: every miss was a chunk decoded (twice for one
-  // chunk where it was evicted or dropped and read again).
-  chunk_cache::counters const c = cache_.stats();
-  log_event(log_level::info, "read cache: " + std::to_string(c.misses) +
-                                 " chunks decoded, " + std::to_string(c.hits) +
-                                 " hits, " + std::to_string(c.joined) +
-                                 " joined a decode, " +
-                                 std::to_string(c.evictions) + " evicted");
+  // chunk where it was evicted or dropped and read again). Best effort:
+  // the destructor may be the caller, and must not throw.
+  try {
+    chunk_cache::counters const c = cache_.stats();
+    log_event(log_level::info,
+              "read cache: " + std::to_string(c.misses) + " chunks decoded, " +
+                  std::to_string(c.hits) + " hits, " +
+                  std::to_string(c.joined) + " joined a decode, " +
+                  std::to_string(c.evictions) + " evicted");
+  } catch (...) {  // NOLINT(bugprone-empty-catch): only a log line lost
+  }
 }
 
 std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {
