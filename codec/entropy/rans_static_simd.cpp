@@ -1310,12 +1310,11 @@ bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
 bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
 bool narrow_pair_rounds() { return avx2() && !avx512() && zen_tuned(); }
-bool narrow_packed_rounds() { return avx2() && !avx512() && zen_tuned(); }
 
 namespace {
 
 // decode_rounds_avx2_impl for the symbol width and the CPU's lookups.
-template <bool packed>
+template <bool packed, unsigned n_states = wide_lanes>
 size_t decode_rounds_avx2_by(unsigned width, uint32_t* x, uint8_t const*& p,
                              uint8_t const* end, size_t count, unsigned scale,
                              uint32_t const* step, uint16_t const* symbol,
@@ -1323,20 +1322,23 @@ size_t decode_rounds_avx2_by(unsigned width, uint32_t* x, uint8_t const*& p,
                              uint8_t* out) {
   if (zen_tuned()) {
     constexpr lookups how = zen_lookups(packed);
-    return width == 1 ? decode_rounds_avx2_impl<uint8_t, packed, how>(
-                            x, p, end, count, scale, step, symbol, packed_tab,
-                            field_bits, out)
-                      : decode_rounds_avx2_impl<uint16_t, packed, how>(
-                            x, p, end, count, scale, step, symbol, packed_tab,
-                            field_bits, out);
+    return width == 1
+               ? decode_rounds_avx2_impl<uint8_t, packed, how, n_states>(
+                     x, p, end, count, scale, step, symbol, packed_tab,
+                     field_bits, out)
+               : decode_rounds_avx2_impl<uint16_t, packed, how, n_states>(
+                     x, p, end, count, scale, step, symbol, packed_tab,
+                     field_bits, out);
   }
   return width == 1
-             ? decode_rounds_avx2_impl<uint8_t, packed, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, packed_tab,
-                   field_bits, out)
-             : decode_rounds_avx2_impl<uint16_t, packed, lookups::gathers>(
-                   x, p, end, count, scale, step, symbol, packed_tab,
-                   field_bits, out);
+             ? decode_rounds_avx2_impl<uint8_t, packed, lookups::gathers,
+                                       n_states>(x, p, end, count, scale, step,
+                                                 symbol, packed_tab, field_bits,
+                                                 out)
+             : decode_rounds_avx2_impl<uint16_t, packed, lookups::gathers,
+                                       n_states>(x, p, end, count, scale, step,
+                                                 symbol, packed_tab, field_bits,
+                                                 out);
 }
 
 }  // namespace
@@ -1362,14 +1364,10 @@ size_t decode_narrow_packed_rounds_avx2(unsigned width, uint32_t* x,
                                         size_t count, unsigned scale,
                                         uint32_t const* packed,
                                         unsigned field_bits, uint8_t* out) {
-  if (!narrow_packed_rounds()) return 0;
-  constexpr lookups how = zen_lookups(true);
-  return width == 1 ? decode_rounds_avx2_impl<uint8_t, true, how, lanes>(
-                          x, p, end, count, scale, nullptr, nullptr, packed,
-                          field_bits, out)
-                    : decode_rounds_avx2_impl<uint16_t, true, how, lanes>(
-                          x, p, end, count, scale, nullptr, nullptr, packed,
-                          field_bits, out);
+  if (!narrow_pair_rounds()) return 0;  // where narrow rounds pay: Zen
+  return decode_rounds_avx2_by<true, lanes>(width, x, p, end, count, scale,
+                                            nullptr, nullptr, packed,
+                                            field_bits, out);
 }
 
 size_t decode_rounds_avx512(unsigned width, uint32_t* x, uint8_t const*& p,

@@ -30,8 +30,9 @@ bool pair_rounds();   // decode_pair_rounds_avx512
 // microcode fix, so there (unmeasured) narrow payloads stay on the scalar
 // loops.
 bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
-bool narrow_pair_rounds();    // decode_narrow_pair_rounds_avx2 (no AVX-512)
-bool narrow_packed_rounds();  // decode_narrow_packed_rounds_avx2 (no AVX-512)
+// decode_narrow_pair_rounds_avx2 and decode_narrow_packed_rounds_avx2 (no
+// AVX-512)
+bool narrow_pair_rounds();
 void set_cap(unsigned level);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
@@ -51,7 +52,7 @@ size_t decode_packed_rounds_avx2(unsigned width, uint32_t* x, uint8_t const*& p,
                                  unsigned scale, uint32_t const* packed,
                                  unsigned field_bits, uint8_t* out);
 /// The same for a narrow payload (`lanes` states, one vector): 0 unless
-/// narrow_packed_rounds().
+/// narrow_pair_rounds().
 size_t decode_narrow_packed_rounds_avx2(unsigned width, uint32_t* x,
                                         uint8_t const*& p, uint8_t const* end,
                                         size_t count, unsigned scale,

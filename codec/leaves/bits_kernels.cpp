@@ -5,7 +5,9 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "codec/core/bytes.h"
@@ -266,20 +268,20 @@ size_t pack8_portable(uint8_t const* in, size_t count, unsigned bits,
 // the portable loops exist.)
 #ifdef BREVIS_BITS_X86
 unsigned level() {
-  static unsigned const cpu = [] {
+  // Bit k set: the CPU has level k's instructions (and, for 2 and 3, fast
+  // pdep). A cap below the CPU's best may land on a level it lacks (a CPU
+  // of fast pdep without AVX2, capped to 1): then the next one down.
+  static unsigned const has = [] {
     bool const fast_pdep = __builtin_cpu_supports("bmi2") &&
                            !__builtin_cpu_is("znver1") &&
                            !__builtin_cpu_is("znver2");
-    if (fast_pdep) {
-      return __builtin_cpu_supports("avx512vbmi") &&
-                     __builtin_cpu_supports("avx512bw")
-                 ? 3u
-                 : 2u;
-    }
-    return __builtin_cpu_supports("avx2") ? 1u : 0u;
+    bool const vbmi = __builtin_cpu_supports("avx512vbmi") &&
+                      __builtin_cpu_supports("avx512bw");
+    return 1u | (__builtin_cpu_supports("avx2") ? 2u : 0u) |
+           (fast_pdep ? 4u : 0u) | (fast_pdep && vbmi ? 8u : 0u);
   }();
-  unsigned const c = kernel_cap.load(std::memory_order_relaxed);
-  return cpu < c ? cpu : c;
+  unsigned const c = std::min(kernel_cap.load(std::memory_order_relaxed), 3u);
+  return static_cast<unsigned>(std::bit_width(has & ((2u << c) - 1))) - 1;
 }
 #endif  // BREVIS_BITS_X86
 
@@ -315,9 +317,7 @@ bool unpack(uint8_t const* in, size_t count, unsigned bits, unsigned width,
 #ifdef BREVIS_BITS_X86
     unsigned const l = level();
     if (l >= 3) done = unpack8_vbmi(in, count, bits, out);
-    // (Capped to 1, a CPU of fast pdep may still lack AVX2.)
-    static bool const avx2 = __builtin_cpu_supports("avx2");
-    if (l == 1 && avx2) done = unpack8_avx2(in, size, count, bits, out);
+    if (l == 1) done = unpack8_avx2(in, size, count, bits, out);
     // The rest of each path's groups of 8: pdep, or the portable loop.
     size_t const at = done / 8 * bits;
     done += l >= 2 ? unpack8_bmi2(in + at, size - at, count - done, bits,
