@@ -150,8 +150,8 @@ class engine {
   engine(region_input const& in, prior const& p, search_options const& o)
       : in_(in), prior_(p), opt_(o), costs_(in) {
     unsigned const w = std::max(1u, dtype_width(in.info.type));
-    // 64 KiB and 1/32 of the region, as much as the sample may hold. bf16
-    // and fp16 regions need less (16 KiB and 1/64, half as much at most):
+    // sample_floor and 1/32 of the region, as much as the sample may hold.
+    // bf16 and fp16 regions need less (16 KiB and 1/64, half as much at most):
     // their elements', byte planes' and float fields' costs come from the
     // region's histogram, and the sample only decides among the rest (on
     // /tmp/qc: 0.0001% larger than 64 KiB and 1/32, a third of the
@@ -161,8 +161,9 @@ class engine {
     bool const costed = float16 && in.root_hist != nullptr;
     size_t const want =
         costed ? std::min(o.sample_bytes / 2, (16u << 10) + in.data.size() / 64)
-               : std::min(o.sample_bytes, (64u << 10) + in.data.size() / 32);
+               : std::min(o.sample_bytes, o.sample_floor + in.data.size() / 32);
     sample_ = sample_slices(in.data, w, want);
+    // Row windows (below) keep the 64 KiB floor they were tuned at.
     size_t const full =
         std::min(o.sample_bytes, (64u << 10) + in.data.size() / 32);
     window_factor_ = static_cast<double>(full) / static_cast<double>(want);
