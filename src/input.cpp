@@ -102,11 +102,12 @@ input load_input(std::string const& path, input_use use) {
   if (use == input_use::stream) {
     in.file = std::move(fd);
   } else if (use == input_use::whole && fits_in_memory(size)) {
-    // Read, not mapped and populated: 27 MB in 10 ms of CPU against 16.
-    in.buffer = codec::page_buffer(size);
-    if (read_fully(fd.get(), in.buffer.data(), size, 0) != size) {
-      codec::fail(codec::errc::io, "file shrank while it was read");
-    }
+    // Mapped and populated, not read into a buffer: compress -T1 of the 164
+    // corpus files 4.87 -> 4.64 s of CPU (the pages of the page cache are
+    // mapped, not cleared and copied). Earlier kernels measured the other
+    // way round (27 MB: 16 ms against 10).
+    in.map = mapped_file(fd.get(), size, /*populate=*/true);
+    in.mapped = true;
   } else {
     in.map = mapped_file(fd.get(), size);
     in.mapped = true;

@@ -10,9 +10,10 @@
 
 namespace brevis::cli {
 
-mapped_file::mapped_file(int fd, size_t size) : size_(size) {
+mapped_file::mapped_file(int fd, size_t size, bool populate) : size_(size) {
   if (size == 0) return;  // mmap rejects empty mappings
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* p = ::mmap(nullptr, size, PROT_READ,
+                   MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
   if (p == MAP_FAILED) {
     size_ = 0;
     codec::fail(codec::errc::io,

@@ -3,7 +3,8 @@
 // after the descriptor is closed; it is unmapped when the object dies.
 // Errors: the constructor throws codec::error(errc::io) with strerror text.
 // @note A file truncated by another process while mapped makes later reads
-// fault (SIGBUS); like other mmap-based tools the CLI accepts that risk.
+// fault (SIGBUS): the CLI's handler (install_cleanup_handlers) then says so,
+// removes its uncommitted output and exits non-zero.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +16,10 @@ namespace brevis::cli {
 class mapped_file {
  public:
   mapped_file() = default;
-  /// Maps `size` bytes of the open descriptor `fd` (size 0 maps nothing).
-  mapped_file(int fd, size_t size);
+  /// Maps `size` bytes of the open descriptor `fd` (size 0 maps nothing);
+  /// `populate` maps every page now (MAP_POPULATE) rather than a fault per
+  /// few pages at first touch.
+  mapped_file(int fd, size_t size, bool populate = false);
   ~mapped_file();
   mapped_file(mapped_file&& other) noexcept;
   mapped_file& operator=(mapped_file&& other) noexcept;

@@ -22,6 +22,13 @@ char g_tmp_path[PATH_MAX];
 volatile sig_atomic_t g_tmp_set = 0;
 
 extern "C" void on_fatal_signal(int sig) {
+  if (sig == SIGBUS) {
+    // The CLI's only mappings are its inputs (mapped_file.h).
+    static char const message[] =
+        "brevis: an input file could not be read through its mapping (cut "
+        "short by another process while it was read, or an I/O error)\n";
+    (void)!::write(STDERR_FILENO, message, sizeof message - 1);
+  }
   if (g_tmp_set) ::unlink(g_tmp_path);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
@@ -72,7 +79,9 @@ void rename_noreplace(std::string const& from, std::string const& to) {
 }  // namespace
 
 void install_cleanup_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGBUS}) {
+    std::signal(sig, on_fatal_signal);
+  }
 }
 
 bool same_file(std::string const& a, std::string const& b) {

@@ -72,37 +72,64 @@ struct run_result {
   }
 };
 
-/// Runs argv[0] (a path) with stdin from `in` and stdout/stderr captured (or
-/// stdout into `out_path` when given).
-inline run_result run_program(std::vector<std::string> const& argv,
-                              std::string const& in = "/dev/null",
-                              std::string const& out_path = "") {
+/// A program started by start_program, not yet waited for.
+struct started_program {
   temp_dir capture;
-  std::string const out_file =
-      out_path.empty() ? (capture / "stdout").string() : out_path;
-  std::string const err_file = (capture / "stderr").string();
+  std::string out_file, err_file;
+  bool out_captured = false;
+  pid_t pid = -1;  // -1: it could not be started
+};
+
+/// Starts argv[0] (a path) with stdin from `in` and stdout/stderr captured
+/// (or stdout into `out_path` when given); finish_program waits for it.
+inline void start_program(started_program& p,
+                          std::vector<std::string> const& argv,
+                          std::string const& in = "/dev/null",
+                          std::string const& out_path = "") {
+  p.out_captured = out_path.empty();
+  p.out_file = p.out_captured ? (p.capture / "stdout").string() : out_path;
+  p.err_file = (p.capture / "stderr").string();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(),
+  posix_spawn_file_actions_addopen(&fa, 1, p.out_file.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(),
+  posix_spawn_file_actions_addopen(&fa, 2, p.err_file.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<char*> args;
   for (auto const& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  run_result r;
   if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.exit_code =
-        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    p.pid = pid;
   }
   posix_spawn_file_actions_destroy(&fa);
-  if (out_path.empty()) r.out = read_file(out_file);
-  r.err = read_file(err_file);
+}
+
+/// Waits for a started program; its exit code is 128 + the signal that
+/// ended it, if one did.
+inline run_result finish_program(started_program& p) {
+  run_result r;
+  if (p.pid > 0) {
+    int status = 0;
+    waitpid(p.pid, &status, 0);
+    r.exit_code =
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    p.pid = -1;
+  }
+  if (p.out_captured) r.out = read_file(p.out_file);
+  r.err = read_file(p.err_file);
   return r;
+}
+
+/// Runs argv[0] (a path) with stdin from `in` and stdout/stderr captured (or
+/// stdout into `out_path` when given).
+inline run_result run_program(std::vector<std::string> const& argv,
+                              std::string const& in = "/dev/null",
+                              std::string const& out_path = "") {
+  started_program p;
+  start_program(p, argv, in, out_path);
+  return finish_program(p);
 }
 
 /// Runs `brevis args...`.
