@@ -20,13 +20,14 @@ sparse_histogram16 reference(bytes const& d) {
 
 // Sizes on both sides of the switch between the small-input and large-input
 // ways of counting, odd lengths, and inputs that reuse the thread's counters
-// one after another (each must see them zeroed).
+// one after another (each must see them zeroed). Sparse inputs (mostly
+// zeros, or all) take the large inputs' way of counting zeros apart.
 TEST(histogram_test, matches_a_plain_count) {
   std::mt19937 rng(21);
   for (size_t lanes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17},
                        size_t{4099}, size_t{8191}, size_t{8192}, size_t{65535},
                        size_t{65536}, size_t{65537}, size_t{200001}}) {
-    for (int kind = 0; kind < 4; ++kind) {
+    for (int kind = 0; kind < 7; ++kind) {
       bytes d;
       for (size_t i = 0; i < lanes; ++i) {
         uint16_t v = 0;
@@ -40,6 +41,15 @@ TEST(histogram_test, matches_a_plain_count) {
           case 2:
             v = 0xffff;
             break;  // all equal
+          case 4:
+            v = rng() % 4 ? 0 : static_cast<uint16_t>(rng());
+            break;  // sparse: three quarters zeros
+          case 5:
+            v = 0;
+            break;  // all zeros
+          case 6:
+            v = i % 16 ? static_cast<uint16_t>(0x8000 | rng() % 7) : 0;
+            break;  // a sixteenth zeros, at the sampled stride or not
           default:
             v = static_cast<uint16_t>(i);
             break;  // ramp
