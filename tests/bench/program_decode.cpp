@@ -1,10 +1,12 @@
 // CPU ns an element of decoding a checkpoint's bf16 tensors with the
 // store's programs, and with their 7-bit mantissas packed (the bits leaf)
-// instead: `brevis_program_decode_bench FILE.safetensors`. Built with the
+// instead: `brevis_program_decode_bench FILE.safetensors [MIN [MAX]]` (the
+// tensors of MIN to MAX bytes; 64 KiB and more by default). Built with the
 // tests, never installed; for choosing programs on a CPU, not a test.
 #include <time.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -141,9 +143,14 @@ void unpack_speeds() {
 int main(int argc, char** argv) {
   unpack_speeds();
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE.safetensors\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s FILE.safetensors [MIN_BYTES [MAX_BYTES]]\n"
+                 "(the tensors measured: 64 KiB and more by default)\n",
+                 argv[0]);
     return 2;
   }
+  size_t const min_bytes = argc > 2 ? std::stoull(argv[2]) : 64u << 10;
+  size_t const max_bytes = argc > 3 ? std::stoull(argv[3]) : SIZE_MAX;
   std::ifstream f(argv[1], std::ios::binary);
   bytes const file((std::istreambuf_iterator<char>(f)), {});
   parsed_file const parsed = parse_regions(file);
@@ -151,7 +158,9 @@ int main(int argc, char** argv) {
   std::map<std::string, tally> by_kind;
   bytes out(file.size());
   for (region const& r : parsed.regions) {
-    if (r.type != dtype::bf16 || r.length < (64u << 10)) continue;
+    if (r.type != dtype::bf16 || r.length < min_bytes || r.length > max_bytes) {
+      continue;
+    }
     byte_view const data(file.data() + r.offset, r.length);
     node const p = chooser->choose(r, data);
     std::string kind = program_text(p);
