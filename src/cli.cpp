@@ -13,7 +13,7 @@
 
 #include "codec/container/archive.h"
 #include "src/commands.h"
-#include "src/output_file.h"
+#include "src/fatal_signals.h"
 #include "src/size_arg.h"
 
 namespace brevis::cli {
@@ -117,7 +117,7 @@ bool default_to_stdin(std::vector<std::string>& inputs) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  install_cleanup_handlers();
+  install_fatal_signal_handlers();
   std::vector<std::string> args =
       rewrite_shortcuts(std::vector<std::string>(argv, argv + argc));
 

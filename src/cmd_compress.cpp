@@ -107,6 +107,7 @@ void compress_one(compress_options const& opt,
         codec::archive_writer::recycle(std::move(c));
       });
   out.write(writer.finish());
+  check_unchanged(in);
   out.commit();
   bar.finish();
 

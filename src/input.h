@@ -57,6 +57,7 @@ struct input {
   bool mapped = false;
   codec::page_buffer buffer;  // read in: size() bytes
   file_descriptor file;       // input_use::stream of a regular file
+  file_descriptor source;     // a mapped file's, for check_unchanged()
 
   codec::byte_view data() const {
     return mapped ? map.data() : codec::byte_view(buffer.data(), buffer.size());
@@ -67,6 +68,12 @@ struct input {
 
 /// The bytes of `path`, got for `use` (see input_use).
 input load_input(std::string const& path, input_use use = input_use::map);
+
+/// Throws codec::error(errc::io) if a mapped input's size or modification
+/// time differ from when it was loaded: its pages are read live, so bytes
+/// written meanwhile may have been read in part (an archive of them would
+/// not match its own checksums). Other inputs were copied whole: no check.
+void check_unchanged(input const& in);
 
 /// Reads exactly `length` bytes at `offset` of a streamed input into `out`;
 /// throws codec::error(errc::truncated) if the file ends before them.

@@ -3,8 +3,8 @@
 // after the descriptor is closed; it is unmapped when the object dies.
 // Errors: the constructor throws codec::error(errc::io) with strerror text.
 // @note A file truncated by another process while mapped makes later reads
-// fault (SIGBUS): the CLI's handler (install_cleanup_handlers) then says so,
-// removes its uncommitted output and exits non-zero.
+// fault (SIGBUS): the CLI's handler (fatal_signals.h) then says so, removes
+// its uncommitted output and exits non-zero.
 
 #include <cstddef>
 #include <cstdint>

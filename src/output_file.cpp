@@ -2,45 +2,18 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
-#include <linux/limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 
 #include "codec/core/error.h"
+#include "src/fatal_signals.h"
 
 namespace brevis::cli {
 namespace {
-
-// The temporary being written, for the signal handler (which may only call
-// async-signal-safe functions: unlink, signal, raise).
-char g_tmp_path[PATH_MAX];
-volatile sig_atomic_t g_tmp_set = 0;
-
-extern "C" void on_fatal_signal(int sig) {
-  if (sig == SIGBUS) {
-    // The CLI's only mappings are its inputs (mapped_file.h).
-    static char const message[] =
-        "brevis: an input file could not be read through its mapping (cut "
-        "short by another process while it was read, or an I/O error)\n";
-    (void)!::write(STDERR_FILENO, message, sizeof message - 1);
-  }
-  if (g_tmp_set) ::unlink(g_tmp_path);
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-}
-
-void remember_tmp(std::string const& path) {
-  g_tmp_set = 0;
-  if (path.size() < sizeof g_tmp_path) {
-    std::memcpy(g_tmp_path, path.c_str(), path.size() + 1);
-    g_tmp_set = 1;
-  }
-}
 
 [[noreturn]] void fail_io(std::string const& path, char const* what) {
   int e = errno;
@@ -77,12 +50,6 @@ void rename_noreplace(std::string const& from, std::string const& to) {
 }
 
 }  // namespace
-
-void install_cleanup_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGBUS}) {
-    std::signal(sig, on_fatal_signal);
-  }
-}
 
 bool same_file(std::string const& a, std::string const& b) {
   struct stat sa {
@@ -124,7 +91,7 @@ output_file::output_file(std::string path, bool force, struct stat const* like)
     tmp_.clear();
     fail_io(path_, "cannot create");
   }
-  remember_tmp(tmp_);
+  set_signal_temporary(tmp_);
 }
 
 output_file::~output_file() {
@@ -137,7 +104,7 @@ void output_file::discard() noexcept {
   fd_ = -1;
   if (!tmp_.empty()) {
     ::unlink(tmp_.c_str());
-    g_tmp_set = 0;
+    set_signal_temporary("");
   }
 }
 
@@ -212,7 +179,7 @@ void output_file::commit() {
   } else {
     rename_noreplace(tmp_, path_);
   }
-  g_tmp_set = 0;
+  set_signal_temporary("");
   committed_ = true;
 }
 

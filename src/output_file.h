@@ -1,8 +1,8 @@
 #pragma once
 // An output written atomically: bytes go to a temporary file in the target's
 // directory (`.NAME.brevis-tmp-XXXXXX`), which is renamed over the final name
-// only by commit(). If the object dies uncommitted, or the process is stopped
-// by SIGINT/SIGTERM/SIGHUP/SIGBUS, the temporary is removed, so a failure never
+// only by commit(). If the object dies uncommitted, or a signal ends the
+// process (fatal_signals.h), the temporary is removed, so a failure never
 // leaves a partial file under the final name. "-" writes to stdout instead.
 // Errors: throws codec::error(errc::io) naming the file and the system error;
 // refuses to replace an existing file unless `force`.
@@ -67,11 +67,6 @@ class output_file {
   uint64_t written_ = 0;
   std::vector<uint8_t> gathered_;  // written, not yet handed to the kernel
 };
-
-/// Installs the signal handlers that remove an uncommitted temporary
-/// (SIGINT, SIGTERM, SIGHUP; SIGBUS, a mapped input cut short, also says
-/// so on stderr).
-void install_cleanup_handlers();
 
 /// True if `a` and `b` name the same existing file.
 bool same_file(std::string const& a, std::string const& b);

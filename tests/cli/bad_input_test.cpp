@@ -2,10 +2,6 @@
 // != 0 and one error line naming the file, and leaves no output behind.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <thread>
 
 #include "tests/cli/helpers.h"
 
@@ -156,49 +152,6 @@ TEST(cli_bad_input_test, usage_errors) {
   run_result missing = brevis({"verify", (dir / "nope.brv").string()});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("nope.brv"), std::string::npos);
-}
-
-// An input cut short by another process while compress reads it (a mapped
-// input faults, SIGBUS): either compress read it first and its archive
-// holds the bytes it saw, or it fails with a message and leaves no output.
-TEST(cli_bad_input_test, input_cut_short_while_compressed) {
-  temp_dir dir;
-  fs::path const in = dir / "weights.bin";
-  fs::path const out = dir / "weights.brv";
-  // 48 MiB of weights: compress -T1 takes a few hundred ms or more, so the
-  // cut lands while it runs at one delay at least.
-  std::string const data = bf16_weights(size_t{24} << 20, 7);
-  std::string const cut = data.substr(0, 4096);
-  int failures = 0;
-  for (int delay_ms : {20, 60, 150}) {
-    SCOPED_TRACE(delay_ms);
-    write_file(in, data);
-    started_program p;
-    start_program(p, {brevis_binary(), "compress", "-T1", "-f", in.string(),
-                      "-o", out.string()});
-    ASSERT_GT(p.pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    ASSERT_EQ(::truncate(in.c_str(), static_cast<off_t>(cut.size())), 0);
-    run_result const r = finish_program(p);
-    if (r.exit_code == 0) {
-      // Read before the cut, or opened after it.
-      fs::path const back = dir / "back.bin";
-      run_result const d =
-          brevis({"decompress", "-f", out.string(), "-o", back.string()});
-      ASSERT_EQ(d.exit_code, 0) << d.err;
-      std::string const got = read_file(back);
-      EXPECT_TRUE(got == data || got == cut) << got.size() << " bytes back";
-      fs::remove(back);
-    } else {
-      ++failures;
-      EXPECT_NE(r.err.find("cut short"), std::string::npos) << r.err;
-      EXPECT_FALSE(fs::exists(out)) << "a failed compress left its output";
-    }
-    EXPECT_TRUE(temp_leftovers(dir.path()).empty());
-    fs::remove(out);
-  }
-  std::printf("input cut short while compressed: %d of 3 runs failed\n",
-              failures);
 }
 
 }  // namespace

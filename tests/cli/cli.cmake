@@ -1,9 +1,11 @@
 brevis_add_test(cli_test
   cli/roundtrip_test.cpp
   cli/bad_input_test.cpp
+  cli/input_change_test.cpp
   cli/inspect_test.cpp)
 # The tests run the real binary.
 add_dependencies(cli_test brevis)
 # The CLI's output file, compiled in.
 brevis_add_test(output_file_test cli/output_file_test.cpp
-  ${PROJECT_SOURCE_DIR}/src/output_file.cpp)
+  ${PROJECT_SOURCE_DIR}/src/output_file.cpp
+  ${PROJECT_SOURCE_DIR}/src/fatal_signals.cpp)

@@ -3,6 +3,7 @@
 // with redirected stdio, temporary directories, files and generators.
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,12 +73,23 @@ struct run_result {
   }
 };
 
-/// A program started by start_program, not yet waited for.
+/// A program started by start_program. One never finished (a failed
+/// assertion returned early) is killed and reaped when this dies.
 struct started_program {
   temp_dir capture;
   std::string out_file, err_file;
   bool out_captured = false;
-  pid_t pid = -1;  // -1: it could not be started
+  pid_t pid = -1;  // -1: not running (never started, or finished)
+
+  started_program() = default;
+  started_program(started_program const&) = delete;
+  started_program& operator=(started_program const&) = delete;
+  ~started_program() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
 };
 
 /// Starts argv[0] (a path) with stdin from `in` and stdout/stderr captured

@@ -1,0 +1,67 @@
+#include "src/fatal_signals.h"
+
+#include <linux/limits.h>
+#include <unistd.h>
+
+#include <array>
+#include <csignal>
+#include <cstring>
+
+namespace brevis::cli {
+namespace {
+
+// A path for the handler: written by the main thread, read by the handler.
+// `set` goes to 0 while the path changes, so a handler never reads half of
+// one.
+struct signal_path {
+  std::array<char, PATH_MAX> path{};
+  volatile sig_atomic_t set = 0;
+
+  void assign(std::string const& p) noexcept {
+    set = 0;
+    if (p.empty() || p.size() >= path.size()) return;
+    std::memcpy(path.data(), p.c_str(), p.size() + 1);
+    set = 1;
+  }
+};
+
+// Globals: a signal handler reaches nothing else.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+signal_path g_temporary;
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+signal_path g_input;
+
+void say(char const* text) {
+  (void)!::write(STDERR_FILENO, text, std::strlen(text));
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  if (g_temporary.set) ::unlink(g_temporary.path.data());
+  if (sig == SIGBUS) {
+    say("brevis: ");
+    if (g_input.set) say(g_input.path.data()), say(": ");
+    say("cut short by another process while it was read, or an I/O "
+        "error under it (SIGBUS)\n");
+    ::_exit(1);
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+void install_fatal_signal_handlers() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGBUS}) {
+    std::signal(sig, on_fatal_signal);
+  }
+}
+
+void set_signal_temporary(std::string const& path) noexcept {
+  g_temporary.assign(path);
+}
+
+void set_signal_input(std::string const& path) noexcept {
+  g_input.assign(path);
+}
+
+}  // namespace brevis::cli

@@ -1,0 +1,98 @@
+// An input changed by another process while compress reads it. Compress
+// maps its input (src/input.h), so it reads the file's pages live: a file
+// cut short faults (SIGBUS), and one rewritten in place could mix old and
+// new bytes. Either way compress must fail with a message naming the file
+// and leave no output, rather than write an archive of bytes it never saw
+// whole.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/cli/helpers.h"
+
+namespace brevis::cli_test {
+namespace {
+
+// 48 MiB of weights: compress -T1 works on them for a few hundred ms after
+// it creates its output's temporary, which happens once the input is mapped.
+std::string const& weights() {
+  static std::string const data = bf16_weights(size_t{24} << 20, 7);
+  return data;
+}
+
+// Starts `compress -T1 IN -o OUT` and returns once its temporary output
+// exists (the input is mapped by then), or the program ended first.
+void start_compress(started_program& p, fs::path const& dir, fs::path const& in,
+                    fs::path const& out) {
+  start_program(
+      p, {brevis_binary(), "compress", "-T1", in.string(), "-o", out.string()});
+  ASSERT_GT(p.pid, 0);
+  auto const give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (temp_leftovers(dir).empty() && !fs::exists(out) &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+TEST(cli_input_change_test, input_cut_short_while_compressed) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  fs::path const out = dir / "weights.brv";
+  write_file(in, weights());
+  started_program p;
+  start_compress(p, dir.path(), in, out);
+  // Not at a page's end: the rest of the last page reads as zeros, which
+  // only the size check catches.
+  ASSERT_EQ(::truncate(in.c_str(), 4096 + 100), 0);
+  run_result const r = finish_program(p);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(in.string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a failed compress left its output";
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
+TEST(cli_input_change_test, input_rewritten_while_compressed) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  fs::path const out = dir / "weights.brv";
+  write_file(in, weights());
+  started_program p;
+  start_compress(p, dir.path(), in, out);
+  // The same size, other bytes, as a writer rewriting the file in place.
+  std::string const other = random_bytes(size_t{1} << 20, 8);
+  int const fd = ::open(in.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, other.data(), other.size(), 8 << 20),
+            static_cast<ssize_t>(other.size()));
+  ::close(fd);
+  run_result const r = finish_program(p);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("changed while it was read"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(in.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a failed compress left its output";
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
+// Unchanged, the same file compresses and comes back byte for byte (the
+// check does not fail a file merely read).
+TEST(cli_input_change_test, unchanged_input_compresses) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  write_file(in, weights().substr(0, size_t{1} << 20));
+  run_result const c = brevis({"compress", "-T1", in.string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  run_result const d = brevis({"decompress", (in.string() + ".brv"), "-o",
+                               (dir / "back.bin").string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(dir / "back.bin") == weights().substr(0, 1u << 20));
+}
+
+}  // namespace
+}  // namespace brevis::cli_test
