@@ -15,6 +15,9 @@ constexpr size_t block = 16;  // symbols per "touched" flag
 // counters of the blocks they touch (on fp16 weights, whose alphabets are
 // dense, a block rarely holds two symbols); measured on the corpus.
 constexpr size_t sort_below = 8192;
+// Zeros of sparse tensors are counted apart, in this many counters past the
+// symbols' (see zero_slot).
+constexpr size_t zero_lanes = 4;
 
 // Per-thread counters, all zero between calls: only the entries a call
 // touches are cleared, so small inputs cost their size rather than 2^16.
@@ -23,10 +26,6 @@ constexpr size_t sort_below = 8192;
 // weights (17 -> 11 ms on blazepose-heavy's fp16 tensors of 64Ki lanes or
 // more, 9 -> 7.5 on its bf16 ones): their cache footprint costs more than
 // the repeats. Callers check the count fits.
-// Zeros of sparse tensors are counted apart, in `zero_lanes` counters past
-// the symbols' (see count_large).
-constexpr size_t zero_lanes = 4;
-
 struct counters {
   std::vector<uint32_t> count = std::vector<uint32_t>(symbols + zero_lanes, 0);
   std::vector<uint8_t> touched = std::vector<uint8_t>(symbols / block, 0);
@@ -71,9 +70,10 @@ size_t drain_touched(counters& c) {
   return k;
 }
 
-// Whether zeros are a sixteenth of `n` lanes (1024 at least) or more,
-// judged from 1024 lanes spread over them.
-bool mostly_zeros(uint8_t const* p, size_t n) {
+// Whether zeros are a sixteenth of `n` lanes or more, judged from 1024
+// lanes spread over them (fewer lanes: false).
+bool many_zeros(uint8_t const* p, size_t n) {
+  if (n < 1024) return false;
   size_t const step = n / 1024;
   size_t zeros = 0;
   for (size_t i = 0; i < 1024; ++i) {
@@ -116,7 +116,7 @@ void count_large(uint8_t const* p, size_t n, uint32_t* count) {
     __builtin_prefetch(p + 2 * i + ahead);
     // Four lanes a 64-bit load.
     for (size_t j = i; j < i + 32; j += 4) {
-      uint64_t const w = load_le<uint64_t>(p + 2 * j);
+      auto const w = load_le<uint64_t>(p + 2 * j);
       ++count[slot(w & 0xFFFF, 0)];
       ++count[slot((w >> 16) & 0xFFFF, 1)];
       ++count[slot((w >> 32) & 0xFFFF, 2)];
@@ -159,7 +159,7 @@ sparse_histogram16 histogram16(byte_view data) {
   if (n >= symbols) {
     // Large inputs: scanning the counters (skipping empty blocks a vector
     // at a time) costs less than marking the symbols seen.
-    if (mostly_zeros(p, n)) {
+    if (many_zeros(p, n)) {
       count_large<true>(p, n, count);
     } else {
       count_large<false>(p, n, count);
@@ -205,7 +205,7 @@ sparse_histogram16 histogram16(byte_view data) {
   }
   // Mid-sized inputs: a flag per block of symbols (a plain store, no read), so
   // the output comes out in order without sorting or a full scan.
-  if (mostly_zeros(p, n)) {
+  if (many_zeros(p, n)) {
     count_marked<true>(p, n, count, c.touched.data());
   } else {
     count_marked<false>(p, n, count, c.touched.data());

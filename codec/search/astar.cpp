@@ -166,7 +166,8 @@ class engine {
     // Row windows (below) keep the 64 KiB floor they were tuned at.
     size_t const full =
         std::min(o.sample_bytes, (64u << 10) + in.data.size() / 32);
-    window_factor_ = static_cast<double>(full) / static_cast<double>(want);
+    window_factor_ = static_cast<double>(full) /
+                     static_cast<double>(std::max<size_t>(1, want));
     budget_ = o.budget;
     // Float fields and byte planes are what wins there, and their costs
     // come from the histogram; integers need deeper programs (rows, deltas).

@@ -374,7 +374,10 @@ TEST(store_test, full_map_is_enospc_and_consistent) {
     bool full = false;
     for (int i = 0; i < 200 && !full; ++i) {
       std::string data = cli_test::random_bytes(64 << 10, i);
-      std::string name = "f" + std::to_string(i);
+      // Appended, not `"f" + ...`: GCC 12 warns there (-Wrestrict, a false
+      // positive).
+      std::string name = "f";
+      name += std::to_string(i);
       try {
         add(s, name, data);
         added.emplace_back(name, data);
