@@ -180,6 +180,10 @@ int run_compress(compress_options const& opt) {
   so.search.slow_margin = opt.slow_margin;
   so.classes = opt.classes;
   if (opt.chunk_size) so.search.chunk_size = opt.chunk_size;
+  so.parallel = [threads = opt.common.threads](size_t count,
+                                               codec::range_body const& body) {
+    parallel_for_ranges(threads, count, body);
+  };
   auto chooser = codec::make_search_chooser(so);
   return for_each_input(opt.inputs, [&](std::string const& path) {
     compress_one(opt, *chooser, path);

@@ -8,12 +8,14 @@
 // caller decides to run serially: the bound on TBB's workers is set here,
 // when a loop does go parallel, not for the whole run.
 
+#include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
 #include <cstddef>
 #include <utility>
 
+#include "codec/core/parallel.h"
 #include "fs/pipeline/ordered_pipeline.h"
 
 namespace brevis::cli {
@@ -28,6 +30,22 @@ void parallel_for_index(unsigned threads, size_t count, Body&& body) {
   tbb::global_control const limit(tbb::global_control::max_allowed_parallelism,
                                   threads);
   tbb::parallel_for(size_t{0}, count, std::forward<Body>(body));
+}
+
+/// body(begin, end) over ranges covering [0, count), on up to `threads`
+/// threads; with one thread, or one item, a single range on this thread.
+inline void parallel_for_ranges(unsigned threads, size_t count,
+                                codec::range_body const& body) {
+  if (count == 0) return;
+  if (threads <= 1 || count <= 1) {
+    body(0, count);
+    return;
+  }
+  tbb::global_control const limit(tbb::global_control::max_allowed_parallelism,
+                                  threads);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count),
+      [&](tbb::blocked_range<size_t> const& r) { body(r.begin(), r.end()); });
 }
 
 /// fs::ordered_pipeline with 2 x threads items in flight; with one thread

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <map>
 
@@ -18,9 +19,10 @@ namespace {
 constexpr double keep_factor = 1.1;
 
 struct member {
-  uint64_t offset;
+  uint64_t offset = 0;
   sparse_hist hist;
-  double own = 0;  // its own best coding, by entropy estimates
+  unsigned median = 0;  // of its values' exponents: its group
+  double own = 0;       // its own best coding, by entropy estimates
   // What a shared table can save it at most: its coding under any table
   // costs its entropy and the coder's framing at least.
   double most_saved = 0;
@@ -82,43 +84,59 @@ double shared_gain(std::vector<member> const& members,
 }  // namespace
 
 file_tables::file_tables(byte_view file, std::span<region const> regions,
-                         region_hook const& hook) {
-  // Every region's count first, timed as one batch (two reads of the CPU
-  // clock, see work_clock.h); it is the coders' input where a static table
-  // wins, and shared out by bytes (the count is one pass over them).
-  std::vector<std::pair<region const*, sparse_hist>> counted;
+                         region_hook const& hook,
+                         parallel_ranges const& parallel) {
+  std::vector<size_t> counted;  // indices in `regions`
   uint64_t counted_bytes = 0;
-  double const count_start = thread_cpu_ms();
-  for (region const& r : regions) {
+  for (size_t i = 0; i < regions.size(); ++i) {
+    region const& r = regions[i];
     if (shared_kind(r) < 0 || r.length <= 16 ||
         r.offset + r.length > file.size()) {
       continue;
     }
-    counted.emplace_back(&r,
-                         sparse_histogram(file.subspan(r.offset, r.length)));
+    counted.push_back(i);
     counted_bytes += r.length;
   }
-  double const count_total = thread_cpu_ms() - count_start;
+  // Every region's count, then its marginals and the hook, a range of
+  // regions at a time. The counts are timed in batches, one a range (two
+  // reads of the CPU clock, see work_clock.h), their sum shared out by
+  // bytes (a count is one pass over them): the coders' input where a
+  // static table wins.
+  std::vector<member> counts(counted.size());
+  std::atomic<double> count_total{0};
+  for_ranges(parallel, counted.size(), [&](size_t begin, size_t end) {
+    double const count_start = thread_cpu_ms();
+    for (size_t j = begin; j < end; ++j) {
+      region const& r = regions[counted[j]];
+      counts[j].offset = r.offset;
+      counts[j].hist = sparse_histogram(file.subspan(r.offset, r.length));
+    }
+    count_total += thread_cpu_ms() - count_start;
+    // Reused by every region of the thread: fresh marginals (11 KiB for
+    // bf16) would page in new memory here (3 faults of 10-15 us a tensor).
+    thread_local float16_marginals mg;
+    for (size_t j = begin; j < end; ++j) {
+      region const& r = regions[counted[j]];
+      member& m = counts[j];
+      float16_marginals_into(
+          m.hist, shared_kind(r) == 0 ? meaning::bf16 : meaning::fp16, mg);
+      auto const [median, own] = median_and_own(mg, m.hist.size());
+      m.median = median;
+      m.own = own;
+      m.most_saved =
+          std::max(0.0, own - entropy_from_terms(mg.count, mg.terms) / 8 -
+                            4.0 * rans_static::lanes);
+      if (hook) hook(counted[j], r, m.hist, mg);
+    }
+  });
   // Tensors of a dtype whose values have the same median exponent tend to
-  // share a distribution: one table per such group.
+  // share a distribution: one table per such group (members in file order).
   std::map<std::pair<int, unsigned>, std::vector<member>> groups;
-  // Reused by every region: fresh marginals (11 KiB for bf16) would page in
-  // new memory here (3 faults of 10-15 us a tensor).
-  float16_marginals mg;
-  for (auto& [rp, hist] : counted) {
-    region const& r = *rp;
-    int const k = shared_kind(r);
+  for (size_t j = 0; j < counted.size(); ++j) {
+    region const& r = regions[counted[j]];
     count_ms_[r.offset] = count_total * static_cast<double>(r.length) /
                           static_cast<double>(counted_bytes);
-    member m{r.offset, std::move(hist)};
-    float16_marginals_into(m.hist, k == 0 ? meaning::bf16 : meaning::fp16, mg);
-    auto const [median, own] = median_and_own(mg, m.hist.size());
-    m.own = own;
-    m.most_saved =
-        std::max(0.0, own - entropy_from_terms(mg.count, mg.terms) / 8 -
-                          4.0 * rans_static::lanes);
-    if (hook) hook(r, m.hist, mg);
-    groups[{k, median}].push_back(std::move(m));
+    groups[{shared_kind(r), counts[j].median}].push_back(std::move(counts[j]));
   }
   // Read only at the groups' symbols; kept by the thread for its next file.
   thread_local std::vector<double> sym_bits(65536);

@@ -13,6 +13,7 @@
 
 #include "codec/choose/histogram.h"
 #include "codec/core/bytes.h"
+#include "codec/core/parallel.h"
 #include "codec/dsl/program.h"
 #include "codec/parse/region.h"
 
@@ -22,14 +23,19 @@ class file_tables {
  public:
   /// What a caller reads of each bf16/fp16 region while its histogram and
   /// marginals are at hand (the marginals are not kept: computing them
-  /// again cost a third of choosing the closed form's programs).
-  using region_hook = std::function<void(region const&, sparse_hist const&,
-                                         float16_marginals const&)>;
+  /// again cost a third of choosing the closed form's programs). `index`
+  /// is the region's position in the file's regions.
+  using region_hook =
+      std::function<void(size_t index, region const&, sparse_hist const&,
+                         float16_marginals const&)>;
 
   /// Builds the tables of `file`, whose regions are `regions`, calling
-  /// `hook` (if set) on each bf16/fp16 region, in order.
+  /// `hook` (if set) once on each bf16/fp16 region. The regions are counted
+  /// through `parallel`, so the hook may run on several threads at once;
+  /// the tables do not depend on how the loop ran.
   file_tables(byte_view file, std::span<region const> regions,
-              region_hook const& hook = {});
+              region_hook const& hook = {},
+              parallel_ranges const& parallel = {});
 
   struct use {
     node const* leaf;      // the rans_static leaf holding the table

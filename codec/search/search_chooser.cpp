@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -121,6 +122,18 @@ node fixed_program(region const& r) {
 
 // The search for one file (or, per region, for any file).
 class search_file_chooser final : public recording_chooser {
+  // A region the closed form decides, until settle_closed_forms().
+  struct pending {
+    region const* r;
+    search::closed_form_parts parts;
+    double ms = 0;  // work_clock.h: choosing it
+  };
+  // What analyse() found of a region.
+  struct analysis {
+    bool closed = false;            // the closed form decides it
+    std::optional<pending> settle;  // and settle_closed_forms() chooses it
+  };
+
  public:
   search_file_chooser(search_chooser_options const& opt, byte_view file,
                       std::span<region const> regions)
@@ -129,11 +142,22 @@ class search_file_chooser final : public recording_chooser {
       literals_ = literal_regions(regions);
       double const t0 = work_clock_ms();
       // The gate and the closed form's costs read the marginals the tables
-      // compute, while they are at hand.
+      // compute, while they are at hand. The hook runs on the tables' loop
+      // threads: each region's analysis goes to a slot of its own, and they
+      // are gathered in file order afterwards.
+      std::vector<analysis> analysed(regions.size());
       tables_.emplace(
           file, regions,
-          [&](region const& r, sparse_hist const& h,
-              float16_marginals const& mg) { analyse(file, r, h, mg); });
+          [&](size_t i, region const& r, sparse_hist const& h,
+              float16_marginals const& mg) {
+            analysed[i] = analyse(file, r, h, mg);
+          },
+          opt_.parallel);
+      for (size_t i = 0; i < regions.size(); ++i) {
+        if (analysed[i].closed) closed_.insert(regions[i].offset);
+        if (analysed[i].settle)
+          pending_.push_back(std::move(*analysed[i].settle));
+      }
       settle_closed_forms(file);
       double const t1 = work_clock_ms();
       if (opt_.prior == prior_kind::learned) learn(file, regions);
@@ -291,11 +315,12 @@ class search_file_chooser final : public recording_chooser {
 
   // Reads a bf16/fp16 region while the file's tables count it: its gate
   // and, where the gate lets the closed form decide it, the costs of the
-  // closed form's candidates that the shared tables do not change.
-  void analyse(byte_view file, region const& r, sparse_hist const& h,
-               float16_marginals const& mg) {
+  // closed form's candidates that the shared tables do not change. Called
+  // on several regions at once: it changes nothing of the chooser's.
+  analysis analyse(byte_view file, region const& r, sparse_hist const& h,
+                   float16_marginals const& mg) const {
     if (!opt_.closed_form || h.empty() || r.offset + r.length > file.size()) {
-      return;
+      return {};
     }
     double const start = work_clock_ms();
     byte_view const data = file.subspan(r.offset, r.length);
@@ -311,15 +336,17 @@ class search_file_chooser final : public recording_chooser {
         std::fprintf(stderr, "%s: searched (%s)\n", r.name.c_str(),
                      search::gate_reason_name(g).data());
       }
-      return;
+      return {};
     }
-    closed_.insert(r.offset);
+    analysis a;
+    a.closed = true;
     // choose() answers these before the closed form: nothing to settle.
     bool const all_equal =
         h.size() == 1 && (h.front().first & 255) == (h.front().first >> 8);
-    if (literals_.contains(r.offset) || all_equal) return;
-    pending_.push_back(
-        {&r, search::closed_form_costs(in, mg), work_clock_ms() - start});
+    if (literals_.contains(r.offset) || all_equal) return a;
+    a.settle =
+        pending{&r, search::closed_form_costs(in, mg), work_clock_ms() - start};
+    return a;
   }
 
   // Whether a region the gate sent to the search for its alphabet alone
@@ -348,36 +375,43 @@ class search_file_chooser final : public recording_chooser {
   static constexpr double sparse_gain_margin = 0.003;
 
   // The closed form's choice of every region analyse() kept, against the
-  // file's shared tables, then their static tables built as one batch:
-  // encoding work, timed by the CPU clock (work_clock.h) and shared out
-  // by bytes.
+  // file's shared tables, then their static tables built: encoding work,
+  // timed by the CPU clock (work_clock.h) a range of regions at a time and
+  // shared out by bytes. Both loops run through opt_.parallel.
   void settle_closed_forms(byte_view file) {
-    std::vector<search::closed_form_choice> chosen;
-    chosen.reserve(pending_.size());
-    std::vector<bool> builds;
+    std::vector<search::closed_form_choice> chosen(pending_.size());
+    std::vector<char> builds(pending_.size(), 0);  // a byte a region: threads
+    for_ranges(opt_.parallel, pending_.size(), [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        pending& p = pending_[i];
+        region const& r = *p.r;
+        double const start = work_clock_ms();
+        region_input const in{.info = r,
+                              .data = file.subspan(r.offset, r.length),
+                              .tables = &*tables_,
+                              .root_hist = tables_->histogram_of(r.offset),
+                              .chunk_size = opt_.search.chunk_size};
+        chosen[i] = search::closed_form_decide(in, std::move(p.parts));
+        p.ms += work_clock_ms() - start;
+        builds[i] = has_empty_table(chosen[i].program) ? 1 : 0;
+      }
+    });
     uint64_t built_bytes = 0;
-    for (pending& p : pending_) {
-      region const& r = *p.r;
-      double const start = work_clock_ms();
-      region_input const in{.info = r,
-                            .data = file.subspan(r.offset, r.length),
-                            .tables = &*tables_,
-                            .root_hist = tables_->histogram_of(r.offset),
-                            .chunk_size = opt_.search.chunk_size};
-      chosen.push_back(search::closed_form_decide(in, std::move(p.parts)));
-      p.ms += work_clock_ms() - start;
-      builds.push_back(has_empty_table(chosen.back().program));
-      if (builds.back()) built_bytes += r.length;
-    }
-    double const build_start = thread_cpu_ms();
     for (size_t i = 0; i < chosen.size(); ++i) {
-      if (!builds[i]) continue;
-      region const& r = *pending_[i].r;
-      search::build_closed_form_tables(chosen[i],
-                                       *tables_->histogram_of(r.offset),
-                                       search::meaning_of(r.type));
+      if (builds[i]) built_bytes += pending_[i].r->length;
     }
-    double const build_ms = thread_cpu_ms() - build_start;
+    std::atomic<double> build_ms{0};
+    for_ranges(opt_.parallel, chosen.size(), [&](size_t begin, size_t end) {
+      double const build_start = thread_cpu_ms();
+      for (size_t i = begin; i < end; ++i) {
+        if (!builds[i]) continue;
+        region const& r = *pending_[i].r;
+        search::build_closed_form_tables(chosen[i],
+                                         *tables_->histogram_of(r.offset),
+                                         search::meaning_of(r.type));
+      }
+      build_ms += thread_cpu_ms() - build_start;
+    });
     for (size_t i = 0; i < chosen.size(); ++i) {
       region const& r = *pending_[i].r;
       double const own_build = builds[i]
@@ -571,11 +605,6 @@ class search_file_chooser final : public recording_chooser {
   std::unordered_set<uint64_t> closed_;    // offsets the closed form decides
   // Regions the closed form decides, between analyse() and
   // settle_closed_forms().
-  struct pending {
-    region const* r;
-    search::closed_form_parts parts;
-    double ms = 0;  // work_clock.h: choosing it
-  };
   std::vector<pending> pending_;
   struct settled {
     node program;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "codec/choose/chooser.h"
+#include "codec/core/parallel.h"
 #include "codec/search/astar.h"
 
 namespace brevis::codec {
@@ -38,6 +39,10 @@ struct search_chooser_options {
   // of the region's bytes (the store: its cold reads are decode-bound).
   // Per-region choosing only (make_search_chooser throws otherwise).
   bool pack_mantissas = false;
+  // Runs the passes over a whole file (every bf16/fp16 tensor's count, its
+  // closed-form costs and choice) on the caller's threads; empty: serially.
+  // The programs are the same either way.
+  parallel_ranges parallel;
 };
 
 /// The most a packed bf16 mantissa may cost, as a share of its region's
