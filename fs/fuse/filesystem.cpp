@@ -1100,15 +1100,18 @@ void mount_fs::compress_job(uint64_t ino) {
     ::unlink(req.staged_path.c_str());
   }
   add_result const& r = out.result;
-  char line[160];
+  char line[200];
   std::snprintf(
-      line, sizeof line, "%llu -> %llu bytes, ratio %.3f, %.2f s, %.1f MB/s",
+      line, sizeof line,
+      "%llu -> %llu bytes, ratio %.3f, %.2f s, %.1f MB/s (programs %.2f s, "
+      "chunks %.2f s)",
       static_cast<unsigned long long>(r.size),
       static_cast<unsigned long long>(r.stored),
       r.stored ? static_cast<double>(r.size) / static_cast<double>(r.stored)
                : 0.0,
       out.seconds,
-      out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0);
+      out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0,
+      out.choose_seconds, out.chunk_seconds);
   log_event(log_level::info, "compressed " + label + ": " + line);
 }
 

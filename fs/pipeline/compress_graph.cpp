@@ -238,6 +238,9 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     if (copy) copy->release(0, copy->bytes().size());
   }
 
+  auto const chosen = clock::now();
+  out.choose_seconds = std::chrono::duration<double>(chosen - started).count();
+
   // Chunk stages, holding the append lock until the commit.
   std::unique_ptr<staged_commit> commit;
   if (!stop())
@@ -350,6 +353,8 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     g.wait_for_all();
   }
 
+  out.chunk_seconds =
+      std::chrono::duration<double>(clock::now() - chosen).count();
   if (!stop()) {
     err.guard("commit", [&] {
       staged_commit::file_info f;

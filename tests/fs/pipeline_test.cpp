@@ -335,6 +335,8 @@ TEST(mount_pipeline, written_file_is_compressed_logged_and_recorded) {
       << text;
   EXPECT_NE(text.find(std::to_string(f.data.size()) + " -> "),
             std::string::npos);
+  EXPECT_NE(text.find(" MB/s (programs "), std::string::npos) << text;
+  EXPECT_NE(text.find(" s, chunks "), std::string::npos) << text;
   ASSERT_EQ(f.s->recent_jobs().size(), 1u);
   std::optional<pipeline_status> const q = f.s->get_pipeline_status();
   ASSERT_TRUE(q);
