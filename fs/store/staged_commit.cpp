@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fs/store/job_records.h"
+#include "fs/store/pack_syncer.h"
 #include "fs/store/store_impl.h"
 
 namespace brevis::fs {
@@ -24,6 +25,11 @@ bool is_staged_file(inode_rec const& r) {
 
 namespace {
 constexpr uint64_t writeback_step = 8u << 20;
+// Synced behind the appends (pack_syncer.h) every this many bytes. The
+// mount's job for ckpt-300m (185 MB appended), 8 runs each: 1.08-1.18 s
+// with no steps (160 ms of it the commit's sync), 0.96-1.10 s with 32 MiB
+// steps, 0.96-1.06 s with 64 MiB.
+constexpr uint64_t sync_step = 32u << 20;
 }  // namespace
 
 struct staged_commit::state {
@@ -34,6 +40,7 @@ struct staged_commit::state {
   uint64_t ino = 0;
 
   std::unique_ptr<pack_file> pack;
+  std::unique_ptr<pack_syncer> syncer;  // from the first append
   std::string path;
   uint64_t pack_id = 0;
   bool fresh = false;
@@ -98,6 +105,7 @@ staged_commit::staged_commit(store& st, uint64_t ino)
 
 staged_commit::~staged_commit() {
   state& c = *s_;
+  c.syncer.reset();  // before the pack is cut or removed
   if (c.done || c.committing || !c.pack) return;
   if (c.fresh) {
     ::unlink(c.path.c_str());
@@ -151,6 +159,10 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
         c.pack->start_writeback(from, c.pos);
         c.flushing = c.pos;
       }
+      if (!c.syncer) {
+        c.syncer = std::make_unique<pack_syncer>(*c.pack, sync_step);
+      }
+      c.syncer->appended(c.pos);
       c.live_added += record_size(payload.size());
       c.written += payload.size();
       c.s.hit("pack_write");
@@ -171,6 +183,7 @@ void staged_commit::read_back(placement const& p, codec::bytes& out) const {
 add_result staged_commit::commit(file_info const& f) {
   state& c = *s_;
   store::impl& s = c.s;
+  if (c.syncer) c.syncer->finish();  // throws what a step's sync met
   if (c.pack && c.pos != c.start) c.pack->sync();
   s.hit("pack_synced");
   add_result res;

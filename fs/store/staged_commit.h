@@ -2,8 +2,9 @@
 // The store's side of compressing one staged file (FORMAT.md S.4), driven
 // chunk by chunk by the compression pipeline (fs/pipeline/compress_graph.h):
 // payloads are appended to a pack as they arrive, in file order, with no
-// transaction open; commit() then syncs the pack and puts every record in
-// one short write transaction. Metadata writers (create, rename, setattr)
+// transaction open, and synced in steps behind the appends (pack_syncer.h);
+// commit() then syncs the rest of the pack and puts every record in one
+// short write transaction. Metadata writers (create, rename, setattr)
 // go on meanwhile: only the append lock is held for the whole job.
 //
 // Dedup looks payloads up in the committed index; one that is gone by the

@@ -1,0 +1,68 @@
+#include "fs/store/pack_syncer.h"
+
+#include <algorithm>
+
+namespace brevis::fs::detail {
+
+pack_syncer::pack_syncer(pack_file& pack, uint64_t step)
+    : pack_(pack), step_(step == 0 ? 1 : step), thread_([this] { run(); }) {}
+
+pack_syncer::~pack_syncer() { stop(); }
+
+void pack_syncer::appended(uint64_t end) {
+  bool wake = false;
+  {
+    std::lock_guard lk(mu_);
+    if (first_ == 0) first_ = end;
+    appended_ = std::max(appended_, end);
+    wake = appended_ >= std::max(synced_, first_) + step_;
+  }
+  if (wake) cv_.notify_one();
+}
+
+void pack_syncer::finish() {
+  stop();
+  std::lock_guard lk(mu_);
+  if (error_) std::rethrow_exception(error_);
+}
+
+uint64_t pack_syncer::synced() const {
+  std::lock_guard lk(mu_);
+  return synced_;
+}
+
+void pack_syncer::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void pack_syncer::run() {
+  std::unique_lock lk(mu_);
+  while (true) {
+    cv_.wait(lk, [this] {
+      return stopping_ || (first_ != 0 && !error_ &&
+                           appended_ >= std::max(synced_, first_) + step_);
+    });
+    if (stopping_) return;
+    uint64_t const target = appended_;
+    lk.unlock();
+    std::exception_ptr failed;
+    try {
+      pack_.sync();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    lk.lock();
+    if (failed) {
+      error_ = failed;  // no more syncs: finish() reports it
+    } else {
+      synced_ = target;
+    }
+  }
+}
+
+}  // namespace brevis::fs::detail
