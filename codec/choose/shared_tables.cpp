@@ -150,8 +150,9 @@ file_tables::file_tables(byte_view file, std::span<region const> regions,
     // The group's count: what its table is built from (encoding work, as
     // building it is, where the table is kept: shared_table::build_ms).
     double const group_start = thread_cpu_ms();
-    // Summed in histogram16's counters, already paged in by the regions'
-    // counts: no 1 MiB of fresh counters and flags a file.
+    // Summed in histogram16's counters (the thread's own, paged in once by
+    // whatever it counted before): no 1 MiB of fresh counters and flags a
+    // file.
     parts.clear();
     for (member const& m : members) parts.push_back(&m.hist);
     sum_histograms16(parts, group);

@@ -46,8 +46,9 @@ struct compress_outcome {
   std::string error;                 // when !ok: what and why
   add_result result;
   double seconds = 0;  // start to commit
-  // Of those: choosing the programs (parse, synthesize, cut chunks), then
-  // encoding, appending and verifying the chunks; the commit is the rest.
+  // Of those: choosing the programs (map the copy, parse, synthesize, cut
+  // chunks), then the chunks (wait for the store's append lock, encode,
+  // append, verify); the commit is the rest.
   double choose_seconds = 0;
   double chunk_seconds = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <system_error>
 
 #include "fs/store/job_records.h"
 #include "fs/store/pack_syncer.h"
@@ -24,6 +25,9 @@ bool is_staged_file(inode_rec const& r) {
 }  // namespace
 
 namespace {
+// Writeback is started every this many bytes (sync_file_range, which does
+// not wait), so the kernel's share of a sync is done early; the host's
+// share needs fdatasync itself, every sync_step.
 constexpr uint64_t writeback_step = 8u << 20;
 // Synced behind the appends (pack_syncer.h) every this many bytes. The
 // mount's job for ckpt-300m (185 MB appended), 8 runs each: 1.08-1.18 s
@@ -41,6 +45,7 @@ struct staged_commit::state {
 
   std::unique_ptr<pack_file> pack;
   std::unique_ptr<pack_syncer> syncer;  // from the first append
+  bool no_syncer = false;               // its thread could not start
   std::string path;
   uint64_t pack_id = 0;
   bool fresh = false;
@@ -159,10 +164,14 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
         c.pack->start_writeback(from, c.pos);
         c.flushing = c.pos;
       }
-      if (!c.syncer) {
-        c.syncer = std::make_unique<pack_syncer>(*c.pack, sync_step);
+      if (!c.syncer && !c.no_syncer) {
+        try {
+          c.syncer = std::make_unique<pack_syncer>(*c.pack, sync_step);
+        } catch (std::system_error const&) {
+          c.no_syncer = true;  // no thread to spare: the commit syncs all
+        }
       }
-      c.syncer->appended(c.pos);
+      if (c.syncer) c.syncer->appended(c.pos);
       c.live_added += record_size(payload.size());
       c.written += payload.size();
       c.s.hit("pack_write");
