@@ -26,6 +26,8 @@ class pack_syncer {
   ~pack_syncer();
   pack_syncer(pack_syncer const&) = delete;
   pack_syncer& operator=(pack_syncer const&) = delete;
+  pack_syncer(pack_syncer&&) = delete;  // its thread holds `this`
+  pack_syncer& operator=(pack_syncer&&) = delete;
 
   /// The pack holds the bytes the job appended up to offset `end`.
   void appended(uint64_t end);
