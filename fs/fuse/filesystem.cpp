@@ -1099,6 +1099,7 @@ void mount_fs::compress_job(uint64_t ino) {
     }
     ::unlink(req.staged_path.c_str());
   }
+  if (opt_.on_compressed) opt_.on_compressed(ino);
   add_result const& r = out.result;
   char line[200];
   std::snprintf(

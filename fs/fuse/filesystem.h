@@ -55,6 +55,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -111,6 +112,10 @@ class mount_fs {
     /// requests may arrive out of order); chunks ending this far behind
     /// what every read of the run has passed are dropped.
     uint64_t sequential_slack = 4u << 20;
+    /// Called on the compression thread once a file's compressed copy is
+    /// committed, so the binding can drop the kernel's cached attributes
+    /// (`du` then sees the stored size at once). Unset: nothing is told.
+    std::function<void(uint64_t ino)> on_compressed;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -50,6 +51,29 @@ constexpr size_t max_reply_pieces = 64;
 
 struct context {
   mount_fs* fs = nullptr;
+};
+
+// Tells the kernel that a file's attributes changed behind its back (its
+// stored size, once compressed), from threads outside the session loop.
+// Closed before the session unmounts: libfuse then leaves the session's fd
+// as 0, and a notice sent after that would be written to whatever fd 0 is.
+class kernel_notifier {
+ public:
+  explicit kernel_notifier(fuse_session* se) : se_(se) {}
+
+  void attributes_changed(uint64_t ino) {
+    std::lock_guard lk(mu_);
+    // Best effort: -ENOENT only means the kernel no longer caches the inode.
+    if (se_) fuse_lowlevel_notify_inval_inode(se_, ino, -1, 0);
+  }
+  void close() {
+    std::lock_guard lk(mu_);
+    se_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  fuse_session* se_;
 };
 
 mount_fs& fs_of(fuse_req_t req) {
@@ -596,6 +620,7 @@ int run_mount(mount_options const& opt) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   int rc = 0;
+  kernel_notifier notifier(se);
   try {
     store s(store_dir);
     auto chooser = codec::make_store_chooser();
@@ -605,6 +630,9 @@ int run_mount(mount_options const& opt) {
     fo.cache_bytes = opt.cache_bytes;
     fo.prefetch = opt.prefetch;
     fo.pipeline_memory = opt.pipeline_memory;
+    fo.on_compressed = [&notifier](uint64_t ino) {
+      notifier.attributes_changed(ino);
+    };
     mount_fs fs(s, *chooser, fo);
     ctx.fs = &fs;
     fs.start();
@@ -616,11 +644,13 @@ int run_mount(mount_options const& opt) {
     fuse_loop_cfg_destroy(cfg);
     // Stop serving first, then stop taking work; what was not compressed
     // stays staged and the next mount queues it again.
+    notifier.close();
     fuse_session_unmount(se);
     fs.shutdown();
     ctx.fs = nullptr;
   } catch (std::exception const& e) {
     log_event(log_level::error, e.what());
+    notifier.close();
     fuse_session_unmount(se);
     rc = 1;
   }

@@ -236,6 +236,48 @@ TEST_F(mount_test, sigterm_leaves_staged_and_remount_resumes) {
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
+// The kernel caches a file's attributes for a second; the daemon drops them
+// when a file is committed, so `du` shows the savings at once. The wait
+// below reads attributes fresh from the daemon (AT_STATX_FORCE_SYNC), so the
+// kernel holds the staged size right up to the commit; a plain stat after
+// that sees the stored size well within the cache's second.
+TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
+  std::string const data = sample_safetensors(11);
+  mount(50);
+  fs::path const f = mnt() / "a.safetensors";
+  write_file(f, data);
+  auto const fresh_blocks = [&] {
+    struct statx sx {};
+    EXPECT_EQ(
+        ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
+        0);
+    return sx.stx_blocks;
+  };
+  auto const end = std::chrono::steady_clock::now() + 60s;
+  while (xattr(f, "user.brevis.state") != "compressed") {
+    ASSERT_LT(std::chrono::steady_clock::now(), end)
+        << read_file(dir_ / "mount.log");
+    fresh_blocks();
+    std::this_thread::sleep_for(5ms);
+  }
+  auto const seen = std::chrono::steady_clock::now();
+  uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
+  ASSERT_LT(stored, data.size());
+  blkcnt_t const want = static_cast<blkcnt_t>((stored + 511) / 512);
+  struct stat st {};
+  // The notice follows the commit that the state shows: allow it a moment.
+  while (true) {
+    ASSERT_EQ(::stat(f.c_str(), &st), 0);
+    if (st.st_blocks == want) break;
+    ASSERT_LT(std::chrono::steady_clock::now() - seen, 800ms)
+        << "st_blocks " << st.st_blocks << ", stored " << stored;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
+  EXPECT_EQ(read_file(f), data);
+  EXPECT_EQ(stop(SIGTERM), 0);
+}
+
 TEST_F(mount_test, posix_operations) {
   mount(50);
   fs::path const m = mnt();
