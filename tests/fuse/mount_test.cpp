@@ -263,7 +263,7 @@ TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
   auto const seen = std::chrono::steady_clock::now();
   uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
   ASSERT_LT(stored, data.size());
-  blkcnt_t const want = static_cast<blkcnt_t>((stored + 511) / 512);
+  auto const want = static_cast<blkcnt_t>((stored + 511) / 512);
   struct stat st {};
   // The notice follows the commit that the state shows: allow it a moment.
   while (true) {
