@@ -112,9 +112,10 @@ class mount_fs {
     /// requests may arrive out of order); chunks ending this far behind
     /// what every read of the run has passed are dropped.
     uint64_t sequential_slack = 4u << 20;
-    /// Called on the compression thread once a file's compressed copy is
-    /// committed, so the binding can drop the kernel's cached attributes
-    /// (`du` then sees the stored size at once). Unset: nothing is told.
+    /// Called on a compression worker (several may call it at once) once a
+    /// file's compressed copy is committed and its staged copy removed, so
+    /// the binding can drop the kernel's cached attributes (`du` then sees
+    /// the stored size at once). Must not throw. Unset: nothing is told.
     std::function<void(uint64_t ino)> on_compressed;
   };
 

@@ -236,45 +236,53 @@ TEST_F(mount_test, sigterm_leaves_staged_and_remount_resumes) {
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
-// The kernel caches a file's attributes for a second; the daemon drops them
-// when a file is committed, so `du` shows the savings at once. The wait
-// below reads attributes fresh from the daemon (AT_STATX_FORCE_SYNC), so the
-// kernel holds the staged size right up to the commit; a plain stat after
-// that sees the stored size well within the cache's second.
+// The kernel trusts a file's cached attributes for attr_timeout (1 s,
+// fs/fuse/ops.cpp); the daemon drops them once a file is compressed, so
+// `du` shows the savings at once. While the test waits, it fetches the
+// attributes from the daemon (AT_STATX_FORCE_SYNC), so the kernel caches
+// the staged size; once the state reads "compressed" (after the job, and
+// so after the notice), one plain stat must show the stored size. That
+// proves the notice only if the last fetch still saw the staged size and
+// the cache it filled had not run out by the stat: a fetch between the
+// commit and the end of the job, or a stall on a loaded machine, makes the
+// attempt prove nothing, and the test tries another file.
 TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
-  std::string const data = sample_safetensors(11);
+  constexpr auto attr_cache = 1000ms;  // attr_timeout in fs/fuse/ops.cpp
   mount(50);
-  fs::path const f = mnt() / "a.safetensors";
-  write_file(f, data);
-  auto const fresh_blocks = [&] {
-    struct statx sx {};
-    EXPECT_EQ(
-        ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
-        0);
-    return sx.stx_blocks;
-  };
-  auto const end = std::chrono::steady_clock::now() + 60s;
-  while (xattr(f, "user.brevis.state") != "compressed") {
-    ASSERT_LT(std::chrono::steady_clock::now(), end)
-        << read_file(dir_ / "mount.log");
-    fresh_blocks();
-    std::this_thread::sleep_for(5ms);
-  }
-  auto const seen = std::chrono::steady_clock::now();
-  uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
-  ASSERT_LT(stored, data.size());
-  auto const want = static_cast<blkcnt_t>((stored + 511) / 512);
-  struct stat st {};
-  // The notice follows the commit that the state shows: allow it a moment.
-  while (true) {
+  bool proved = false;
+  for (int attempt = 0; attempt < 5 && !proved; ++attempt) {
+    std::string const data = sample_safetensors(11 + attempt);
+    fs::path const f = mnt() / std::to_string(attempt);
+    write_file(f, data);
+    uint64_t cached = 0;  // st_blocks as last fetched from the daemon
+    auto cached_at = std::chrono::steady_clock::now();
+    auto const end = cached_at + 60s;
+    while (xattr(f, "user.brevis.state") != "compressed") {
+      ASSERT_LT(std::chrono::steady_clock::now(), end)
+          << read_file(dir_ / "mount.log");
+      struct statx sx {};
+      ASSERT_EQ(
+          ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
+          0);
+      cached = sx.stx_blocks;
+      cached_at = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(5ms);
+    }
+    uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
+    ASSERT_LT(stored, data.size());
+    auto const want = static_cast<blkcnt_t>((stored + 511) / 512);
+    struct stat st {};
     ASSERT_EQ(::stat(f.c_str(), &st), 0);
-    if (st.st_blocks == want) break;
-    ASSERT_LT(std::chrono::steady_clock::now() - seen, 800ms)
-        << "st_blocks " << st.st_blocks << ", stored " << stored;
-    std::this_thread::sleep_for(10ms);
+    bool const cache_live =
+        std::chrono::steady_clock::now() - cached_at < attr_cache - 100ms;
+    if (!cache_live || cached == static_cast<uint64_t>(want)) continue;
+    EXPECT_EQ(st.st_blocks, want) << "stored " << stored << " bytes";
+    EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
+    EXPECT_EQ(read_file(f), data);
+    proved = true;
   }
-  EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
-  EXPECT_EQ(read_file(f), data);
+  EXPECT_TRUE(proved) << "in every attempt the attributes were fetched after "
+                         "the commit, or the machine stalled past the cache";
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
