@@ -90,6 +90,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());
+  chunk_sums_.resize(regions_.size());
   programs_.push_back(fallback_program());
 }
 
@@ -106,12 +107,29 @@ void archive_writer::choose_program(size_t r) {
     p = fallback_program();  // encode() must never fail: keep to the safe one
   }
   chosen_[r] = std::move(p);
+  hash_chunks(r);
   if (!recorded) return;
   if (!record_times_) how.ms = 0;
   regions_[r].how = how;
 }
 
-void archive_writer::plan_chunks() {
+uint32_t archive_writer::region_chunk_step(size_t r) const {
+  uint32_t const width = std::max(1u, dtype_width(regions_[r].info.type));
+  return chunk_step(chosen_[r], width, chunk_size_);
+}
+
+void archive_writer::hash_chunks(size_t r) {
+  region const& g = regions_[r].info;
+  region_sums& sums = chunk_sums_[r];
+  sums.step = region_chunk_step(r);
+  sums.of.clear();
+  for (uint64_t done = 0; done < g.length; done += sums.step) {
+    uint64_t const length = std::min<uint64_t>(sums.step, g.length - done);
+    sums.of.push_back(xxh3(file_.subspan(g.offset + done, length)));
+  }
+}
+
+void archive_writer::plan_chunks(file_hash whole_file) {
   // Deduplicate programs; there are few, so a linear search does.
   for (size_t r = 0; r < regions_.size(); ++r) {
     auto it = std::find(programs_.begin(), programs_.end(), chosen_[r]);
@@ -127,7 +145,10 @@ void archive_writer::plan_chunks() {
   // The file's checksum in the same pass, while each chunk is in cache: the
   // chunks tile the file in order.
   xxh3_stream whole;
+  bool const hash_file = whole_file == file_hash::compute;
   for (size_t r = 0; r < regions_.size(); ++r) {
+    // Regions choose_program did not reach (cancelled) are hashed here.
+    if (chunk_sums_[r].step != region_chunk_step(r)) hash_chunks(r);
     region const& g = regions_[r].info;
     // A literal program holding exactly the region's bytes: append() stores
     // its chunks in the index alone (no payload, checksum or ref needed).
@@ -139,8 +160,8 @@ void archive_writer::plan_chunks() {
         std::equal(p.blob.begin(), p.blob.end(),
                    file_.begin() + static_cast<std::ptrdiff_t>(g.offset));
     in_program_region_.push_back(in_program);
-    uint32_t const width = std::max(1u, dtype_width(g.type));
-    uint32_t const step = chunk_step(p, width, chunk_size_);
+    uint32_t const step = chunk_sums_[r].step;
+    std::vector<uint64_t> const& sums = chunk_sums_[r].of;
     for (uint64_t done = 0; done < g.length;) {
       chunk_entry c;
       c.offset = g.offset + done;
@@ -149,8 +170,8 @@ void archive_writer::plan_chunks() {
       c.region = static_cast<uint32_t>(r);
       c.program = regions_[r].program;
       byte_view data = file_.subspan(c.offset, c.length);
-      c.checksum = xxh3(data);
-      whole.update(data);
+      c.checksum = sums[done / step];
+      if (hash_file) whole.update(data);
       if (in_program) {  // cheaper than a ref
         chunks_.push_back(c);
         done += c.length;
@@ -171,7 +192,8 @@ void archive_writer::plan_chunks() {
       done += c.length;
     }
   }
-  whole_checksum_ = whole.digest();
+  whole_checksum_.reset();
+  if (hash_file) whole_checksum_ = whole.digest();
 }
 
 bytes archive_writer::header() const {

@@ -90,18 +90,22 @@ class archive_writer {
 
   size_t region_count() const { return regions_.size(); }
   std::span<region_entry const> regions() const { return regions_; }
-  /// Chooses region r's program. Thread-safe for distinct r.
+  /// Chooses region r's program, and hashes the chunks it will cut the
+  /// region into (in parallel when the calls are). Thread-safe for distinct
+  /// r.
   void choose_program(size_t r);
+  /// Whether plan_chunks also hashes the whole file (a serial pass).
+  enum class file_hash { skip, compute };
   /// Cuts regions into chunks (element aligned) and finds repeated chunks.
   /// Call after every choose_program.
-  void plan_chunks();
+  void plan_chunks(file_hash whole_file = file_hash::skip);
   size_t chunk_count() const { return chunks_.size(); }
   /// The program table (after plan_chunks; [0] is fallback_program()) and
   /// the planned chunks, for writers other than .brv (the store).
   std::span<node const> programs() const { return programs_; }
   std::span<chunk_entry const> chunks() const { return chunks_; }
-  /// XXH3-64 of the whole file, which plan_chunks() hashes along with the
-  /// chunks (none before it runs).
+  /// XXH3-64 of the whole file, which plan_chunks(file_hash::compute)
+  /// hashes along with the chunks (none otherwise).
   std::optional<uint64_t> file_checksum() const { return whole_checksum_; }
 
   /// The archive header bytes (write first).
@@ -133,6 +137,15 @@ class archive_writer {
   std::vector<node> chosen_;    // per region, from choose_program
   std::vector<node> programs_;  // programs_[0] is fallback_program()
   std::vector<chunk_entry> chunks_;
+  // Per region, the checksums of its chunks, cut `step` bytes apart (0:
+  // not hashed yet).
+  struct region_sums {
+    uint32_t step = 0;
+    std::vector<uint64_t> of;
+  };
+  uint32_t region_chunk_step(size_t r) const;
+  void hash_chunks(size_t r);
+  std::vector<region_sums> chunk_sums_;
   std::vector<bool> in_program_region_;     // per region, from plan_chunks
   std::optional<uint64_t> whole_checksum_;  // XXH3 of file_, by plan_chunks
   uint64_t written_ = 0;                    // payload bytes appended so far

@@ -608,13 +608,13 @@ store::impl::encode_plan::encode_plan(codec::byte_view data,
   if (cancelled && cancelled()) {
     store_fail(store_errc::cancelled, "compression cancelled");
   }
-  w.plan_chunks();
+  w.plan_chunks(codec::archive_writer::file_hash::compute);
   for (codec::node const& p : w.programs()) {
     prog_bytes.push_back(codec::serialize_program(p));
     prog_hash.push_back(hash64(prog_bytes.back()));
   }
   size = data.size();
-  whole = codec::xxh3(data);
+  whole = *w.file_checksum();
 }
 
 store::impl::pack_append::pack_append(impl& s, txn& t) {
