@@ -232,11 +232,17 @@ bool archive_writer::try_encode(uint32_t program, byte_view in,
 
 encoded_chunk archive_writer::encode(size_t i) const {
   chunk_entry const& c = chunks_.at(i);
+  return encode(i, file_.subspan(c.offset, c.length));
+}
+
+encoded_chunk archive_writer::encode(size_t i, byte_view in) const {
+  chunk_entry const& c = chunks_.at(i);
+  fail_if(in.size() != c.length, errc::corrupt,
+          "a chunk's bytes differ in length from the chunk");
   encoded_chunk out;
   out.index = i;
   out.program = c.program;
   if (c.is_ref) return out;
-  byte_view in = file_.subspan(c.offset, c.length);
   // A payload larger than the chunk is replaced, so this is all it needs;
   // a reused buffer saves paging in a fresh one per chunk (see recycle).
   out.payload = scratch::take_empty(c.length);

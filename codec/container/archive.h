@@ -113,6 +113,10 @@ class archive_writer {
   /// Encodes chunk i. Thread-safe. Falls back to fallback_program() when the
   /// region's program cannot encode the chunk or would expand it.
   encoded_chunk encode(size_t i) const;
+  /// encode(i) from a copy of the chunk's bytes (`in`, its length; else
+  /// throws errc::corrupt): a caller that reads them into a reused buffer
+  /// spares mapping the file's pages again.
+  encoded_chunk encode(size_t i, byte_view in) const;
   /// Records chunk i's payload placement; call in chunk order. Returns the
   /// bytes to write after the previous ones.
   byte_view append(encoded_chunk const& c);

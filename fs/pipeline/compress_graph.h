@@ -1,19 +1,19 @@
 #pragma once
 // The compression of one staged file (DESIGN 3.2), as a oneTBB flow graph:
 //
-//   parse regions ─ synthesize programs (parallel over tensors), then cut
-//                    chunks (hashing each, and the whole file, in one pass)
+//   parse regions ─ synthesize programs (parallel over tensors, hashing
+//                    each one's chunks), then cut chunks
 //   chunks ─ limiter ─ encode (parallel) ─ sequencer ─ append to the pack
-//          (in file order) ─ verify (read back, decode, compare XXH3) ─┘
+//          (in file order, hashing the file) ─ verify (read back, decode,
+//          compare XXH3) ─┘
 //   then commit (fs/store/staged_commit.h).
 //
-// The staged copy is mapped, not read into memory; pages are dropped from
-// the mapping behind the verified chunks (in runs: release_frontier.h), so
-// a 2 GB file costs the pipeline's memory limit, not 2 GB of resident
-// memory. The limiter keeps at most memory_limit / (3 chunk sizes) chunks
-// in flight (each holds its source pages, its payload and a decode buffer);
-// the pages of verified chunks not yet dropped stay under memory_limit / 16
-// + memory_limit / 8.
+// The whole-file stages read the staged copy through a mapping whose pages
+// are dropped as they pile up; the chunk stages read each chunk into a
+// reused buffer. So a 2 GB file costs the pipeline's memory limit, not 2 GB
+// of resident memory: the limiter keeps at most memory_limit / (3 chunk
+// sizes) chunks in flight (each holds a copy of its bytes, its payload and
+// a decode buffer).
 //
 // Node bodies never throw: the first error is kept, later nodes pass their
 // messages on without work (so the limiter drains), and the outcome says

@@ -6,9 +6,8 @@ target_link_libraries(store_test PRIVATE brevis_store PkgConfig::LMDB)
 add_dependencies(store_test brevis)
 brevis_add_test(chunk_cache_test fs/chunk_cache_test.cpp)
 target_link_libraries(chunk_cache_test PRIVATE brevis_cache)
-brevis_add_test(release_frontier_test fs/release_frontier_test.cpp
-  fs/resident_memory_test.cpp)
-target_link_libraries(release_frontier_test PRIVATE brevis_pipeline)
+brevis_add_test(resident_memory_test fs/resident_memory_test.cpp)
+target_link_libraries(resident_memory_test PRIVATE brevis_pipeline)
 # The compression pipeline, its store side and the event log (real LMDB).
 brevis_add_test(pipeline_test fs/pipeline_test.cpp fs/store_leftovers_test.cpp
   fs/mount_stats_test.cpp fs/pack_syncer_test.cpp)
