@@ -103,8 +103,8 @@ class mapped_copy {
 /// While alive, drops the mapping's pages whenever the process's resident
 /// file pages have grown by `slack` bytes since the last drop (looked at
 /// every few milliseconds): choosing programs reads every region through
-/// the mapping, and without this the whole file would end up resident. Where that cannot be looked at, it drops them every
-/// time.
+/// the mapping, and without this the whole file would end up resident. Where
+/// that cannot be looked at, it drops them every time.
 class page_dropper {
  public:
   page_dropper(mapped_copy const* m, uint64_t slack) : m_(m), slack_(slack) {
