@@ -96,18 +96,26 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
 
 void archive_writer::choose_program(size_t r) {
   region const& g = regions_.at(r).info;
+  choose_program(r, file_.subspan(g.offset, g.length));
+}
+
+void archive_writer::choose_program(size_t r, byte_view bytes) {
+  region const& g = regions_.at(r).info;
+  fail_if(bytes.size() != g.length, errc::corrupt,
+          "a region's bytes differ in length from the region");
+  // A file's chooser may know regions by where they lie in the file.
+  if (file_chooser_) bytes = file_.subspan(g.offset, g.length);
   program_chooser const& c = file_chooser_ ? *file_chooser_ : chooser_;
   node p;
   choice_record how;
-  bool const recorded =
-      c.choose_recorded(g, file_.subspan(g.offset, g.length), p, how);
+  bool const recorded = c.choose_recorded(g, bytes, p, how);
   try {
     check_program(p);
   } catch (error const&) {
     p = fallback_program();  // encode() must never fail: keep to the safe one
   }
   chosen_[r] = std::move(p);
-  hash_chunks(r);
+  hash_chunks(r, bytes);
   if (!recorded) return;
   if (!record_times_) how.ms = 0;
   regions_[r].how = how;
@@ -118,14 +126,14 @@ uint32_t archive_writer::region_chunk_step(size_t r) const {
   return chunk_step(chosen_[r], width, chunk_size_);
 }
 
-void archive_writer::hash_chunks(size_t r) {
+void archive_writer::hash_chunks(size_t r, byte_view bytes) {
   region const& g = regions_[r].info;
   region_sums& sums = chunk_sums_[r];
   sums.step = region_chunk_step(r);
   sums.of.clear();
   for (uint64_t done = 0; done < g.length; done += sums.step) {
     uint64_t const length = std::min<uint64_t>(sums.step, g.length - done);
-    sums.of.push_back(xxh3(file_.subspan(g.offset + done, length)));
+    sums.of.push_back(xxh3(bytes.subspan(done, length)));
   }
 }
 
@@ -148,7 +156,10 @@ void archive_writer::plan_chunks(file_hash whole_file) {
   bool const hash_file = whole_file == file_hash::compute;
   for (size_t r = 0; r < regions_.size(); ++r) {
     // Regions choose_program did not reach (cancelled) are hashed here.
-    if (chunk_sums_[r].step != region_chunk_step(r)) hash_chunks(r);
+    if (chunk_sums_[r].step != region_chunk_step(r)) {
+      hash_chunks(
+          r, file_.subspan(regions_[r].info.offset, regions_[r].info.length));
+    }
     region const& g = regions_[r].info;
     // A literal program holding exactly the region's bytes: append() stores
     // its chunks in the index alone (no payload, checksum or ref needed).

@@ -94,6 +94,11 @@ class archive_writer {
   /// region into (in parallel when the calls are). Thread-safe for distinct
   /// r.
   void choose_program(size_t r);
+  /// choose_program(r) from a copy of the region's bytes (`bytes`, its
+  /// length; else throws errc::corrupt), as encode(i, in). Where the chooser
+  /// has a chooser of the file (program_chooser::for_file) the file's own
+  /// bytes are used.
+  void choose_program(size_t r, byte_view bytes);
   /// Whether plan_chunks also hashes the whole file (a serial pass).
   enum class file_hash { skip, compute };
   /// Cuts regions into chunks (element aligned) and finds repeated chunks.
@@ -148,7 +153,7 @@ class archive_writer {
     std::vector<uint64_t> of;
   };
   uint32_t region_chunk_step(size_t r) const;
-  void hash_chunks(size_t r);
+  void hash_chunks(size_t r, byte_view bytes);  // bytes: region r's
   std::vector<region_sums> chunk_sums_;
   std::vector<bool> in_program_region_;     // per region, from plan_chunks
   std::optional<uint64_t> whole_checksum_;  // XXH3 of file_, by plan_chunks

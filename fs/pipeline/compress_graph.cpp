@@ -235,7 +235,20 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
           err.guard("synthesize", [&] {
             page_dropper dropping(copy.get(), dropper_slack);
             tbb::parallel_for(size_t{0}, writer->region_count(), [&](size_t r) {
-              if (!stop()) writer->choose_program(r);
+              if (stop()) return;
+              // Regions up to a sixteenth of the memory limit are read into
+              // a reused buffer, like chunks (mapping pages costs more than
+              // the copy); larger ones are read through the mapping.
+              uint64_t const length = writer->regions()[r].info.length;
+              if (length == 0 || length > req.memory_limit / 16) {
+                writer->choose_program(r);
+                return;
+              }
+              codec::scratch::buffer b = codec::scratch::take_buffer(length);
+              copy->read(writer->regions()[r].info.offset, length,
+                         b.data.get());
+              writer->choose_program(r, codec::byte_view(b.data.get(), length));
+              codec::scratch::give(std::move(b));
             });
             if (stop()) return;
             writer->plan_chunks();

@@ -299,6 +299,61 @@ bytes rans0_archive(byte_view file, bool verify, size_t& verified) {
   return out;
 }
 
+// The mount chooses and encodes from copies of the bytes it reads into
+// reused buffers: the archive must be the one the file's own bytes give.
+TEST(container_test, copies_of_regions_and_chunks_code_like_the_file) {
+  std::mt19937_64 rng(5);
+  bytes file(4096 * 6 + 77);
+  for (uint8_t& b : file) b = static_cast<uint8_t>(rng() % 11 * (rng() % 2));
+  std::copy(file.begin(), file.begin() + 4096, file.begin() + 4096 * 4);
+  std::vector<region> regions(2);
+  regions[0].length = 4096 * 3 + 5;
+  regions[1].offset = regions[0].length;
+  regions[1].length = file.size() - regions[0].length;
+  unrecorded_chooser chooser;
+  auto write = [&](bool copies, archive_writer::file_hash hash,
+                   std::optional<uint64_t>& whole) {
+    archive_writer w(file, regions, chooser, 4096);
+    for (size_t r = 0; r < w.region_count(); ++r) {
+      region const& g = w.regions()[r].info;
+      bytes const copy(
+          file.begin() + static_cast<std::ptrdiff_t>(g.offset),
+          file.begin() + static_cast<std::ptrdiff_t>(g.offset + g.length));
+      copies ? w.choose_program(r, copy) : w.choose_program(r);
+    }
+    w.plan_chunks(hash);
+    whole = w.file_checksum();
+    bytes out = w.header();
+    for (size_t i = 0; i < w.chunk_count(); ++i) {
+      chunk_entry const& c = w.chunks()[i];
+      bytes const copy(
+          file.begin() + static_cast<std::ptrdiff_t>(c.offset),
+          file.begin() + static_cast<std::ptrdiff_t>(c.offset + c.length));
+      put_bytes(out, w.append(copies ? w.encode(i, copy) : w.encode(i)));
+    }
+    put_bytes(out, w.finish());
+    return out;
+  };
+  std::optional<uint64_t> whole_a, whole_b;
+  bytes const a = write(false, archive_writer::file_hash::compute, whole_a);
+  bytes const b = write(true, archive_writer::file_hash::skip, whole_b);
+  EXPECT_EQ(a, b);
+  ASSERT_TRUE(whole_a.has_value());
+  EXPECT_EQ(*whole_a, xxh3(file));
+  EXPECT_FALSE(whole_b.has_value()) << "skipped, not computed";
+  archive_reader r(b);
+  EXPECT_EQ(read_all(r), file);
+
+  // A copy of the wrong length is refused, not read past.
+  archive_writer w(file, regions, chooser, 4096);
+  bytes const short_copy(10);
+  EXPECT_THROW(w.choose_program(0, short_copy), error);
+  w.choose_program(0);
+  w.choose_program(1);
+  w.plan_chunks();
+  EXPECT_THROW((void)w.encode(0, short_copy), error);
+}
+
 TEST(container_test, verify_decodes_back_only_when_on) {
   // Skewed bytes rans0 shrinks, an odd tail, and a repeated chunk (a ref,
   // which has no payload to check).
