@@ -1105,14 +1105,15 @@ void mount_fs::compress_job(uint64_t ino) {
   std::snprintf(
       line, sizeof line,
       "%llu -> %llu bytes, ratio %.3f, %.2f s, %.1f MB/s (programs %.2f s, "
-      "chunks %.2f s)",
+      "chunks %.2f s; process CPU %.2f and %.2f s)",
       static_cast<unsigned long long>(r.size),
       static_cast<unsigned long long>(r.stored),
       r.stored ? static_cast<double>(r.size) / static_cast<double>(r.stored)
                : 0.0,
       out.seconds,
       out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0,
-      out.choose_seconds, out.chunk_seconds);
+      out.choose_seconds, out.chunk_seconds, out.choose_cpu_seconds,
+      out.chunk_cpu_seconds);
   log_event(log_level::info, "compressed " + label + ": " + line);
 }
 

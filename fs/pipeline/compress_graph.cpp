@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <tbb/flow_graph.h>
 #include <tbb/parallel_for.h>
@@ -34,6 +35,15 @@ namespace {
 
 namespace flow = tbb::flow;
 using clock = std::chrono::steady_clock;
+
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto const s = [](timeval t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 /// The staged copy, mapped read-only.
 class mapped_copy {
@@ -196,6 +206,7 @@ struct chunk_msg {
 compress_outcome run_job(store& s, codec::program_chooser const& chooser,
                          compress_request const& req, bool careful) noexcept {
   auto const started = clock::now();
+  double const cpu_started = process_cpu_seconds();
   compress_outcome out;
   first_error err;
   auto stop = [&] {
@@ -267,6 +278,8 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
   }
 
   auto const chosen = clock::now();
+  double const cpu_chosen = process_cpu_seconds();
+  out.choose_cpu_seconds = cpu_chosen - cpu_started;
   out.choose_seconds = std::chrono::duration<double>(chosen - started).count();
 
   // Chunk stages, holding the append lock until the commit.
@@ -390,6 +403,7 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
 
   out.chunk_seconds =
       std::chrono::duration<double>(clock::now() - chosen).count();
+  out.chunk_cpu_seconds = process_cpu_seconds() - cpu_chosen;
   if (!stop()) {
     err.guard("commit", [&] {
       staged_commit::file_info f;

@@ -51,6 +51,10 @@ struct compress_outcome {
   // append, verify); the commit is the rest.
   double choose_seconds = 0;
   double chunk_seconds = 0;
+  // The process's CPU seconds (user + system, every thread) in those: a
+  // phase's CPU below twice its time on 2 cores means idle cores.
+  double choose_cpu_seconds = 0;
+  double chunk_cpu_seconds = 0;
 };
 
 /// Compresses the staged copy of `req.ino` into the store and marks the
