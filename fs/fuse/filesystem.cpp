@@ -599,6 +599,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
   }
   ++n->opens;
   bool removed = false;
+  bool staged_now = false;
   try {
     // Counted, then asked: an unlink that saw no handle drops the inode, and
     // its after_unlink() marks the node gone only later. An open in between
@@ -608,6 +609,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
     std::unique_lock io(n->io);
     if (w && !n->staged) {
       stage_locked(*n, (flags & O_TRUNC) ? 0 : UINT64_MAX);
+      staged_now = true;
     }
     if (n->staged && n->fd < 0) open_fd_locked(*n);
     if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
@@ -622,6 +624,9 @@ bool mount_fs::open(uint64_t ino, int flags) {
     }
     throw;
   }
+  // Told with no lock held: the notice is a write to the session's device.
+  lk.unlock();
+  if (staged_now && opt_.attributes_changed) opt_.attributes_changed(ino);
   return w;
 }
 
@@ -1099,7 +1104,7 @@ void mount_fs::compress_job(uint64_t ino) {
     }
     ::unlink(req.staged_path.c_str());
   }
-  if (opt_.on_compressed) opt_.on_compressed(ino);
+  if (opt_.attributes_changed) opt_.attributes_changed(ino);
   add_result const& r = out.result;
   char line[200];
   std::snprintf(

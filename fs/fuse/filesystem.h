@@ -112,11 +112,14 @@ class mount_fs {
     /// requests may arrive out of order); chunks ending this far behind
     /// what every read of the run has passed are dropped.
     uint64_t sequential_slack = 4u << 20;
-    /// Called on a compression worker (several may call it at once) once a
-    /// file's compressed copy is committed and its staged copy removed, so
-    /// the binding can drop the kernel's cached attributes (`du` then sees
-    /// the stored size at once). Must not throw. Unset: nothing is told.
-    std::function<void(uint64_t ino)> on_compressed;
+    /// Called when a file's stored size changed behind the kernel's back,
+    /// so the binding can drop the kernel's cached attributes (`du` then
+    /// sees it at once): on a compression worker (several may call it at
+    /// once) when a file's compressed copy is committed and its staged copy
+    /// removed, and on an open's thread, with no lock held, when the open
+    /// brought a compressed file back to staging. Must not throw. Unset:
+    /// nothing is told.
+    std::function<void(uint64_t ino)> attributes_changed;
   };
 
   mount_fs(store& s, codec::program_chooser const& chooser, options opt);

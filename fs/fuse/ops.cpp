@@ -54,7 +54,9 @@ struct context {
 };
 
 // Tells the kernel that a file's attributes changed behind its back (its
-// stored size, once compressed), from threads outside the session loop.
+// stored size, once compressed or staged again). Attributes only (offset
+// -1): the kernel then takes no inode lock and sends no request, so an
+// open's handler may tell it too.
 // Closed before the session unmounts: libfuse then leaves the session's fd
 // as 0, and a notice sent after that would be written to whatever fd 0 is.
 class kernel_notifier {
@@ -630,7 +632,7 @@ int run_mount(mount_options const& opt) {
     fo.cache_bytes = opt.cache_bytes;
     fo.prefetch = opt.prefetch;
     fo.pipeline_memory = opt.pipeline_memory;
-    fo.on_compressed = [&notifier](uint64_t ino) {
+    fo.attributes_changed = [&notifier](uint64_t ino) {
       notifier.attributes_changed(ino);
     };
     mount_fs fs(s, *chooser, fo);

@@ -286,6 +286,46 @@ TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
+// Opening a compressed file for writing brings it back to staging; the
+// daemon drops the kernel's cached attributes then too, so `du` shows the
+// staged size at once rather than the stored one for up to attr_timeout.
+// As above, an attempt proves it only if the stat came while the attributes
+// fetched before the open were still cached.
+TEST_F(mount_test, du_sees_the_staged_size_as_soon_as_reopened_for_writing) {
+  constexpr auto attr_cache = 1000ms;  // attr_timeout in fs/fuse/ops.cpp
+  mount(50);
+  bool proved = false;
+  for (int attempt = 0; attempt < 5 && !proved; ++attempt) {
+    std::string const data = sample_safetensors(21 + attempt);
+    fs::path const f = mnt() / std::to_string(100 + attempt);
+    write_file(f, data);
+    ASSERT_TRUE(wait_state({f}, "compressed"));
+    struct statx sx {};
+    ASSERT_EQ(
+        ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
+        0);
+    auto const cached_at = std::chrono::steady_clock::now();
+    uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
+    ASSERT_EQ(sx.stx_blocks, (stored + 511) / 512);
+    int const fd = ::open(f.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0);
+    bool const cache_live =
+        std::chrono::steady_clock::now() - cached_at < attr_cache - 100ms;
+    if (cache_live) {
+      EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, data.size())
+          << "still the stored size: " << stored << " bytes";
+      EXPECT_EQ(xattr(f, "user.brevis.state"), "staged");
+      proved = true;
+    }
+    ::close(fd);
+    EXPECT_EQ(read_file(f), data);
+  }
+  EXPECT_TRUE(proved) << "the machine stalled past the cache in every attempt";
+  EXPECT_EQ(stop(SIGTERM), 0);
+}
+
 TEST_F(mount_test, posix_operations) {
   mount(50);
   fs::path const m = mnt();
