@@ -205,9 +205,8 @@ own_table own_table_leaf(sparse_hist const& h) {
   for (auto const& [s, c] : h) {
     symbols.push_back(s), counts.push_back(c), total += c;
   }
-  rans_static::table const t =
-      quantize_rans_static_table(rans_static::normalize(
-          symbols, counts, rans_static_scale_for(symbols.size(), total)));
+  rans_static::table const t = quantized_rans_static_table(
+      symbols, counts, rans_static_scale_for(symbols.size(), total));
   node n = make_leaf(opcode::rans_static);
   n.blob = serialize_rans_static_table(t);
   return {std::move(n), table_bits(h, t) / 8};

@@ -183,12 +183,25 @@ table normalize(std::span<uint64_t const> hist, unsigned scale) {
   return normalize(symbols, counts, scale);
 }
 
-table normalize(std::span<uint32_t const> symbols,
-                std::span<uint64_t const> counts, unsigned scale) {
+namespace {
+
+// A table's frequencies on their way to summing to 2^scale, with the counts
+// as doubles (the marginals' weights).
+struct draft {
+  table t;
+  std::vector<double> c;
+  uint64_t sum = 0;
+};
+
+// The start: every frequency its nearest proportional share, at least 1
+// (where the floor overshoots, proportional_start's share).
+draft start_of(std::span<uint32_t const> symbols,
+               std::span<uint64_t const> counts, unsigned scale) {
   fail_if(scale < 1 || scale > max_scale, errc::domain,
           "rans_static: precision out of range");
   uint32_t const total = 1u << scale;
-  table t;
+  draft d;
+  table& t = d.t;
   t.scale = scale;
   t.symbols.assign(symbols.begin(), symbols.end());
   uint64_t n = 0;
@@ -198,9 +211,10 @@ table normalize(std::span<uint32_t const> symbols,
   fail_if(t.symbols.size() > total, errc::domain,
           "rans_static: more symbols than the precision allows");
   size_t const k = t.symbols.size();
-  std::vector<double> c(k);
+  std::vector<double>& c = d.c;
+  c.resize(k);
   t.freqs.resize(k);
-  uint64_t sum = 0;
+  uint64_t& sum = d.sum;
   for (size_t i = 0; i < k; ++i) {
     uint64_t const cnt = counts[i];
     c[i] = static_cast<double>(cnt);
@@ -214,7 +228,18 @@ table normalize(std::span<uint32_t const> symbols,
   if (sum > total + floor_overshoot) {
     sum = proportional_start(c, total, t.freqs);
   }
+  return d;
+}
 
+// Moves units one at a time, each where it gains most (or costs least),
+// until the frequencies sum to 2^scale; with `refine`, then moves units
+// between symbols while that saves bits: the optimum.
+void settle_with_heaps(draft& d, bool refine) {
+  table& t = d.t;
+  std::vector<double> const& c = d.c;
+  uint64_t& sum = d.sum;
+  size_t const k = t.symbols.size();
+  uint32_t const total = 1u << t.scale;
   // The cost sum_i c_i * -log2(f_i / total) is separable and convex in each
   // f_i, so moving one unit from the symbol where it is cheapest to remove to
   // the symbol where it gains most, until no move gains, reaches the optimum.
@@ -272,6 +297,7 @@ table normalize(std::span<uint32_t const> symbols,
     --sum;
     push(w.i);
   }
+  if (!refine) return;
   // Each symbol rarely moves more than a unit or two from its proportional
   // start; bound the moves so table building stays linear in the alphabet.
   for (size_t iter = 0; iter < 2 * k; ++iter) {
@@ -283,7 +309,61 @@ table normalize(std::span<uint32_t const> symbols,
     push(b.i);
     push(w.i);
   }
-  return t;
+}
+
+// Moves units in passes, each giving one unit to (or taking one from)
+// every symbol among the as many as are missing where it gains most (costs
+// least): near the optimum, in linear time a pass. A few passes; returns
+// whether the frequencies then sum to 2^scale.
+bool settle_in_passes(draft& d) {
+  table& t = d.t;
+  size_t const k = t.symbols.size();
+  uint64_t const total = uint64_t{1} << t.scale;
+  // Keys that order by marginal, the symbol's index in the low 16 bits
+  // (k <= 2^16): integers compare faster than pairs, and ties resolve the
+  // same on every machine. The marginals are >= 0, whose IEEE bits order
+  // as they do.
+  constexpr uint64_t index_bits = 0xffff;
+  if (k > index_bits + 1) return false;
+  std::vector<uint64_t> keys(k);
+  for (int pass = 0; pass < 8 && d.sum != total; ++pass) {
+    bool const add = d.sum < total;
+    size_t live = 0;
+    for (size_t i = 0; i < k; ++i) {
+      uint32_t const f = t.freqs[i];
+      if (!add && f <= 1) continue;
+      double const marginal = d.c[i] * log2_step(add ? f : f - 1);
+      uint64_t const bits = std::bit_cast<uint64_t>(marginal);
+      keys[live++] = ((add ? ~bits : bits) & ~index_bits) | i;
+    }
+    size_t const m =
+        std::min<uint64_t>(live, add ? total - d.sum : d.sum - total);
+    if (m == 0) break;
+    std::nth_element(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(m - 1),
+                     keys.begin() + static_cast<ptrdiff_t>(live));
+    for (size_t j = 0; j < m; ++j) {
+      uint32_t& f = t.freqs[keys[j] & index_bits];
+      add ? ++f : --f;
+    }
+    d.sum = add ? d.sum + m : d.sum - m;
+  }
+  return d.sum == total;
+}
+
+}  // namespace
+
+table normalize(std::span<uint32_t const> symbols,
+                std::span<uint64_t const> counts, unsigned scale) {
+  draft d = start_of(symbols, counts, scale);
+  settle_with_heaps(d, true);
+  return std::move(d.t);
+}
+
+table normalize_near(std::span<uint32_t const> symbols,
+                     std::span<uint64_t const> counts, unsigned scale) {
+  draft d = start_of(symbols, counts, scale);
+  if (!settle_in_passes(d)) settle_with_heaps(d, false);
+  return std::move(d.t);
 }
 
 double coded_bits(std::span<uint64_t const> hist, table const& t) {

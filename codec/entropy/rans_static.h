@@ -70,6 +70,14 @@ table normalize(std::span<uint64_t const> hist, unsigned scale);
 /// The same from the present symbols (increasing) and their counts (> 0).
 table normalize(std::span<uint32_t const> symbols,
                 std::span<uint64_t const> counts, unsigned scale);
+/// Frequencies as normalize's, within ~1e-5 of its optimum rather than at
+/// it: a few linear passes instead of heap moves (the fp16 tables of the
+/// four slowest corpus files: 54 -> 27 ms). For tables that are quantized
+/// next, which moves large frequencies by more than that: quantized, the
+/// corpus's 16-bit tables of 300 symbols or more code 0.007% smaller
+/// (estimate), and its bf16/fp16 files compress to +118 B of 294 MB.
+table normalize_near(std::span<uint32_t const> symbols,
+                     std::span<uint64_t const> counts, unsigned scale);
 
 /// Coded payload size in bits of a source with histogram `hist` under `t`
 /// (counts of symbols absent from `t` are ignored), framing included.

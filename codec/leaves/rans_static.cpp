@@ -131,6 +131,15 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
   return q;
 }
 
+rans_static::table quantized_rans_static_table(
+    std::span<uint32_t const> symbols, std::span<uint64_t const> counts,
+    unsigned scale) {
+  return quantize_rans_static_table(
+      symbols.size() <= exact_table_symbols
+          ? rans_static::normalize(symbols, counts, scale)
+          : rans_static::normalize_near(symbols, counts, scale));
+}
+
 namespace {
 
 rans_static::table parse_rans_static_inner(byte_view blob);
@@ -385,8 +394,7 @@ rans_static::table choose_table(std::span<uint32_t const> symbols,
   uint64_t n = 0;
   for (uint64_t c : counts) n += c;
   unsigned const scale = rans_static_scale_for(symbols.size(), n);
-  rans_static::table t = quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, scale));
+  rans_static::table t = quantized_rans_static_table(symbols, counts, scale);
   if (symbols.size() > fast_table_symbols || scale <= fast_table_scale) {
     if (blob != nullptr) *blob = serialize_rans_static_table(t);
     return t;
@@ -398,8 +406,8 @@ rans_static::table choose_table(std::span<uint32_t const> symbols,
   // corpus files grew 0.006% (one sparse .pt 1.8%); with it they shrink:
   // 428,015,510 -> 427,994,471 B (the store's chooser: 429,332,741 ->
   // 429,309,933), and ckpt-300m's store decodes in ~15% less CPU.
-  rans_static::table fast = quantize_rans_static_table(
-      rans_static::normalize(symbols, counts, fast_table_scale));
+  rans_static::table fast =
+      quantized_rans_static_table(symbols, counts, fast_table_scale);
   bytes fast_blob = serialize_rans_static_table(fast);
   bytes t_blob = serialize_rans_static_table(t);
   auto const bits = [&](rans_static::table const& u, bytes const& b) {

@@ -70,6 +70,16 @@ double estimate_rans_static_blob_bytes(
 /// bits, one (the largest) taking the remainder. Idempotent.
 rans_static::table quantize_rans_static_table(rans_static::table const& t);
 
+/// The quantized table of these symbols (increasing) and counts (> 0) at
+/// precision 2^scale: quantize_rans_static_table of their normalization,
+/// the optimal one (rans_static::normalize) for alphabets of up to
+/// exact_table_symbols symbols, the near one (rans_static::normalize_near)
+/// above, where the quantization moves frequencies more than that loses.
+inline constexpr size_t exact_table_symbols = 256;
+rans_static::table quantized_rans_static_table(
+    std::span<uint32_t const> symbols, std::span<uint64_t const> counts,
+    unsigned scale);
+
 /// The blob format (see rans_static.cpp). Throws errc::domain unless `t` is
 /// quantized (at most one frequency the codes cannot hold).
 bytes serialize_rans_static_table(rans_static::table const& t);

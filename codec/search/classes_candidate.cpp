@@ -516,8 +516,8 @@ node field_leaf(opcode op, std::span<uint64_t const> counts, unsigned width,
     }
   }
   if (scale == 0) scale = table_scale(symbols.size(), n, width);
-  leaf.blob = serialize_rans_static_table(quantize_rans_static_table(
-      rans_static::normalize(symbols, present, scale)));
+  leaf.blob = serialize_rans_static_table(
+      quantized_rans_static_table(symbols, present, scale));
   return leaf;
 }
 
@@ -556,9 +556,8 @@ node element_leaf(element_tables const& t, unsigned c) {
                                                             : opcode::constant);
   }
   node leaf = make_leaf(opcode::rans_static);
-  leaf.blob = serialize_rans_static_table(
-      quantize_rans_static_table(rans_static::normalize(
-          symbols, counts, rans_static_scale_for(symbols.size(), n))));
+  leaf.blob = serialize_rans_static_table(quantized_rans_static_table(
+      symbols, counts, rans_static_scale_for(symbols.size(), n)));
   return leaf;
 }
 

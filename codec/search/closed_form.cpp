@@ -267,8 +267,8 @@ void fill_table(node& leaf, std::span<uint64_t const> counts, unsigned scale) {
   }
   leaf.blob = scale == 0
                   ? choose_rans_static(symbols, present).blob
-                  : serialize_rans_static_table(quantize_rans_static_table(
-                        rans_static::normalize(symbols, present, scale)));
+                  : serialize_rans_static_table(
+                        quantized_rans_static_table(symbols, present, scale));
 }
 
 struct window_stats {

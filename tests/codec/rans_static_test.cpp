@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <numeric>
 #include <queue>
 #include <random>
 
@@ -576,6 +577,56 @@ TEST(rans_static_test, normalization_is_optimal_where_the_floor_overshoots) {
     double const optimum = greedy_optimum_bits(counts, s.scale);
     EXPECT_NEAR(bits, optimum, 1e-9 * optimum + 1e-6);
   }
+}
+
+// normalize_near, for tables quantized afterwards: valid, and within a
+// hair of the optimum on the same shapes, on dense ones (every frequency far
+// from the floor: one pass settles them) and where only a few symbols can
+// give units up (the passes run out and the heaps finish).
+TEST(rans_static_test, near_normalization_is_valid_and_near_the_optimum) {
+  std::mt19937_64 rng(29);
+  struct shape {
+    unsigned scale;
+    size_t symbols;
+    uint64_t rare_max;
+    uint64_t large_max;
+    unsigned large_one_in;
+  };
+  for (shape const s :
+       {shape{16, 40000, 3, 5000, 8}, shape{16, 65536, 2, 1000, 8},
+        shape{16, 30000, 1, uint64_t{1} << 40, 8},
+        shape{12, 4000, 1, 1000000000, 8}, shape{10, 1023, 1, 50, 8},
+        shape{14, 9000, 4, 300, 8}, shape{16, 3000, 100000, 100000, 1},
+        shape{16, 60000, 1, 1000000, 20000}, shape{13, 300, 7, 9, 2}}) {
+    std::vector<uint32_t> symbols(s.symbols);
+    std::vector<uint64_t> counts(s.symbols);
+    for (size_t i = 0; i < s.symbols; ++i) {
+      symbols[i] = static_cast<uint32_t>(i);
+      counts[i] = rng() % s.large_one_in == 0 ? 1 + rng() % s.large_max
+                                              : 1 + rng() % s.rare_max;
+    }
+    rs::table const t = rs::normalize_near(symbols, counts, s.scale);
+    SCOPED_TRACE(::testing::Message() << s.scale << " " << s.symbols);
+    ASSERT_NO_THROW(rs::validate(t, 16));
+    ASSERT_EQ(t.symbols, symbols);
+    double bits = 0;
+    for (size_t i = 0; i < s.symbols; ++i) {
+      bits += static_cast<double>(counts[i]) *
+              (s.scale - std::log2(static_cast<double>(t.freqs[i])));
+    }
+    double const optimum = greedy_optimum_bits(counts, s.scale);
+    EXPECT_GE(bits, optimum * (1 - 1e-12));
+    EXPECT_LE(bits, optimum * (1 + 1e-5)) << bits / optimum - 1;
+  }
+  // 250 symbols at the floor overshoot by 250 units, and only the two large
+  // ones can give units up: two a pass, so the heaps finish it.
+  std::vector<uint32_t> symbols(252);
+  std::iota(symbols.begin(), symbols.end(), 0u);
+  std::vector<uint64_t> counts(252, 1);
+  counts[0] = 1000000000, counts[1] = 2000000000;
+  rs::table const t = rs::normalize_near(symbols, counts, 16);
+  ASSERT_NO_THROW(rs::validate(t, 8));
+  EXPECT_EQ(t.freqs[0] + t.freqs[1], 65536u - 250);
 }
 
 // 16-bit values with tens of thousands of rare symbols, as fp16 weights
