@@ -215,14 +215,16 @@ draft start_of(std::span<uint32_t const> symbols,
   c.resize(k);
   t.freqs.resize(k);
   uint64_t& sum = d.sum;
+  // Rounded in floating point: a 128-bit division a symbol was half of the
+  // start's time on fp16 tables (the nearest share is a start, so a tie
+  // rounded the other way only moves a unit).
+  double const per_count = total / static_cast<double>(n);
   for (size_t i = 0; i < k; ++i) {
-    uint64_t const cnt = counts[i];
-    c[i] = static_cast<double>(cnt);
+    c[i] = static_cast<double>(counts[i]);
     // Nearest, not floor: the start is then a few units off the optimum
-    // instead of up to k, and each unit costs heap work.
-    auto const f = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(cnt) * total + n / 2) / n);
-    t.freqs[i] = static_cast<uint32_t>(f < 1 ? 1 : f);
+    // instead of up to k, and each unit costs work. (<= total: fits.)
+    auto const f = static_cast<uint32_t>(c[i] * per_count + 0.5);
+    t.freqs[i] = f < 1 ? 1 : f;
     sum += t.freqs[i];
   }
   if (sum > total + floor_overshoot) {
