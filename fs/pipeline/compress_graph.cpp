@@ -26,6 +26,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
 #include "fs/pipeline/resident_memory.h"
+#include "fs/store/read_at.h"
 #include "fs/store/records.h"
 #include "fs/store/staged_commit.h"
 
@@ -71,16 +72,11 @@ class mapped_copy {
 
   codec::byte_view bytes() const { return {data_, size_}; }
   /// Copies bytes [offset, offset + length) of the copy into `out`.
+  /// Throws when the copy has shrunk since it was opened (rewritten under
+  /// the job: the job fails and the file stays staged).
   void read(uint64_t offset, size_t length, uint8_t* out) const {
-    size_t done = 0;
-    while (done < length) {
-      ssize_t const n = ::pread(fd_, out + done, length - done,
-                                static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        store_fail_errno(n < 0 ? errno : EIO, "read the staged copy");
-      }
-      done += static_cast<size_t>(n);
+    if (read_at(fd_, offset, length, out, "the staged copy") < length) {
+      store_fail(store_errc::io, "the staged copy shrank under the job");
     }
   }
   int64_t mtime_ns() const { return mtime_ns_; }

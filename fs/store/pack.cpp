@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "fs/store/error.h"
+#include "fs/store/read_at.h"
 
 namespace brevis::fs::detail {
 
@@ -127,20 +128,10 @@ void pack_file::truncate(uint64_t size) {
 }
 
 void pack_file::pread_all(uint64_t offset, size_t n, uint8_t* out) const {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r =
-        ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      store_fail_errno(errno, "read " + path_);
-    }
-    if (r == 0) {
-      store_fail(store_errc::corrupt, path_ + ": record at " +
-                                          std::to_string(offset) +
-                                          " is cut short (pack truncated?)");
-    }
-    done += static_cast<size_t>(r);
+  if (read_at(fd_, offset, n, out, path_) < n) {
+    store_fail(store_errc::corrupt, path_ + ": record at " +
+                                        std::to_string(offset) +
+                                        " is cut short (pack truncated?)");
   }
 }
 

@@ -1,6 +1,7 @@
 brevis_add_test(store_test
   fs/store_test.cpp
-  fs/store_cli_test.cpp)
+  fs/store_cli_test.cpp
+  fs/read_at_test.cpp)
 # (LMDB itself too: a test damages the index as a disk fault would.)
 target_link_libraries(store_test PRIVATE brevis_store PkgConfig::LMDB)
 add_dependencies(store_test brevis)

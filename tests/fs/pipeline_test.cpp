@@ -149,6 +149,33 @@ TEST(compress_graph, cancelled_leaves_the_file_staged) {
   EXPECT_TRUE(f.read_all(ino) == f.data);
 }
 
+// A staged copy cut short under the job (the mount cancels a job before a
+// write reaches its file, but a stage may be reading at that moment): the
+// chunks' reads come up short, the job fails and the file stays staged, as
+// it now is, with nothing committed.
+TEST(compress_graph, copy_shrunk_under_the_job_fails_it_and_stays_staged) {
+  fixture f;
+  uint64_t const ino = f.stage("f", f.data);
+  std::string const staged = f.s->staging_path(ino);
+  compress_request r = f.request(ino, "f");
+  std::atomic<bool> cut{false};
+  r.cancelled = [&] {
+    if (!cut.exchange(true)) {
+      EXPECT_EQ(
+          ::truncate(staged.c_str(), static_cast<off_t>(f.data.size() / 2)), 0);
+    }
+    return false;
+  };
+  compress_outcome const out = compress_staged_file(*f.s, *f.chooser, r);
+  ASSERT_TRUE(cut.load());
+  EXPECT_FALSE(out.ok);
+  EXPECT_NE(out.error.find("staged copy shrank"), std::string::npos)
+      << out.error;
+  EXPECT_EQ(f.s->stat(ino).state, file_state::staged);
+  EXPECT_EQ(f.s->stats().payloads, 0u);
+  EXPECT_TRUE(f.s->fsck({}).clean());
+}
+
 TEST(compress_graph, unlinked_or_missing_copy_is_an_outcome_not_a_throw) {
   fixture f;
   uint64_t const gone = f.stage("gone", f.data);
