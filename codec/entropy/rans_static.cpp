@@ -223,7 +223,7 @@ draft start_of(std::span<uint32_t const> symbols,
     c[i] = static_cast<double>(counts[i]);
     // Nearest, not floor: the start is then a few units off the optimum
     // instead of up to k, and each unit costs work. (<= total: fits.)
-    auto const f = static_cast<uint32_t>(c[i] * per_count + 0.5);
+    auto const f = static_cast<uint32_t>(std::lround(c[i] * per_count));
     t.freqs[i] = f < 1 ? 1 : f;
     sum += t.freqs[i];
   }
@@ -335,7 +335,7 @@ bool settle_in_passes(draft& d) {
       uint32_t const f = t.freqs[i];
       if (!add && f <= 1) continue;
       double const marginal = d.c[i] * log2_step(add ? f : f - 1);
-      uint64_t const bits = std::bit_cast<uint64_t>(marginal);
+      auto const bits = std::bit_cast<uint64_t>(marginal);
       keys[live++] = ((add ? ~bits : bits) & ~index_bits) | i;
     }
     size_t const m =

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,9 @@ TEST(read_at_test, a_failed_read_throws_naming_what_was_read) {
   cli_test::temp_dir dir;
   int const fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
   ASSERT_GE(fd, 0);
-  uint8_t b[4];
+  std::array<uint8_t, 4> b{};
   try {
-    read_at(fd, 0, sizeof b, b, "the thing");
+    read_at(fd, 0, b.size(), b.data(), "the thing");
     ADD_FAILURE() << "reading a directory succeeded";
   } catch (store_error const& e) {
     EXPECT_EQ(e.code(), store_errc::io);
