@@ -313,20 +313,21 @@ void settle_with_heaps(draft& d, bool refine) {
   }
 }
 
-// Moves units in passes, each giving one unit to (or taking one from)
-// every symbol among the as many as are missing where it gains most (costs
-// least): near the optimum, in linear time a pass. A few passes; returns
-// whether the frequencies then sum to 2^scale.
+// Moves units in passes: with m units missing (or in excess), a pass gives
+// one unit to (takes one from) each of the m symbols where that gains most
+// (costs least), at most one a symbol: near the optimum, in linear time a
+// pass. A few passes; returns whether the frequencies then sum to 2^scale.
 bool settle_in_passes(draft& d) {
   table& t = d.t;
   size_t const k = t.symbols.size();
   uint64_t const total = uint64_t{1} << t.scale;
-  // Keys that order by marginal, the symbol's index in the low 16 bits
-  // (k <= 2^16): integers compare faster than pairs, and ties resolve the
-  // same on every machine. The marginals are >= 0, whose IEEE bits order
-  // as they do.
+  // Keys that order by marginal, the symbol's index in their low 16 bits
+  // (k <= 2^max_scale): integers compare faster than pairs. The marginals
+  // are >= 0, whose IEEE bits order as they do; the index replaces their
+  // 16 lowest mantissa bits, so marginals within ~2^-36 of each other tie
+  // and go by index. The keys are distinct, so the m chosen are one set.
+  static_assert(max_scale <= 16, "symbol indexes fill the keys' low 16 bits");
   constexpr uint64_t index_bits = 0xffff;
-  if (k > index_bits + 1) return false;
   std::vector<uint64_t> keys(k);
   for (int pass = 0; pass < 8 && d.sum != total; ++pass) {
     bool const add = d.sum < total;

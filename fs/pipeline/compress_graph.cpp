@@ -72,8 +72,9 @@ class mapped_copy {
 
   codec::byte_view bytes() const { return {data_, size_}; }
   /// Copies bytes [offset, offset + length) of the copy into `out`.
-  /// Throws when the copy has shrunk since it was opened (rewritten under
-  /// the job: the job fails and the file stays staged).
+  /// Throws when the copy has shrunk since it was opened (changed behind
+  /// the mount's back: the job fails and the file stays staged; reads
+  /// through bytes() would fault instead).
   void read(uint64_t offset, size_t length, uint8_t* out) const {
     if (read_at(fd_, offset, length, out, "the staged copy") < length) {
       store_fail(store_errc::io, "the staged copy shrank under the job");

@@ -627,6 +627,31 @@ TEST(rans_static_test, near_normalization_is_valid_and_near_the_optimum) {
   rs::table const t = rs::normalize_near(symbols, counts, 16);
   ASSERT_NO_THROW(rs::validate(t, 8));
   EXPECT_EQ(t.freqs[0] + t.freqs[1], 65536u - 250);
+  double bits = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    bits += static_cast<double>(counts[i]) *
+            (16 - std::log2(static_cast<double>(t.freqs[i])));
+  }
+  double const optimum = greedy_optimum_bits(counts, 16);
+  EXPECT_LE(bits, optimum * (1 + 1e-5)) << bits / optimum - 1;
+}
+
+// Up to exact_table_symbols symbols a quantized table comes from the exact
+// normalization, above from the near one.
+TEST(rans_static_test, quantized_tables_normalize_exactly_up_to_the_bound) {
+  std::mt19937_64 rng(31);
+  for (size_t k : {exact_table_symbols, exact_table_symbols + 1}) {
+    std::vector<uint32_t> symbols(k);
+    std::iota(symbols.begin(), symbols.end(), 0u);
+    std::vector<uint64_t> counts(k);
+    for (uint64_t& c : counts) c = 1 + rng() % 3000;
+    rs::table const q = quantized_rans_static_table(symbols, counts, 14);
+    rs::table const exact =
+        quantize_rans_static_table(rs::normalize(symbols, counts, 14));
+    rs::table const near =
+        quantize_rans_static_table(rs::normalize_near(symbols, counts, 14));
+    EXPECT_EQ(q, k <= exact_table_symbols ? exact : near) << k;
+  }
 }
 
 // 16-bit values with tens of thousands of rare symbols, as fp16 weights
