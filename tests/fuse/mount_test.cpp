@@ -38,6 +38,21 @@ std::string xattr(fs::path const& p, char const* name) {
   return n < 0 ? std::string() : std::string(buf, static_cast<size_t>(n));
 }
 
+// How long the kernel trusts a file's cached attributes (attr_timeout in
+// fs/fuse/ops.cpp).
+constexpr auto attr_cache = std::chrono::milliseconds(1000);
+
+// A file's st_blocks fetched from the daemon past the kernel's cache, which
+// it fills again; -1 if statx fails.
+int64_t blocks_from_daemon(fs::path const& f) {
+  struct statx sx {};
+  if (::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx) !=
+      0) {
+    return -1;
+  }
+  return static_cast<int64_t>(sx.stx_blocks);
+}
+
 class mount_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -247,7 +262,6 @@ TEST_F(mount_test, sigterm_leaves_staged_and_remount_resumes) {
 // commit and the end of the job, or a stall on a loaded machine, makes the
 // attempt prove nothing, and the test tries another file.
 TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
-  constexpr auto attr_cache = 1000ms;  // attr_timeout in fs/fuse/ops.cpp
   mount(50);
   bool proved = false;
   for (int attempt = 0; attempt < 5 && !proved; ++attempt) {
@@ -260,11 +274,9 @@ TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
     while (xattr(f, "user.brevis.state") != "compressed") {
       ASSERT_LT(std::chrono::steady_clock::now(), end)
           << read_file(dir_ / "mount.log");
-      struct statx sx {};
-      ASSERT_EQ(
-          ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
-          0);
-      cached = sx.stx_blocks;
+      int64_t const blocks = blocks_from_daemon(f);
+      ASSERT_GE(blocks, 0);
+      cached = static_cast<uint64_t>(blocks);
       cached_at = std::chrono::steady_clock::now();
       std::this_thread::sleep_for(5ms);
     }
@@ -292,7 +304,6 @@ TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
 // As above, an attempt proves it only if the stat came while the attributes
 // fetched before the open were still cached.
 TEST_F(mount_test, du_sees_the_staged_size_as_soon_as_reopened_for_writing) {
-  constexpr auto attr_cache = 1000ms;  // attr_timeout in fs/fuse/ops.cpp
   mount(50);
   bool proved = false;
   for (int attempt = 0; attempt < 5 && !proved; ++attempt) {
@@ -300,13 +311,10 @@ TEST_F(mount_test, du_sees_the_staged_size_as_soon_as_reopened_for_writing) {
     fs::path const f = mnt() / std::to_string(100 + attempt);
     write_file(f, data);
     ASSERT_TRUE(wait_state({f}, "compressed"));
-    struct statx sx {};
-    ASSERT_EQ(
-        ::statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx),
-        0);
+    int64_t const blocks = blocks_from_daemon(f);
     auto const cached_at = std::chrono::steady_clock::now();
     uint64_t const stored = std::stoull(xattr(f, "user.brevis.stored"));
-    ASSERT_EQ(sx.stx_blocks, (stored + 511) / 512);
+    ASSERT_EQ(blocks, static_cast<int64_t>((stored + 511) / 512));
     int const fd = ::open(f.c_str(), O_WRONLY);
     ASSERT_GE(fd, 0);
     struct stat st {};
