@@ -66,78 +66,86 @@ size_t first_max(std::vector<uint32_t> const& f) {
 
 }  // namespace
 
-rans_static::table quantize_rans_static_table(rans_static::table const& t) {
+namespace {
+
+// quantize_rans_static_table in place. The remainder symbol (the first
+// largest) absorbs the others' rounding; it is pulled back toward its own
+// frequency by moving the largest others one step the way they were
+// rounded (in order of decreasing frequency, ties by index), and stays >= 1:
+// undoing every rounding up leaves it at least its own frequency. Codes
+// hold every frequency below 32 exactly, and most of a large table's are
+// that small, so only the symbols that rounding moved are visited twice.
+void quantize_in_place(rans_static::table& t) {
   size_t const k = t.symbols.size();
   fail_if(k == 0, errc::domain, "rans_static: empty table");
-  if (k == 1) return t;
+  if (k == 1) return;
   uint64_t const total = uint64_t{1} << t.scale;
   size_t const rem = first_max(t.freqs);
-  std::vector<uint8_t> code(k, 0);
+  int64_t const want = t.freqs[rem];
+  struct rounded {
+    uint32_t key;  // 0xffff - min(freq, 0xffff): decreasing frequency
+    uint32_t i;
+    uint32_t freq;
+    uint8_t code;
+  };
+  thread_local std::vector<rounded> moved;
+  moved.clear();
   int64_t sum = 0;
+  uint64_t others = 0;  // the frequencies' sum but the remainder's
   for (size_t i = 0; i < k; ++i) {
     if (i == rem) continue;
-    code[i] = quantize(t.freqs[i]);
-    sum += dequantize(code[i]);
-  }
-  // The remainder symbol absorbs the others' rounding; pull it back toward
-  // its own frequency by moving the largest others one step the way they
-  // were rounded, and always keep it >= 1.
-  std::vector<size_t> order(k);
-  std::iota(order.begin(), order.end(), size_t{0});
-  // Stable order by decreasing frequency: LSD radix on 16-bit keys, linear
-  // in k (most symbols of large tables share a few small frequencies).
-  {
-    std::vector<size_t> tmp(k);
-    for (unsigned shift = 0; shift < 16; shift += 8) {
-      size_t pos[257] = {};
-      auto key = [&](size_t i) {
-        uint32_t const f = std::min<uint32_t>(t.freqs[i], 0xffff);
-        return ((0xffffu - f) >> shift) & 0xff;
-      };
-      for (size_t i : order) ++pos[key(i) + 1];
-      for (size_t b = 1; b < 257; ++b) pos[b] += pos[b - 1];
-      for (size_t i : order) tmp[pos[key(i)]++] = i;
-      order.swap(tmp);
+    uint32_t const f = t.freqs[i];
+    others += f;
+    uint8_t const c = quantize(f);
+    uint32_t const q = dequantize(c);
+    sum += q;
+    if (q != f) {
+      moved.push_back({0xffffu - std::min<uint32_t>(f, 0xffff),
+                       static_cast<uint32_t>(i), f, c});
+      t.freqs[i] = q;
     }
   }
+  fail_if(others + t.freqs[rem] != total, errc::domain,
+          "rans_static: frequencies do not sum to the precision");
+  std::sort(moved.begin(), moved.end(), [](rounded const& a, rounded const& b) {
+    return a.key != b.key ? a.key < b.key : a.i < b.i;
+  });
   auto remainder = [&] { return static_cast<int64_t>(total) - sum; };
-  int64_t const want = t.freqs[rem];
-  for (size_t i : order) {
-    if (i == rem || remainder() >= want) continue;
-    if (dequantize(code[i]) > t.freqs[i] && code[i] > 1) {
-      sum -= dequantize(code[i]) - dequantize(code[i] - 1);
-      --code[i];
+  for (rounded& m : moved) {
+    if (remainder() >= want) break;  // it only grows here
+    if (dequantize(m.code) > m.freq && m.code > 1) {
+      sum -= dequantize(m.code) - dequantize(m.code - 1);
+      --m.code;
     }
   }
-  for (size_t i : order) {  // only when rounding left nothing: always works
-    while (i != rem && remainder() < 1 && code[i] > 1) {
-      sum -= dequantize(code[i]) - dequantize(code[i] - 1);
-      --code[i];
-    }
-  }
-  for (size_t i : order) {
-    if (i == rem || code[i] == 255) continue;
-    uint32_t const up = dequantize(code[i] + 1) - dequantize(code[i]);
-    if (dequantize(code[i]) < t.freqs[i] && remainder() - up >= want) {
+  for (rounded& m : moved) {
+    if (m.code == 255) continue;
+    uint32_t const up = dequantize(m.code + 1) - dequantize(m.code);
+    if (dequantize(m.code) < m.freq && remainder() - up >= want) {
       sum += up;
-      ++code[i];
+      ++m.code;
     }
   }
+  for (rounded const& m : moved) t.freqs[m.i] = dequantize(m.code);
+  t.freqs[rem] = static_cast<uint32_t>(remainder());
+}
+
+}  // namespace
+
+rans_static::table quantize_rans_static_table(rans_static::table const& t) {
   rans_static::table q = t;
-  for (size_t i = 0; i < k; ++i) {
-    if (i != rem) q.freqs[i] = dequantize(code[i]);
-  }
-  q.freqs[rem] = static_cast<uint32_t>(remainder());
+  quantize_in_place(q);
   return q;
 }
 
 rans_static::table quantized_rans_static_table(
     std::span<uint32_t const> symbols, std::span<uint64_t const> counts,
     unsigned scale) {
-  return quantize_rans_static_table(
-      symbols.size() <= exact_table_symbols
-          ? rans_static::normalize(symbols, counts, scale)
-          : rans_static::normalize_near(symbols, counts, scale));
+  rans_static::table t = symbols.size() <= exact_table_symbols
+                             ? rans_static::normalize(symbols, counts, scale)
+                             : rans_static::normalize_near(symbols, counts, scale);
+  quantize_in_place(t);
+  return t;
 }
 
 namespace {

@@ -784,6 +784,11 @@ TEST(rans_static_test, quantization_keeps_every_frequency_positive) {
     EXPECT_NO_THROW(rs::validate(q, 16));
     EXPECT_EQ(parse_rans_static_table(serialize_rans_static_table(q), 2), q);
   }
+  // Frequencies that do not sum to the precision are refused.
+  rs::table const over{8, {1, 2, 3}, {100, 100, 57}};
+  EXPECT_THROW(quantize_rans_static_table(over), error);
+  rs::table const under{8, {1, 2, 3}, {100, 100, 55}};
+  EXPECT_THROW(quantize_rans_static_table(under), error);
 }
 
 TEST(rans_static_test, corrupt_tables_are_rejected) {
