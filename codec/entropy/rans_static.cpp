@@ -217,13 +217,15 @@ draft start_of(std::span<uint32_t const> symbols,
   uint64_t& sum = d.sum;
   // Rounded in floating point: a 128-bit division a symbol was half of the
   // start's time on fp16 tables (the nearest share is a start, so a tie
-  // rounded the other way only moves a unit).
+  // rounded the other way only moves a unit). By adding a half and
+  // truncating, as std::lround does for these shares (>= 0), but inline:
+  // the libm call was a third of the start.
   double const per_count = total / static_cast<double>(n);
   for (size_t i = 0; i < k; ++i) {
     c[i] = static_cast<double>(counts[i]);
     // Nearest, not floor: the start is then a few units off the optimum
     // instead of up to k, and each unit costs work. (<= total: fits.)
-    auto const f = static_cast<uint32_t>(std::lround(c[i] * per_count));
+    auto const f = static_cast<uint32_t>(c[i] * per_count + 0.5);
     t.freqs[i] = f < 1 ? 1 : f;
     sum += t.freqs[i];
   }
@@ -328,22 +330,52 @@ bool settle_in_passes(draft& d) {
   // and go by index. The keys are distinct, so the m chosen are one set.
   static_assert(max_scale <= 16, "symbol indexes fill the keys' low 16 bits");
   constexpr uint64_t index_bits = 0xffff;
-  std::vector<uint64_t> keys(k);
+  std::vector<uint64_t> keys;
   for (int pass = 0; pass < 8 && d.sum != total; ++pass) {
     bool const add = d.sum < total;
-    size_t live = 0;
-    for (size_t i = 0; i < k; ++i) {
-      uint32_t const f = t.freqs[i];
-      if (!add && f <= 1) continue;
+    uint64_t const need = add ? total - d.sum : d.sum - total;
+    auto key = [&](size_t i, uint32_t f) {
       double const marginal = d.c[i] * log2_step(add ? f : f - 1);
       auto const bits = std::bit_cast<uint64_t>(marginal);
-      keys[live++] = ((add ? ~bits : bits) & ~index_bits) | i;
+      return ((add ? ~bits : bits) & ~index_bits) | i;
+    };
+    size_t m = 0;  // the keys chosen, the least first in keys[0, m)
+    if (need <= k / 16) {
+      // Few units to move (the usual case): the least `need` keys kept in
+      // a max-heap as they come. Most keys lose to its top, a branch that
+      // predicts well, where nth_element's partitions mispredict half
+      // their comparisons.
+      keys.clear();
+      for (size_t i = 0; i < k; ++i) {
+        uint32_t const f = t.freqs[i];
+        if (!add && f <= 1) continue;
+        uint64_t const v = key(i, f);
+        if (keys.size() < need) {
+          keys.push_back(v);
+          if (keys.size() == need) std::make_heap(keys.begin(), keys.end());
+        } else if (v < keys.front()) {
+          std::pop_heap(keys.begin(), keys.end());
+          keys.back() = v;
+          std::push_heap(keys.begin(), keys.end());
+        }
+      }
+      m = keys.size();
+    } else {
+      keys.resize(k);
+      size_t live = 0;
+      for (size_t i = 0; i < k; ++i) {
+        uint32_t const f = t.freqs[i];
+        if (!add && f <= 1) continue;
+        keys[live++] = key(i, f);
+      }
+      m = std::min<uint64_t>(live, need);
+      if (m > 0) {
+        std::nth_element(keys.begin(),
+                         keys.begin() + static_cast<ptrdiff_t>(m - 1),
+                         keys.begin() + static_cast<ptrdiff_t>(live));
+      }
     }
-    size_t const m =
-        std::min<uint64_t>(live, add ? total - d.sum : d.sum - total);
     if (m == 0) break;
-    std::nth_element(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(m - 1),
-                     keys.begin() + static_cast<ptrdiff_t>(live));
     for (size_t j = 0; j < m; ++j) {
       uint32_t& f = t.freqs[keys[j] & index_bits];
       add ? ++f : --f;

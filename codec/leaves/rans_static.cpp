@@ -141,9 +141,10 @@ rans_static::table quantize_rans_static_table(rans_static::table const& t) {
 rans_static::table quantized_rans_static_table(
     std::span<uint32_t const> symbols, std::span<uint64_t const> counts,
     unsigned scale) {
-  rans_static::table t = symbols.size() <= exact_table_symbols
-                             ? rans_static::normalize(symbols, counts, scale)
-                             : rans_static::normalize_near(symbols, counts, scale);
+  rans_static::table t =
+      symbols.size() <= exact_table_symbols
+          ? rans_static::normalize(symbols, counts, scale)
+          : rans_static::normalize_near(symbols, counts, scale);
   quantize_in_place(t);
   return t;
 }
@@ -173,8 +174,10 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
   }
   if (rem == k) rem = first_max(t.freqs);
   // The symbol set: runs of consecutive symbols, then the remainder index.
-  bytes set;
+  // Sized ahead (a large table's set and codes are tens of KiB, grown a
+  // byte at a time otherwise).
   std::vector<std::pair<uint32_t, uint32_t>> runs;  // first, length
+  runs.reserve(k);
   for (uint32_t s : t.symbols) {
     if (!runs.empty() && runs.back().first + runs.back().second == s) {
       ++runs.back().second;
@@ -182,6 +185,8 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
       runs.emplace_back(s, 1);
     }
   }
+  bytes set;
+  set.reserve(3 * (2 * runs.size() + 2));  // varints of < 2^21
   put_varint(set, runs.size());
   uint64_t next = 0;
   for (auto [first, length] : runs) {
@@ -190,9 +195,9 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
     next = uint64_t{first} + length;
   }
   put_varint(set, rem);
-  bytes codes;
-  for (size_t i = 0; i < k; ++i) {
-    if (i != rem) codes.push_back(quantize(t.freqs[i]));
+  bytes codes(k - 1);
+  for (size_t i = 0, j = 0; i < k; ++i) {
+    if (i != rem) codes[j++] = quantize(t.freqs[i]);
   }
   bytes out;
   put_u8(out, static_cast<uint8_t>(t.scale));
