@@ -49,12 +49,11 @@ constexpr uint64_t floor_overshoot = 256;
 // Frequencies max(1, round(a c_i)), the factor a chosen so that they sum
 // near `total` although the symbols held at 1 take more than their share:
 // the continuous optimum (f_i proportional to c_i above the floor), a few
-// units from the integer one. Writes them to `freqs`; returns their sum.
-uint64_t proportional_start(std::vector<double> const& c, uint32_t total,
-                            std::vector<uint32_t>& freqs) {
+// units from the integer one, for counts `c` summing to `n`. Writes them
+// to `freqs`; returns their sum.
+uint64_t proportional_start(std::vector<double> const& c, double n,
+                            uint32_t total, std::vector<uint32_t>& freqs) {
   size_t const k = c.size();
-  double n = 0;
-  for (double x : c) n += x;
   double const most = total;  // a frequency's bound: keeps f in 32 bits
   auto const share = [&](double a, size_t i) {
     return static_cast<int32_t>(std::min(a * c[i] + 0.5, most));
@@ -230,7 +229,7 @@ draft start_of(std::span<uint32_t const> symbols,
     sum += t.freqs[i];
   }
   if (sum > total + floor_overshoot) {
-    sum = proportional_start(c, total, t.freqs);
+    sum = proportional_start(c, static_cast<double>(n), total, t.freqs);
   }
   return d;
 }

@@ -276,6 +276,11 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded, bool list,
           "rans_static: table shorter than its run count");
   uint64_t next = 0;
   count = 0;
+  // The runs first, then the symbols at their count: growing the list a
+  // run at a time cost more than reading the set (fp16 tables have
+  // thousands of short runs).
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> read;  // first, n
+  read.clear();
   for (uint64_t i = 0; i < runs; ++i) {
     uint64_t const gap = sr.varint();
     uint64_t const length = sr.varint();
@@ -287,12 +292,17 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded, bool list,
             "rans_static: more symbols than the precision allows");
     count += length + 1;
     if (list) {
-      size_t const at = t.symbols.size();
-      t.symbols.resize(count);
-      std::iota(t.symbols.begin() + static_cast<ptrdiff_t>(at), t.symbols.end(),
-                static_cast<uint32_t>(first));
+      read.emplace_back(static_cast<uint32_t>(first),
+                        static_cast<uint32_t>(length + 1));
     }
     next = first + length + 1;
+  }
+  if (list) {
+    t.symbols.resize(count);
+    uint32_t* to = t.symbols.data();
+    for (auto const& [first, n] : read) {
+      for (uint32_t j = 0; j < n; ++j) *to++ = first + j;
+    }
   }
   uint64_t const rem = sr.varint();
   fail_if(rem >= count, errc::corrupt,
