@@ -59,6 +59,30 @@ uint8_t quantize(uint32_t w) {
   return static_cast<uint8_t>(std::min(255u, ((sh + 1) << 4) | (m - 16)));
 }
 
+// quantize(f) for the small frequencies that most symbols of a large
+// histogram get, from a table (4 KiB, in L1) rather than computed.
+constexpr uint32_t quantized_small_size = 4096;
+uint8_t const* quantized_small() {
+  static auto const table = [] {
+    std::array<uint8_t, quantized_small_size> t{};
+    for (uint32_t f = 0; f < t.size(); ++f) t[f] = quantize(f);
+    return t;
+  }();
+  return table.data();
+}
+
+// The frequency of each code.
+std::array<uint32_t, 256> const& dequantize_table() {
+  static auto const table = [] {
+    std::array<uint32_t, 256> v{};
+    for (unsigned c = 0; c < 256; ++c) {
+      v[c] = dequantize(static_cast<uint8_t>(c));
+    }
+    return v;
+  }();
+  return table;
+}
+
 // Index of the first largest frequency.
 size_t first_max(std::vector<uint32_t> const& f) {
   return static_cast<size_t>(std::max_element(f.begin(), f.end()) - f.begin());
@@ -161,11 +185,18 @@ void put_packed(bytes& out, byte_view data);
 bytes serialize_table(rans_static::table const& t, bool coded) {
   size_t const k = t.symbols.size();
   fail_if(k == 0, errc::domain, "rans_static: empty table");
-  // The remainder symbol: the one frequency codes cannot hold, else the
+  // Every symbol's code (small frequencies' from a table), and the
+  // remainder symbol: the one frequency codes cannot hold, else the
   // largest (then any choice decodes to the same table).
+  uint8_t const* const small_codes = quantized_small();
+  std::array<uint32_t, 256> const& dequantized = dequantize_table();
+  bytes codes(k);
   size_t rem = k;
   for (size_t i = 0; i < k; ++i) {
-    if (dequantize(quantize(t.freqs[i])) != t.freqs[i]) {
+    uint32_t const f = t.freqs[i];
+    uint8_t const c = f < quantized_small_size ? small_codes[f] : quantize(f);
+    codes[i] = c;
+    if (dequantized[c] != f) {
       fail_if(rem != k, errc::domain,
               "rans_static: table is not quantized "
               "(quantize_rans_static_table)");
@@ -173,32 +204,32 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
     }
   }
   if (rem == k) rem = first_max(t.freqs);
+  codes.erase(codes.begin() + static_cast<ptrdiff_t>(rem));
   // The symbol set: runs of consecutive symbols, then the remainder index.
-  // Sized ahead (a large table's set and codes are tens of KiB, grown a
-  // byte at a time otherwise).
-  std::vector<std::pair<uint32_t, uint32_t>> runs;  // first, length
-  runs.reserve(k);
-  for (uint32_t s : t.symbols) {
-    if (!runs.empty() && runs.back().first + runs.back().second == s) {
-      ++runs.back().second;
-    } else {
-      runs.emplace_back(s, 1);
-    }
+  // Each run's first index, found without a branch a symbol (fp16 sets
+  // break into runs unpredictably); the set sized ahead.
+  thread_local std::vector<uint32_t> run_start;
+  run_start.resize(k + 1);
+  size_t runs = 1;
+  uint32_t* const starts = run_start.data();
+  starts[0] = 0;
+  for (size_t i = 1; i < k; ++i) {
+    starts[runs] = static_cast<uint32_t>(i);  // kept only if a run starts
+    runs += t.symbols[i] != t.symbols[i - 1] + 1;
   }
+  starts[runs] = static_cast<uint32_t>(k);
   bytes set;
-  set.reserve(3 * (2 * runs.size() + 2));  // varints of < 2^21
-  put_varint(set, runs.size());
+  set.reserve(3 * (2 * runs + 2));  // varints of < 2^21
+  put_varint(set, runs);
   uint64_t next = 0;
-  for (auto [first, length] : runs) {
+  for (size_t r = 0; r < runs; ++r) {
+    uint32_t const first = t.symbols[starts[r]];
+    uint32_t const length = starts[r + 1] - starts[r];
     put_varint(set, first - next);
     put_varint(set, length - 1);
     next = uint64_t{first} + length;
   }
   put_varint(set, rem);
-  bytes codes(k - 1);
-  for (size_t i = 0, j = 0; i < k; ++i) {
-    if (i != rem) codes[j++] = quantize(t.freqs[i]);
-  }
   bytes out;
   put_u8(out, static_cast<uint8_t>(t.scale));
   // Mode 1: the set's bytes and the code differences (neighbouring symbols
@@ -335,12 +366,7 @@ rans_static::table parse_table(byte_view blob, unsigned width, bool coded) {
   }
   // Codes dequantized from a table (the 16-bit tables' up to 2^16 symbols;
   // a zero code dequantizes to 0, checked once after the loop).
-  static auto const dequantized = [] {
-    std::array<uint32_t, 256> v{};
-    for (unsigned c = 0; c < 256; ++c)
-      v[c] = dequantize(static_cast<uint8_t>(c));
-    return v;
-  }();
+  std::array<uint32_t, 256> const& dequantized = dequantize_table();
   t.freqs.resize(k);
   uint64_t sum = 0;
   bool zero = false;
@@ -543,18 +569,6 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
 }
 
 namespace {
-
-// quantize(f) for the small frequencies that most symbols of a large
-// histogram get, from a table (4 KiB, in L1) rather than computed.
-constexpr uint32_t quantized_small_size = 4096;
-uint8_t const* quantized_small() {
-  static auto const table = [] {
-    std::array<uint8_t, quantized_small_size> t{};
-    for (uint32_t f = 0; f < t.size(); ++f) t[f] = quantize(f);
-    return t;
-  }();
-  return table.data();
-}
 
 // Adds the bytes of varint v to `h`; returns their number.
 size_t add_varint(std::array<uint64_t, 256>& h, uint64_t v) {
