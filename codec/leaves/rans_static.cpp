@@ -329,11 +329,21 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded, bool list,
     next = first + length + 1;
   }
   if (list) {
-    t.symbols.resize(count);
+    // Short runs (most of a 16-bit table's) as 8 symbols written at once,
+    // the next run's overwriting the excess: a loop a run mispredicted its
+    // exit at every run.
+    constexpr uint32_t block = 8;
+    t.symbols.resize(count + block);
     uint32_t* to = t.symbols.data();
     for (auto const& [first, n] : read) {
-      for (uint32_t j = 0; j < n; ++j) *to++ = first + j;
+      if (n <= block) {
+        for (uint32_t j = 0; j < block; ++j) to[j] = first + j;
+      } else {
+        for (uint32_t j = 0; j < n; ++j) to[j] = first + j;
+      }
+      to += n;
     }
+    t.symbols.resize(count);
   }
   uint64_t const rem = sr.varint();
   fail_if(rem >= count, errc::corrupt,
