@@ -8,6 +8,7 @@
 
 #include "codec/container/format.h"
 #include "codec/core/checksum.h"
+#include "codec/core/zstd_context.h"
 
 namespace brevis::codec::brv {
 namespace {
@@ -287,8 +288,8 @@ bytes pack_index(byte_view index, uint64_t payload_bytes) {
                     : index.size() < (4u << 20)   ? 7
                                                   : 3;
   bytes out(ZSTD_compressBound(index.size()));
-  size_t const n =
-      ZSTD_compress(out.data(), out.size(), index.data(), index.size(), level);
+  size_t const n = ZSTD_compressCCtx(thread_zstd_cctx(), out.data(), out.size(),
+                                     index.data(), index.size(), level);
   fail_if(ZSTD_isError(n), errc::domain, "zstd failed on the index");
   out.resize(n);
   // The decoder refuses an index that expands past its bound; an index of
@@ -312,8 +313,8 @@ bytes unpack_index(byte_view stored) {
               stored.size(),
           errc::corrupt, "index is not exactly one zstd frame");
   bytes out(size);
-  size_t const n =
-      ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
+  size_t const n = ZSTD_decompressDCtx(
+      thread_zstd_dctx(), out.data(), out.size(), stored.data(), stored.size());
   fail_if(ZSTD_isError(n) || n != size, errc::corrupt,
           "index zstd frame is damaged");
   return out;

@@ -2,33 +2,14 @@
 // repeats and long-range structure that order-0/1 coders cannot see.
 #include <zstd.h>
 
-#include <memory>
 #include <string>
 
 #include "codec/core/staging.h"
+#include "codec/core/zstd_context.h"
 #include "codec/dsl/operator.h"
 
 namespace brevis::codec {
 namespace {
-
-struct cctx_free {
-  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct dctx_free {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
-
-// One context per thread: creating them costs more than coding small chunks.
-ZSTD_CCtx* thread_cctx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, cctx_free> c(ZSTD_createCCtx());
-  fail_if(c == nullptr, errc::domain, "zstd: cannot create a context");
-  return c.get();
-}
-ZSTD_DCtx* thread_dctx() {
-  thread_local std::unique_ptr<ZSTD_DCtx, dctx_free> d(ZSTD_createDCtx());
-  fail_if(d == nullptr, errc::limit, "zstd: cannot create a context");
-  return d.get();
-}
 
 class zstd_leaf final : public leaf_def {
  public:
@@ -52,7 +33,7 @@ class zstd_leaf final : public leaf_def {
     size_t const bound = ZSTD_compressBound(in.size());
     staging_buffer stage(bound);
     size_t const r =
-        ZSTD_compressCCtx(thread_cctx(), stage.data(), bound, in.data(),
+        ZSTD_compressCCtx(thread_zstd_cctx(), stage.data(), bound, in.data(),
                           in.size(), static_cast<int>(n.params[0]));
     if (ZSTD_isError(r)) {
       fail(errc::domain, std::string("zstd: ") + ZSTD_getErrorName(r));
@@ -72,7 +53,7 @@ class zstd_leaf final : public leaf_def {
         ZSTD_findFrameCompressedSize(payload.data(), payload.size());
     fail_if(ZSTD_isError(frame) || frame != payload.size(), errc::corrupt,
             "zstd: payload is not exactly one frame");
-    size_t const r = ZSTD_decompressDCtx(thread_dctx(), out, out_size,
+    size_t const r = ZSTD_decompressDCtx(thread_zstd_dctx(), out, out_size,
                                          payload.data(), payload.size());
     fail_if(ZSTD_isError(r) || r != out_size, errc::corrupt,
             "zstd: frame does not decode to the value size");

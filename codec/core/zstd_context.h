@@ -1,0 +1,18 @@
+#pragma once
+// Each thread's zstd contexts, kept for its life: creating one per call
+// cost more than coding small values, and a fresh compression context's
+// tables (MiBs at the levels the index takes) were new memory for every
+// archive, paged in and zeroed.
+
+#include <zstd.h>
+
+namespace brevis::codec {
+
+/// The calling thread's compression context (parameters reset by each
+/// ZSTD_compressCCtx). Throws errc::domain if none can be created.
+ZSTD_CCtx* thread_zstd_cctx();
+/// The calling thread's decompression context. Throws errc::limit if none
+/// can be created.
+ZSTD_DCtx* thread_zstd_dctx();
+
+}  // namespace brevis::codec
