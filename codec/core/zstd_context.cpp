@@ -18,7 +18,7 @@ struct dctx_free {
 
 ZSTD_CCtx* thread_zstd_cctx() {
   thread_local std::unique_ptr<ZSTD_CCtx, cctx_free> c(ZSTD_createCCtx());
-  fail_if(c == nullptr, errc::domain, "zstd: cannot create a context");
+  fail_if(c == nullptr, errc::limit, "zstd: cannot create a context");
   return c.get();
 }
 

@@ -8,11 +8,13 @@
 
 namespace brevis::codec {
 
-/// The calling thread's compression context (parameters reset by each
-/// ZSTD_compressCCtx). Throws errc::domain if none can be created.
+/// The calling thread's compression context, for ZSTD_compressCCtx (which
+/// resets its parameters every call). Throws errc::limit if none can be
+/// created.
 ZSTD_CCtx* thread_zstd_cctx();
-/// The calling thread's decompression context. Throws errc::limit if none
-/// can be created.
+/// The calling thread's decompression context, for ZSTD_decompressDCtx.
+/// Its parameters and dictionary are sticky and every user shares them:
+/// none may set any. Throws errc::limit if none can be created.
 ZSTD_DCtx* thread_zstd_dctx();
 
 }  // namespace brevis::codec

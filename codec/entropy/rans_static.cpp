@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <utility>
@@ -223,7 +224,10 @@ draft start_of(std::span<uint32_t const> symbols,
   for (size_t i = 0; i < k; ++i) {
     c[i] = static_cast<double>(counts[i]);
     // Nearest, not floor: the start is then a few units off the optimum
-    // instead of up to k, and each unit costs work. (<= total: fits.)
+    // instead of up to k, and each unit costs work. (<= total: fits.) The
+    // one share lround would round otherwise, the double just below 0.5,
+    // goes to 1 here, as the floor below takes it anyway.
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     auto const f = static_cast<uint32_t>(c[i] * per_count + 0.5);
     t.freqs[i] = f < 1 ? 1 : f;
     sum += t.freqs[i];
@@ -314,6 +318,41 @@ void settle_with_heaps(draft& d, bool refine) {
   }
 }
 
+// The least `need` of the distinct keys key(i), i < k, where key(i) has one
+// (all of them where fewer do), into keys[0, m); returns m.
+template <typename key_of>
+size_t least_keys(size_t k, uint64_t need, key_of key,
+                  std::vector<uint64_t>& keys) {
+  keys.clear();
+  if (need <= k / 16) {
+    // Few (the usual case): the least so far kept in a max-heap as they
+    // come. Most keys lose to its top, a branch that predicts well, where
+    // nth_element's partitions mispredict half their comparisons.
+    for (size_t i = 0; i < k; ++i) {
+      std::optional<uint64_t> const v = key(i);
+      if (!v) continue;
+      if (keys.size() < need) {
+        keys.push_back(*v);
+        if (keys.size() == need) std::make_heap(keys.begin(), keys.end());
+      } else if (*v < keys.front()) {
+        std::pop_heap(keys.begin(), keys.end());
+        keys.back() = *v;
+        std::push_heap(keys.begin(), keys.end());
+      }
+    }
+    return keys.size();
+  }
+  for (size_t i = 0; i < k; ++i) {
+    if (std::optional<uint64_t> const v = key(i)) keys.push_back(*v);
+  }
+  size_t const m = std::min<uint64_t>(keys.size(), need);
+  if (m > 0) {
+    std::nth_element(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(m - 1),
+                     keys.end());
+  }
+  return m;
+}
+
 // Moves units in passes: with m units missing (or in excess), a pass gives
 // one unit to (takes one from) each of the m symbols where that gains most
 // (costs least), at most one a symbol: near the optimum, in linear time a
@@ -333,47 +372,14 @@ bool settle_in_passes(draft& d) {
   for (int pass = 0; pass < 8 && d.sum != total; ++pass) {
     bool const add = d.sum < total;
     uint64_t const need = add ? total - d.sum : d.sum - total;
-    auto key = [&](size_t i, uint32_t f) {
+    auto key = [&](size_t i) -> std::optional<uint64_t> {
+      uint32_t const f = t.freqs[i];
+      if (!add && f <= 1) return std::nullopt;  // held at 1
       double const marginal = d.c[i] * log2_step(add ? f : f - 1);
       auto const bits = std::bit_cast<uint64_t>(marginal);
       return ((add ? ~bits : bits) & ~index_bits) | i;
     };
-    size_t m = 0;  // the keys chosen, the least first in keys[0, m)
-    if (need <= k / 16) {
-      // Few units to move (the usual case): the least `need` keys kept in
-      // a max-heap as they come. Most keys lose to its top, a branch that
-      // predicts well, where nth_element's partitions mispredict half
-      // their comparisons.
-      keys.clear();
-      for (size_t i = 0; i < k; ++i) {
-        uint32_t const f = t.freqs[i];
-        if (!add && f <= 1) continue;
-        uint64_t const v = key(i, f);
-        if (keys.size() < need) {
-          keys.push_back(v);
-          if (keys.size() == need) std::make_heap(keys.begin(), keys.end());
-        } else if (v < keys.front()) {
-          std::pop_heap(keys.begin(), keys.end());
-          keys.back() = v;
-          std::push_heap(keys.begin(), keys.end());
-        }
-      }
-      m = keys.size();
-    } else {
-      keys.resize(k);
-      size_t live = 0;
-      for (size_t i = 0; i < k; ++i) {
-        uint32_t const f = t.freqs[i];
-        if (!add && f <= 1) continue;
-        keys[live++] = key(i, f);
-      }
-      m = std::min<uint64_t>(live, need);
-      if (m > 0) {
-        std::nth_element(keys.begin(),
-                         keys.begin() + static_cast<ptrdiff_t>(m - 1),
-                         keys.begin() + static_cast<ptrdiff_t>(live));
-      }
-    }
+    size_t const m = least_keys(k, need, key, keys);
     if (m == 0) break;
     for (size_t j = 0; j < m; ++j) {
       uint32_t& f = t.freqs[keys[j] & index_bits];

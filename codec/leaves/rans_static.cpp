@@ -31,7 +31,6 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -88,10 +87,6 @@ size_t first_max(std::vector<uint32_t> const& f) {
   return static_cast<size_t>(std::max_element(f.begin(), f.end()) - f.begin());
 }
 
-}  // namespace
-
-namespace {
-
 // quantize_rans_static_table in place. The remainder symbol (the first
 // largest) absorbs the others' rounding; it is pulled back toward its own
 // frequency by moving the largest others one step the way they were
@@ -101,9 +96,17 @@ namespace {
 // that small, so only the symbols that rounding moved are visited twice.
 void quantize_in_place(rans_static::table& t) {
   size_t const k = t.symbols.size();
-  fail_if(k == 0, errc::domain, "rans_static: empty table");
-  if (k == 1) return;
+  fail_if(k == 0 || t.freqs.size() != k, errc::domain,
+          "rans_static: empty or ragged table");
+  fail_if(t.scale < 1 || t.scale > rans_static::max_scale, errc::domain,
+          "rans_static: table precision out of range");
   uint64_t const total = uint64_t{1} << t.scale;
+  char const* const unsummed =
+      "rans_static: frequencies do not sum to the precision";
+  if (k == 1) {
+    fail_if(t.freqs[0] != total, errc::domain, unsummed);
+    return;
+  }
   size_t const rem = first_max(t.freqs);
   int64_t const want = t.freqs[rem];
   struct rounded {
@@ -126,11 +129,9 @@ void quantize_in_place(rans_static::table& t) {
     if (q != f) {
       moved.push_back({0xffffu - std::min<uint32_t>(f, 0xffff),
                        static_cast<uint32_t>(i), f, c});
-      t.freqs[i] = q;
     }
   }
-  fail_if(others + t.freqs[rem] != total, errc::domain,
-          "rans_static: frequencies do not sum to the precision");
+  fail_if(others + t.freqs[rem] != total, errc::domain, unsummed);
   std::sort(moved.begin(), moved.end(), [](rounded const& a, rounded const& b) {
     return a.key != b.key ? a.key < b.key : a.i < b.i;
   });
@@ -208,6 +209,8 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
   // The symbol set: runs of consecutive symbols, then the remainder index.
   // Each run's first index, found without a branch a symbol (fp16 sets
   // break into runs unpredictably); the set sized ahead.
+  // (Thread-local: the put_packed calls below serialize their inner tables
+  // through here, but only after this table's runs are written out.)
   thread_local std::vector<uint32_t> run_start;
   run_start.resize(k + 1);
   size_t runs = 1;
@@ -310,6 +313,8 @@ uint64_t parse_head(byte_reader& r, unsigned width, bool coded, bool list,
   // The runs first, then the symbols at their count: growing the list a
   // run at a time cost more than reading the set (fp16 tables have
   // thousands of short runs).
+  // (Thread-local: the inner tables' parses, of a packed set above and of
+  // packed codes after this head, use it before and after this one.)
   thread_local std::vector<std::pair<uint32_t, uint32_t>> read;  // first, n
   read.clear();
   for (uint64_t i = 0; i < runs; ++i) {

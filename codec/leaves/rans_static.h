@@ -67,8 +67,9 @@ double estimate_rans_static_blob_bytes(
     unsigned scale, double* payload_bits = nullptr);
 
 /// The nearest table the blob can hold: frequencies kept to 4-5 significant
-/// bits, one (the largest) taking the remainder. Idempotent. Throws
-/// errc::domain unless the frequencies sum to 2^scale.
+/// bits, one (the first largest) taking the remainder. Throws errc::domain
+/// unless the frequencies sum to 2^scale. (Not always idempotent: where a
+/// symbol rounds up past the remainder, quantizing again takes that one.)
 rans_static::table quantize_rans_static_table(rans_static::table const& t);
 
 /// The quantized table of these symbols (increasing) and counts (> 0) at

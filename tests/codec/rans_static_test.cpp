@@ -789,6 +789,36 @@ TEST(rans_static_test, quantization_keeps_every_frequency_positive) {
   EXPECT_THROW(quantize_rans_static_table(over), error);
   rs::table const under{8, {1, 2, 3}, {100, 100, 55}};
   EXPECT_THROW(quantize_rans_static_table(under), error);
+  rs::table const single{8, {7}, {200}};
+  EXPECT_THROW(quantize_rans_static_table(single), error);
+  EXPECT_EQ(quantize_rans_static_table(rs::table{8, {7}, {256}}).freqs[0],
+            256u);
+  rs::table const ragged{8, {1, 2, 3}, {128, 128}};
+  EXPECT_THROW(quantize_rans_static_table(ragged), error);
+}
+
+// Symbol sets of runs of every length around the parse's 8-symbol writes
+// (1, 7, 8, 9, 20, and a short one last), with few symbols (mode 0) and
+// many (mode 1), parse back to exactly their symbols.
+TEST(rans_static_test, symbol_runs_of_every_length_parse_back) {
+  for (size_t repeats : {1u, 12u}) {
+    std::vector<uint32_t> symbols;
+    uint32_t next = 3;
+    for (size_t r = 0; r < repeats; ++r) {
+      for (uint32_t length : {1u, 7u, 8u, 9u, 20u, 2u}) {
+        for (uint32_t j = 0; j < length; ++j) symbols.push_back(next + j);
+        next += length + 1 + static_cast<uint32_t>(r % 3);
+      }
+    }
+    std::vector<uint64_t> counts(symbols.size());
+    for (size_t i = 0; i < counts.size(); ++i) counts[i] = 1 + (i * 7) % 13;
+    rs::table const q = quantized_rans_static_table(symbols, counts, 12);
+    bytes const blob = serialize_rans_static_table(q);
+    EXPECT_EQ(blob[1], repeats == 1 ? 0 : 1) << "mode";
+    rs::table const back = parse_rans_static_table(blob, 2);
+    EXPECT_EQ(back.symbols, symbols);
+    EXPECT_EQ(back, q);
+  }
 }
 
 TEST(rans_static_test, corrupt_tables_are_rejected) {
