@@ -182,6 +182,38 @@ rans_static::table parse_rans_static_inner(byte_view blob);
 // (8-bit symbols, mode 0), blob payload.
 void put_packed(bytes& out, byte_view data);
 
+// The blob's symbol set: runs of consecutive symbols, then the remainder's
+// index. Each run's first index is found without a branch a symbol (fp16
+// sets break into runs unpredictably).
+bytes symbol_set(std::span<uint32_t const> symbols, size_t rem) {
+  size_t const k = symbols.size();
+  // (Thread-local: serialize_table's inner tables come here only after
+  // their outer table's set is written.)
+  thread_local std::vector<uint32_t> run_start;
+  run_start.resize(k + 1);
+  size_t runs = 1;
+  uint32_t* const starts = run_start.data();
+  starts[0] = 0;
+  for (size_t i = 1; i < k; ++i) {
+    starts[runs] = static_cast<uint32_t>(i);  // kept only if a run starts
+    runs += symbols[i] != symbols[i - 1] + 1;
+  }
+  starts[runs] = static_cast<uint32_t>(k);
+  bytes set;
+  set.reserve(3 * (2 * runs + 2));  // varints of < 2^21
+  put_varint(set, runs);
+  uint64_t next = 0;
+  for (size_t r = 0; r < runs; ++r) {
+    uint32_t const first = symbols[starts[r]];
+    uint32_t const length = starts[r + 1] - starts[r];
+    put_varint(set, first - next);
+    put_varint(set, length - 1);
+    next = uint64_t{first} + length;
+  }
+  put_varint(set, rem);
+  return set;
+}
+
 // The table blob; `coded` allows mode 1 (never inside the inner tables).
 bytes serialize_table(rans_static::table const& t, bool coded) {
   size_t const k = t.symbols.size();
@@ -206,33 +238,7 @@ bytes serialize_table(rans_static::table const& t, bool coded) {
   }
   if (rem == k) rem = first_max(t.freqs);
   codes.erase(codes.begin() + static_cast<ptrdiff_t>(rem));
-  // The symbol set: runs of consecutive symbols, then the remainder index.
-  // Each run's first index, found without a branch a symbol (fp16 sets
-  // break into runs unpredictably); the set sized ahead.
-  // (Thread-local: the put_packed calls below serialize their inner tables
-  // through here, but only after this table's runs are written out.)
-  thread_local std::vector<uint32_t> run_start;
-  run_start.resize(k + 1);
-  size_t runs = 1;
-  uint32_t* const starts = run_start.data();
-  starts[0] = 0;
-  for (size_t i = 1; i < k; ++i) {
-    starts[runs] = static_cast<uint32_t>(i);  // kept only if a run starts
-    runs += t.symbols[i] != t.symbols[i - 1] + 1;
-  }
-  starts[runs] = static_cast<uint32_t>(k);
-  bytes set;
-  set.reserve(3 * (2 * runs + 2));  // varints of < 2^21
-  put_varint(set, runs);
-  uint64_t next = 0;
-  for (size_t r = 0; r < runs; ++r) {
-    uint32_t const first = t.symbols[starts[r]];
-    uint32_t const length = starts[r + 1] - starts[r];
-    put_varint(set, first - next);
-    put_varint(set, length - 1);
-    next = uint64_t{first} + length;
-  }
-  put_varint(set, rem);
+  bytes const set = symbol_set(t.symbols, rem);
   bytes out;
   put_u8(out, static_cast<uint8_t>(t.scale));
   // Mode 1: the set's bytes and the code differences (neighbouring symbols
@@ -549,22 +555,7 @@ double estimate_rans_static_blob_bytes(std::span<uint32_t const> symbols,
   if (k <= 1) return 2 + 4;
   size_t const rem = static_cast<size_t>(
       std::max_element(freqs.begin(), freqs.end()) - freqs.begin());
-  // The symbol set, as serialize_table writes it.
-  bytes set;
-  size_t runs = 0;
-  for (size_t i = 0; i < k; ++i)
-    runs += i == 0 || symbols[i] != symbols[i - 1] + 1;
-  put_varint(set, runs);
-  uint64_t next = 0;
-  for (size_t i = 0; i < k;) {
-    size_t j = i + 1;
-    while (j < k && symbols[j] == symbols[j - 1] + 1) ++j;
-    put_varint(set, symbols[i] - next);
-    put_varint(set, j - i - 1);
-    next = uint64_t{symbols[j - 1]} + 1;
-    i = j;
-  }
-  put_varint(set, rem);
+  bytes const set = symbol_set(symbols, rem);  // as serialize_table's
   double const plain = 2 + static_cast<double>(set.size() + k - 1);
   if (k - 1 < 64) return plain;
   std::array<uint64_t, 256> set_hist{};
