@@ -91,7 +91,7 @@ int store_add(store_cli_options const& opt) {
         s->add_file(fs::root_inode, name, in.data(), *chooser, mode, mtime);
     if (opt.common.verbosity >= 2) {
       std::fprintf(stderr,
-                   "%s: %s -> %s referenced, %s new (ratio %.3f, %llu of "
+                   "%s: %s -> %s stored, %s new (ratio %.3f, %llu of "
                    "%llu chunks deduplicated)\n",
                    name.c_str(), human_size(r.size).c_str(),
                    human_size(r.stored).c_str(), human_size(r.written).c_str(),

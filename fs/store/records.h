@@ -54,7 +54,7 @@ struct inode_rec {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint64_t size = 0;
-  uint64_t stored = 0;  // payload bytes its chunks reference
+  uint64_t stored = 0;  // bytes of the payloads it names, each once
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
   uint64_t checksum = 0;  // XXH3-64 of the whole file

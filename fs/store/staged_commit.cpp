@@ -179,8 +179,9 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
     it = c.uses.emplace(cr.payload, state::use{p, 0}).first;
   }
   if (it->second.refs > 0 || !it->second.where.written) ++c.dedup;
+  // A payload the file names again (a repeated chunk) is stored once.
+  if (it->second.refs == 0) c.stored += it->second.where.length;
   ++it->second.refs;
-  c.stored += it->second.where.length;
   c.chunks.emplace_back(e.offset, cr);
   return it->second.where;
 }

@@ -538,6 +538,8 @@ void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
       4, 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
   std::unordered_set<uint64_t> progs_stored;
   std::unordered_map<uint64_t, chunk_rec> by_offset;  // for ref chunks
+  // The payloads the file names, each counted once in its stored size.
+  std::unordered_set<payload_key, payload_key_hash> named;
   auto chunks = w.chunks();
   auto check_cancelled = [&] {
     if (cancelled && cancelled()) {
@@ -591,7 +593,7 @@ void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
           }
           by_offset[e.offset] = cr;
         }
-        res.stored += payload_len;
+        if (named.insert(cr.payload).second) res.stored += payload_len;
         t.put(s.chunks, chunk_key(ino, e.offset), encode(cr));
       });
 }
@@ -930,7 +932,6 @@ store_stats store::stats() const {
         } else {
           ++x.files;
           x.logical += r.size;
-          x.referenced += r.stored;
           if (S_ISREG(r.mode) && r.nlink > 0 &&
               r.state == static_cast<uint32_t>(file_state::staged)) {
             ++x.staged_files;
@@ -942,8 +943,12 @@ store_stats store::stats() const {
     {
       cursor c(t, s.payloads);
       for (bool ok = c.first(); ok; ok = c.next()) {
+        payload_rec const p = decode_payload(c.value());
         ++x.payloads;
-        x.unique += decode_payload(c.value()).length;
+        x.unique += p.length;
+        // Every chunk naming it, a file's repeats too (a file's stored
+        // size counts each of its payloads once).
+        x.referenced += p.length * p.refs;
       }
     }
     {

@@ -52,7 +52,7 @@ struct inode_attr {
   uint32_t nlink = 0;
   uint32_t uid = 0, gid = 0;
   uint64_t size = 0;    // logical bytes
-  uint64_t stored = 0;  // payload bytes its chunks reference (shared counted)
+  uint64_t stored = 0;  // bytes of the payloads it names, each once
   int64_t mtime_ns = 0, ctime_ns = 0;
   uint64_t checksum = 0;  // XXH3-64 of the whole file
   uint32_t chunk_count = 0;
@@ -94,7 +94,7 @@ struct open_report {
 struct add_result {
   uint64_t ino = 0;
   uint64_t size = 0;
-  uint64_t stored = 0;   // payload bytes its chunks reference
+  uint64_t stored = 0;   // bytes of the payloads it names, each once
   uint64_t written = 0;  // payload bytes newly appended to packs
   uint64_t chunks = 0;
   uint64_t dedup_chunks = 0;  // chunks whose payload was already stored
@@ -107,7 +107,7 @@ struct job_record {
   int64_t finished_ns = 0;  // wall clock (CLOCK_REALTIME)
   uint64_t ino = 0;
   uint64_t size = 0;    // logical bytes
-  uint64_t stored = 0;  // payload bytes its chunks reference
+  uint64_t stored = 0;  // bytes of the payloads it names, each once
   uint64_t micros = 0;  // from the job's start to its commit
   std::string name;
 };
@@ -128,7 +128,7 @@ struct store_stats {
   uint64_t files = 0, dirs = 0;
   uint64_t staged_files = 0, staged_bytes = 0;  // not compressed yet
   uint64_t logical = 0;                         // sum of file sizes
-  uint64_t referenced = 0;  // sum of payload bytes files reference
+  uint64_t referenced = 0;  // payload bytes of every chunk reference
   uint64_t unique = 0;      // payload bytes stored once (what dedup keeps)
   uint64_t payloads = 0;    // distinct payloads
   uint64_t programs = 0;

@@ -89,6 +89,12 @@ TEST(compress_graph, staged_file_comes_out_exact) {
   EXPECT_GT(a.chunk_count, 10u);
   EXPECT_LT(a.stored, f.data.size());
   EXPECT_GT(out.result.dedup_chunks, 0u);  // the repeated tensor
+  // Its payloads count once in the file's stored size (what du shows), and
+  // the repeat shows as the store's dedup savings.
+  store_stats const st = f.s->stats();
+  EXPECT_EQ(a.stored, st.unique);
+  EXPECT_EQ(out.result.stored, st.unique);
+  EXPECT_GT(st.referenced, st.unique);
   EXPECT_TRUE(f.read_all(ino) == f.data);
   EXPECT_EQ(f.s->stats().staged_files, 0u);
   fsck_report const rep = f.s->fsck({});

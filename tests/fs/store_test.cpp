@@ -165,6 +165,27 @@ TEST(store_test, dedup_same_file_twice) {
   EXPECT_TRUE(fsck_clean(s));
 }
 
+TEST(store_test, repeated_tensor_counts_once_in_stored_size) {
+  temp_dir d;
+  std::string const w = cli_test::bf16_weights(100000, 12);
+  std::string const data = cli_test::make_safetensors(
+      {{"w", "BF16", {100000}, w},
+       {"b", "BF16", {30000}, cli_test::bf16_weights(30000, 13)},
+       {"w2", "BF16", {100000}, w}});
+  store s((d / "s").string(), small_chunks());
+  add_result r;
+  uint64_t const ino = add(s, "m", data, &r);
+  EXPECT_GT(r.dedup_chunks, 0u);  // the repeat names stored payloads
+  store_stats const st = s.stats();
+  // The file alone holds every payload: its stored size is each once, and
+  // the repeat's references are the dedup savings.
+  EXPECT_EQ(r.stored, st.unique);
+  EXPECT_EQ(s.stat(ino).stored, st.unique);
+  EXPECT_GT(st.referenced, st.unique);
+  EXPECT_EQ(read_all(s, ino), data);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
 TEST(store_test, shared_tensor_across_checkpoints_stored_once) {
   temp_dir d;
   std::string const shared = cli_test::bf16_weights(100000, 9);
