@@ -30,7 +30,6 @@ struct inode_check {
   inode_rec rec;
   uint64_t covered = 0;  // contiguous bytes from 0 seen so far
   uint64_t chunks = 0;
-  uint64_t stored = 0;
   uint64_t links = 0;  // directory entries naming it
   bool gap = false;
   std::string bad;  // why it cannot be read, empty when it can
@@ -177,7 +176,6 @@ fsck_report store::fsck(fsck_options const& opt) {
         set_bad("payload " + cr.payload.hex() + " is missing");
         continue;
       }
-      ic.stored += pit->second.length;
       if (bad_payloads.count(cr.payload)) {
         set_bad("payload " + cr.payload.hex() + " is damaged");
         continue;
