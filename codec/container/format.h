@@ -16,7 +16,7 @@ inline constexpr std::array<uint8_t, 8> end_magic = {0x89, 'B', 'R', 'V',
                                                      'I',  'D', 'X', 0x0A};
 
 inline constexpr uint8_t version_major = 1;
-inline constexpr uint8_t version_minor = 3;
+inline constexpr uint8_t version_minor = 4;
 
 inline constexpr size_t header_size = 16;
 inline constexpr size_t trailer_size = 32;

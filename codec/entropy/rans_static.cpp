@@ -1050,7 +1050,7 @@ void coder::dispatch_decode(byte_view payload, size_t count, uint8_t* out,
   }
 }
 
-void coder::encode(byte_view data, bytes& out) const {
+void coder::encode(byte_view data, bytes& out, uint64_t wide_at) const {
   size_t const count = data.size() / width_;
   if (count == 0) return;
   if (single_) {
@@ -1069,7 +1069,7 @@ void coder::encode(byte_view data, bytes& out) const {
     return;
   }
   enc_once_([this] { build_encoder(); });
-  bool const wide = lanes_for(count) == wide_lanes;
+  bool const wide = lanes_for(count, wide_at) == wide_lanes;
   if (width_ == 1) {
     wide ? encode_impl<uint8_t, wide_lanes>(data.data(), count, out)
          : encode_impl<uint8_t, lanes>(data.data(), count, out);
@@ -1079,7 +1079,8 @@ void coder::encode(byte_view data, bytes& out) const {
   }
 }
 
-void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
+void coder::decode(byte_view payload, size_t count, uint8_t* out,
+                   uint64_t wide_at) const {
   if (count == 0 || single_) {
     fail_if(!payload.empty(), errc::corrupt,
             "rans_static: payload where none is expected");
@@ -1093,7 +1094,7 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
     return;
   }
   dec_once_([this] { build_decoder(); });
-  bool const wide = lanes_for(count) == wide_lanes;
+  bool const wide = lanes_for(count, wide_at) == wide_lanes;
   if (width_ == 1) {
     wide ? dispatch_decode<uint8_t, wide_lanes>(payload, count, out)
          : dispatch_decode<uint8_t, lanes>(payload, count, out);
@@ -1103,27 +1104,27 @@ void coder::decode(byte_view payload, size_t count, uint8_t* out) const {
   }
 }
 
-bool coder::pairs_slot_rounds(byte_view payload, size_t count,
-                              bool wide) const {
+bool coder::pairs_slot_rounds(decode_job const& j, bool wide) const {
   // A malformed payload decodes alone (and throws there).
+  byte_view const payload = j.payload;
+  size_t const count = j.count;
   unsigned const n_lanes = wide ? wide_lanes : lanes;
-  bool const fits = wide ? count >= wide_from : count > 0 && count < wide_from;
+  bool const fits = wide ? count >= j.wide_at : count > 0 && count < j.wide_at;
   // Packed slots pair only narrow (the AVX-512 pair has no packed kernel).
   return fits && !single_ && !compact_ && !(wide && packed()) &&
-         payload.size() >= 4 * n_lanes && payload.size() % 2 == 0 &&
+         payload.size() >= size_t{4} * n_lanes && payload.size() % 2 == 0 &&
          (wide ? simd::pair_rounds() : simd::narrow_pair_rounds());
 }
 
 void coder::decode_pair(decode_job const& a, decode_job const& b) {
   for (bool const wide : {true, false}) {
-    if (a.c->pairs_slot_rounds(a.payload, a.count, wide) &&
-        b.c->pairs_slot_rounds(b.payload, b.count, wide)) {
+    if (a.c->pairs_slot_rounds(a, wide) && b.c->pairs_slot_rounds(b, wide)) {
       return wide ? decode_slot_pair<wide_lanes>(a, b)
                   : decode_slot_pair<lanes>(a, b);
     }
   }
-  a.c->decode(a.payload, a.count, a.out);
-  b.c->decode(b.payload, b.count, b.out);
+  a.c->decode(a.payload, a.count, a.out, a.wide_at);
+  b.c->decode(b.payload, b.count, b.out, b.wide_at);
 }
 
 template <unsigned n_lanes>

@@ -36,13 +36,17 @@ inline constexpr unsigned max_scale = 16;
 inline constexpr unsigned lanes = 8;
 /// States of payloads of at least wide_from symbols.
 inline constexpr unsigned wide_lanes = 32;
-inline constexpr uint64_t wide_from = uint64_t{1} << 16;
+/// log2 of wide_from: the format's default, which a leaf may lower (its
+/// one parameter, FORMAT.md section 4.6).
+inline constexpr unsigned wide_from_log2 = 16;
+inline constexpr uint64_t wide_from = uint64_t{1} << wide_from_log2;
 /// limit_simd's default level.
 inline constexpr unsigned simd_tuned = 4;
 
-/// The number of interleaved states for a payload of `count` symbols.
-constexpr unsigned lanes_for(uint64_t count) {
-  return count >= wide_from ? wide_lanes : lanes;
+/// The number of interleaved states for a payload of `count` symbols, wide
+/// from `wide_at` symbols on.
+constexpr unsigned lanes_for(uint64_t count, uint64_t wide_at = wide_from) {
+  return count >= wide_at ? wide_lanes : lanes;
 }
 
 /// A normalized frequency table: symbols strictly increasing, every freq >= 1,
@@ -112,13 +116,15 @@ class coder {
   size_t decode_table_bytes() const;
 
   /// Appends the payload coding data.size() / width symbols (data is a whole
-  /// number of lanes). Throws errc::domain on a symbol absent from the table.
-  void encode(byte_view data, bytes& out) const;
+  /// number of lanes), with wide_lanes states from `wide_at` symbols on
+  /// (lanes_for). Throws errc::domain on a symbol absent from the table.
+  void encode(byte_view data, bytes& out, uint64_t wide_at = wide_from) const;
 
-  /// Decodes exactly `count` symbols (count * width bytes into `out`).
-  /// Throws errc::corrupt or errc::truncated on a malformed payload, never
-  /// reading outside it.
-  void decode(byte_view payload, size_t count, uint8_t* out) const;
+  /// Decodes exactly `count` symbols (count * width bytes into `out`) of a
+  /// payload encoded with the same `wide_at`. Throws errc::corrupt or
+  /// errc::truncated on a malformed payload, never reading outside it.
+  void decode(byte_view payload, size_t count, uint8_t* out,
+              uint64_t wide_at = wide_from) const;
 
   /// The arguments of one decode call.
   struct decode_job {
@@ -126,6 +132,7 @@ class coder {
     byte_view payload;
     size_t count;
     uint8_t* out;
+    uint64_t wide_at = wide_from;
   };
   /// a.c->decode(...) then b.c->decode(...), with the same output and
   /// errors, but where both are wide and decode from slot tables with
@@ -145,7 +152,7 @@ class coder {
   };
   // Whether decode_pair can take this decode's rounds: wide ones (AVX-512),
   // or narrow ones (AVX2).
-  bool pairs_slot_rounds(byte_view payload, size_t count, bool wide) const;
+  bool pairs_slot_rounds(decode_job const& j, bool wide) const;
   // decode_pair's rounds of two payloads of n_lanes states from slot tables.
   template <unsigned n_lanes>
   static void decode_slot_pair(decode_job const& a, decode_job const& b);

@@ -817,8 +817,11 @@ class rans_static_leaf final : public leaf_def {
   std::string_view name() const override { return "rans_static"; }
 
   void check(node const& n, value_type in) const override {
-    fail_if(!n.params.empty(), errc::bad_program,
-            "rans_static takes no parameters");
+    fail_if(n.params.size() > 1 || (n.params.size() == 1 &&
+                                    n.params[0] > rans_static::wide_from_log2),
+            errc::bad_program,
+            "rans_static takes at most one parameter (log2 of the symbols "
+            "from which its payloads interleave 32 states, at most 16)");
     fail_if(in.width != 1 && in.width != 2, errc::bad_program,
             "rans_static codes 8- or 16-bit lanes");
     // Checked by parsing it into a (cached) coder: the decode that usually
@@ -846,7 +849,7 @@ class rans_static_leaf final : public leaf_def {
     } catch (error const& e) {
       fail(errc::bad_program, e.what());
     }
-    c->encode(in, out);
+    c->encode(in, out, wide_at(n));
   }
 
   void decode(node const& n, value_type in, byte_view payload, size_t out_size,
@@ -856,7 +859,7 @@ class rans_static_leaf final : public leaf_def {
             "rans_static codes 8- or 16-bit lanes");
     fail_if(out_size % w != 0, errc::corrupt,
             "rans_static: size is not a whole number of lanes");
-    coder_for(n.blob, w)->decode(payload, out_size / w, out);
+    coder_for(n.blob, w)->decode(payload, out_size / w, out, wide_at(n));
   }
 
   void decode_pair(decode_job const& a, decode_job const& b) const override {
@@ -870,8 +873,21 @@ class rans_static_leaf final : public leaf_def {
     auto const ca = coder_for(a.n->blob, a.in.width);
     auto const cb = coder_for(b.n->blob, b.in.width);
     rans_static::coder::decode_pair(
-        {ca.get(), a.payload, a.out_size / a.in.width, a.out},
-        {cb.get(), b.payload, b.out_size / b.in.width, b.out});
+        {ca.get(), a.payload, a.out_size / a.in.width, a.out, wide_at(*a.n)},
+        {cb.get(), b.payload, b.out_size / b.in.width, b.out, wide_at(*b.n)});
+  }
+
+ private:
+  // The symbols from which the node's payloads interleave 32 states: its
+  // parameter's power of two, or the format's default (check() has bounded
+  // the parameter; decode() may run on an unchecked node, so it is bounded
+  // here too).
+  static uint64_t wide_at(node const& n) {
+    unsigned const log2 = n.params.empty()
+                              ? rans_static::wide_from_log2
+                              : static_cast<unsigned>(std::min<uint64_t>(
+                                    n.params[0], rans_static::wide_from_log2));
+    return uint64_t{1} << log2;
   }
 };
 

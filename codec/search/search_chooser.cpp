@@ -21,11 +21,13 @@
 #include "codec/choose/literals.h"
 #include "codec/choose/shared_tables.h"
 #include "codec/choose/work_clock.h"
+#include "codec/entropy/rans_static.h"
 #include "codec/search/classes_candidate.h"
 #include "codec/search/closed_form.h"
 #include "codec/search/production.h"
 #include "codec/search/roles.h"
 #include "codec/search/segment.h"
+#include "codec/search/wide_lanes.h"
 
 namespace brevis::codec {
 namespace {
@@ -657,11 +659,15 @@ std::unique_ptr<program_chooser> make_search_chooser(
     // role would keep their entropy-coded mantissas.
     throw std::invalid_argument("pack_mantissas is per-region choosing only");
   }
-  auto chooser = std::make_unique<search_chooser>(opt);
-  if (!opt.classes || opt.search.how == search::strategy::fixed) {
-    return chooser;
+  std::unique_ptr<program_chooser> chooser =
+      std::make_unique<search_chooser>(opt);
+  if (opt.classes && opt.search.how != search::strategy::fixed) {
+    chooser = search::with_classes(std::move(chooser), opt.search.chunk_size);
   }
-  return search::with_classes(std::move(chooser), opt.search.chunk_size);
+  if (opt.wide_lanes_log2 < rans_static::wide_from_log2) {
+    chooser = search::with_wide_lanes(std::move(chooser), opt.wide_lanes_log2);
+  }
+  return chooser;
 }
 
 search_chooser_options store_chooser_options() {
@@ -669,6 +675,7 @@ search_chooser_options store_chooser_options() {
   o.sharing = table_sharing::per_region;
   o.search.budget = store_search_budget;
   o.pack_mantissas = true;
+  o.wide_lanes_log2 = store_wide_lanes_log2;
   return o;
 }
 

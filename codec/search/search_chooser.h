@@ -39,6 +39,10 @@ struct search_chooser_options {
   // of the region's bytes (the store: its cold reads are decode-bound).
   // Per-region choosing only (make_search_chooser throws otherwise).
   bool pack_mantissas = false;
+  // rans_static payloads interleave 32 states from 2^wide_lanes_log2
+  // symbols on (wide_lanes.h); 16, the format's default, writes no
+  // parameter. The store: store_wide_lanes_log2.
+  unsigned wide_lanes_log2 = 16;
   // Runs the passes over a whole file (every bf16/fp16 tensor's count, its
   // closed-form costs and choice) on the caller's threads; empty: serially.
   // The programs are the same either way.
@@ -53,6 +57,11 @@ struct search_chooser_options {
 /// 0 189,489,275 B, 0.25% 189,507,629, 0.5% and 1% 189,681,396 (+0.10%);
 /// `store get -T1` user CPU 290 -> 283 -> 237 ms.
 inline constexpr double packed_mantissa_margin = 0.005;
+
+/// The store's wide_lanes_log2: 32 states from 4096 symbols on. On
+/// ckpt-300m, `store get -T1` CPU 248 -> 234 ms (best of 4, alternated)
+/// for +95,589 B (+0.05%) of packs.
+inline constexpr unsigned store_wide_lanes_log2 = 12;
 
 /// The search chooser. With table_sharing::per_region (the store) a region's
 /// program depends only on its own bytes, dtype and shape: no file tables,

@@ -12,4 +12,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   search/classes_candidate.cpp
   search/roles.cpp
   search/segment.cpp
+  search/wide_lanes.cpp
   search/search_chooser.cpp)

@@ -10,6 +10,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/dsl/program.h"
+#include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
 #include "tests/codec/generators.h"
 
@@ -175,6 +176,58 @@ TEST(leaves_test, rans_static_roundtrips_with_its_own_table) {
   }
 }
 
+// The leaf's parameter: payloads interleave 32 states from 2^p symbols on
+// (FORMAT.md section 4.6). Every length and adversarial input roundtrips at
+// each p, through the interpreter and a serialized program.
+TEST(leaves_test, rans_static_wide_lanes_parameter_roundtrips) {
+  for (unsigned w : {1u, 2u}) {
+    value_type const t{static_cast<uint8_t>(w), meaning::none};
+    for (size_t len : test_lengths()) {
+      for (auto const& s : adversarial(len, w)) {
+        bytes const d = whole_lanes(s.data, w);
+        if (d.empty()) continue;
+        for (uint64_t p : {0u, 1u, 3u, 12u, 16u}) {
+          SCOPED_TRACE("w=" + std::to_string(w) + " " + s.name + " n=" +
+                       std::to_string(d.size()) + " p=" + std::to_string(p));
+          node n = make_rans_static(stream{d, t}, w);
+          n.params = {p};
+          EXPECT_TRUE(roundtrip(n, d, w));
+        }
+      }
+    }
+  }
+}
+
+// At p = 12 a payload of 4096 symbols or more carries 32 states, 96 bytes
+// more than the default's 8; fewer symbols code as without the parameter.
+TEST(leaves_test, rans_static_wide_lanes_parameter_sets_the_states) {
+  for (unsigned w : {1u, 2u}) {
+    value_type const t{static_cast<uint8_t>(w), meaning::none};
+    for (size_t count : {4095u, 4096u, 4097u, 4127u, 4129u, 70000u}) {
+      SCOPED_TRACE("w=" + std::to_string(w) + " n=" + std::to_string(count));
+      bytes d;
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t const v = static_cast<uint16_t>((i * 2654435761u) >> 27);
+        d.push_back(static_cast<uint8_t>(v));
+        if (w == 2) d.push_back(static_cast<uint8_t>(v >> 4));
+      }
+      node plain = make_rans_static(stream{d, t}, w);
+      node wide = plain;
+      wide.params = {12};
+      bytes a, b;
+      find_leaf(opcode::rans_static)->encode(plain, stream{d, t}, a);
+      find_leaf(opcode::rans_static)->encode(wide, stream{d, t}, b);
+      if (count < 4096 || count >= rans_static::wide_from) {
+        EXPECT_EQ(a, b);
+      } else {
+        EXPECT_GE(b.size(), a.size() + 64);
+        EXPECT_LE(b.size(), a.size() + 128);
+      }
+      EXPECT_TRUE(roundtrip(wide, d, w));
+    }
+  }
+}
+
 TEST(leaves_test, rans_static_rejects_symbols_outside_its_table) {
   bytes const sample = {1, 2, 3, 1, 2, 3};
   node const n = make_rans_static(stream{sample, bytes_type}, 1);
@@ -203,6 +256,14 @@ TEST(leaves_test, bad_parameters_are_rejected) {
   EXPECT_THROW(check_program(make_leaf(opcode::rans0, {1})), error);
   EXPECT_THROW(check_program(make_leaf(opcode::zero, {1})), error);
   EXPECT_THROW(check_program(make_leaf(opcode::rans_static)), error);
+  // rans_static's one parameter is at most 16.
+  node n = make_rans_static(stream{bytes{1, 2, 3}, bytes_type}, 1);
+  n.params = {16};
+  EXPECT_NO_THROW(check_program(n));
+  n.params = {17};
+  EXPECT_THROW(check_program(n), error);
+  n.params = {12, 12};
+  EXPECT_THROW(check_program(n), error);
 }
 
 // Every truncation and many random mutations of valid payloads must decode
@@ -287,6 +348,9 @@ TEST(leaves_test, malformed_payloads_throw_and_never_crash) {
       hammer(make_rans_static(stream{even, {2, meaning::none}}, 2), even, 2, 2);
     }
     hammer(make_rans_static(stream{d, bytes_type}, 1), d, 1, 3);
+    node wide = make_rans_static(stream{d, bytes_type}, 1);
+    wide.params = {12};
+    hammer(wide, d, 1, 4);
   }
 }
 

@@ -182,6 +182,44 @@ TEST(rans_static_pair_test, cut_and_corrupted_narrow_pairs_fail_alike) {
   }
 }
 
+// Payloads of 4096 to 65535 symbols coded wide (32 states from 2^12 on, the
+// leaf's parameter) pair with each other and with narrow ones (the default)
+// and decode as alone, on every vector path.
+TEST(rans_static_pair_test, pairs_follow_each_payloads_own_lane_count) {
+  uint64_t const at = uint64_t{1} << 12;
+  for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
+    rs::limit_simd(simd);
+    for (size_t na : {size_t{4096}, size_t{5001}, size_t{40000}}) {
+      for (uint64_t wide_b : {at, rs::wide_from}) {
+        bytes const da = skewed(na, 1, 120, static_cast<uint32_t>(na));
+        bytes const db = skewed(na + 77, 2, 50, static_cast<uint32_t>(simd));
+        coded a = code(da, 1, 11), b = code(db, 2, 12);
+        a.payload.clear();
+        a.c->encode(da, a.payload, at);
+        b.payload.clear();
+        b.c->encode(db, b.payload, wide_b);
+        EXPECT_GE(a.payload.size(), 4 * rs::wide_lanes);
+        outcome p{bytes(da.size()), bytes(db.size())};
+        rs::coder::decode_pair(
+            {a.c.get(), a.payload, a.count, p.a.data(), at},
+            {b.c.get(), b.payload, b.count, p.b.data(), wide_b});
+        EXPECT_EQ(p.a, da) << simd << " " << na << " " << wide_b;
+        EXPECT_EQ(p.b, db) << simd << " " << na << " " << wide_b;
+        // Decoded with the other lane count, a payload fails or differs.
+        bytes wrong(da.size());
+        bool threw = false;
+        try {
+          a.c->decode(a.payload, a.count, wrong.data());
+        } catch (error const&) {
+          threw = true;
+        }
+        EXPECT_TRUE(threw || wrong != da);
+      }
+    }
+  }
+  rs::limit_simd(rs::simd_tuned);
+}
+
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:
 // one pair, two pairs, or a pair and a leaf alone beside a raw plane) and
 // decodes chunks exactly.

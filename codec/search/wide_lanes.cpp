@@ -1,0 +1,64 @@
+#include "codec/search/wide_lanes.h"
+
+#include <utility>
+
+#include "codec/entropy/rans_static.h"
+
+namespace brevis::codec::search {
+
+void set_wide_lanes(node& program, unsigned log2) {
+  if (program.op == opcode::rans_static) {
+    program.params.clear();
+    if (log2 < rans_static::wide_from_log2) program.params.push_back(log2);
+  }
+  for (node& child : program.children) set_wide_lanes(child, log2);
+}
+
+namespace {
+
+class wide_lanes_chooser final : public program_chooser {
+ public:
+  wide_lanes_chooser(std::unique_ptr<program_chooser> inner, unsigned log2)
+      : inner_(std::move(inner)), log2_(log2) {}
+
+  node choose(region const& r, byte_view data) const override {
+    node program = inner_->choose(r, data);
+    set_wide_lanes(program, log2_);
+    return program;
+  }
+
+  // The estimate stays the inner chooser's: the wider states' 96 bytes a
+  // payload of 2^log2 symbols or more are not in it.
+  bool choose_recorded(region const& r, byte_view data, node& program,
+                       choice_record& how) const override {
+    bool const recorded = inner_->choose_recorded(r, data, program, how);
+    set_wide_lanes(program, log2_);
+    return recorded;
+  }
+
+  std::vector<uint64_t> cut_points(region const& r,
+                                   byte_view data) const override {
+    return inner_->cut_points(r, data);
+  }
+  std::string summary() const override { return inner_->summary(); }
+
+  std::unique_ptr<program_chooser> for_file(
+      byte_view file, std::span<region const> regions) const override {
+    auto inner = inner_->for_file(file, regions);
+    if (!inner) return nullptr;
+    return std::make_unique<wide_lanes_chooser>(std::move(inner), log2_);
+  }
+
+ private:
+  std::unique_ptr<program_chooser> inner_;
+  unsigned log2_;
+};
+
+}  // namespace
+
+std::unique_ptr<program_chooser> with_wide_lanes(
+    std::unique_ptr<program_chooser> inner, unsigned log2) {
+  return std::make_unique<wide_lanes_chooser>(std::move(inner), log2);
+}
+
+}  // namespace brevis::codec::search
