@@ -4,7 +4,8 @@
 //
 // Coder: 32-bit states in [2^16, 2^32), 16-bit renormalization, L states
 // interleaved round-robin (symbol i belongs to state i % L) so that decoding
-// is throughput-bound rather than latency-bound: L = 8 below 2^16 symbols,
+// is throughput-bound rather than latency-bound: L = 8 below wide_at
+// symbols (2^16 by default; the rans_static leaf's parameter lowers it),
 // where the states' bytes would show, else 32 (a round of 32 table lookups
 // keeps the memory system busy; AVX-512 or AVX2 decode it 16 or 8 lanes
 // at a time where the CPU has them).
@@ -32,9 +33,9 @@
 namespace brevis::codec::rans_static {
 
 inline constexpr unsigned max_scale = 16;
-/// States of payloads of fewer than wide_from symbols.
+/// States of payloads of fewer than wide_at symbols (wide_from by default).
 inline constexpr unsigned lanes = 8;
-/// States of payloads of at least wide_from symbols.
+/// States of payloads of at least wide_at symbols.
 inline constexpr unsigned wide_lanes = 32;
 /// log2 of wide_from: the format's default, which a leaf may lower (its
 /// one parameter, FORMAT.md section 4.6).

@@ -817,11 +817,7 @@ class rans_static_leaf final : public leaf_def {
   std::string_view name() const override { return "rans_static"; }
 
   void check(node const& n, value_type in) const override {
-    fail_if(n.params.size() > 1 || (n.params.size() == 1 &&
-                                    n.params[0] > rans_static::wide_from_log2),
-            errc::bad_program,
-            "rans_static takes at most one parameter (log2 of the symbols "
-            "from which its payloads interleave 32 states, at most 16)");
+    (void)wide_at(n);  // the parameter
     fail_if(in.width != 1 && in.width != 2, errc::bad_program,
             "rans_static codes 8- or 16-bit lanes");
     // Checked by parsing it into a (cached) coder: the decode that usually
@@ -879,15 +875,16 @@ class rans_static_leaf final : public leaf_def {
 
  private:
   // The symbols from which the node's payloads interleave 32 states: its
-  // parameter's power of two, or the format's default (check() has bounded
-  // the parameter; decode() may run on an unchecked node, so it is bounded
-  // here too).
+  // parameter's power of two, or the format's default. Validated on every
+  // use, not only by check(): a node can be decoded unchecked.
   static uint64_t wide_at(node const& n) {
-    unsigned const log2 = n.params.empty()
-                              ? rans_static::wide_from_log2
-                              : static_cast<unsigned>(std::min<uint64_t>(
-                                    n.params[0], rans_static::wide_from_log2));
-    return uint64_t{1} << log2;
+    fail_if(n.params.size() > 1 || (n.params.size() == 1 &&
+                                    n.params[0] > rans_static::wide_from_log2),
+            errc::bad_program,
+            "rans_static takes at most one parameter, at most 16 (log2 of "
+            "the symbols from which its payloads interleave 32 states)");
+    return uint64_t{1} << (n.params.empty() ? rans_static::wide_from_log2
+                                            : n.params[0]);
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "codec/choose/chooser.h"
 #include "codec/core/parallel.h"
+#include "codec/entropy/rans_static.h"
 #include "codec/search/astar.h"
 
 namespace brevis::codec {
@@ -42,7 +43,7 @@ struct search_chooser_options {
   // rans_static payloads interleave 32 states from 2^wide_lanes_log2
   // symbols on (wide_lanes.h); 16, the format's default, writes no
   // parameter. The store: store_wide_lanes_log2.
-  unsigned wide_lanes_log2 = 16;
+  unsigned wide_lanes_log2 = rans_static::wide_from_log2;
   // Runs the passes over a whole file (every bf16/fp16 tensor's count, its
   // closed-form costs and choice) on the caller's threads; empty: serially.
   // The programs are the same either way.
@@ -59,8 +60,9 @@ struct search_chooser_options {
 inline constexpr double packed_mantissa_margin = 0.005;
 
 /// The store's wide_lanes_log2: 32 states from 4096 symbols on. On
-/// ckpt-300m, `store get -T1` CPU 248 -> 234 ms (best of 4, alternated)
-/// for +95,589 B (+0.05%) of packs.
+/// ckpt-300m (Zen 5, AVX-512), `store get -T1` CPU 232 -> 204 ms (best of
+/// 5, alternated) for +55,562 B (+0.03%) of packs; 2^11 and 2^13 measured
+/// no better.
 inline constexpr unsigned store_wide_lanes_log2 = 12;
 
 /// The search chooser. With table_sharing::per_region (the store) a region's

@@ -7,6 +7,7 @@
 namespace brevis::codec::search {
 
 void set_wide_lanes(node& program, unsigned log2) {
+  // Above 16 (no such parameter): the default.
   if (program.op == opcode::rans_static) {
     program.params.clear();
     if (log2 < rans_static::wide_from_log2) program.params.push_back(log2);
@@ -27,8 +28,7 @@ class wide_lanes_chooser final : public program_chooser {
     return program;
   }
 
-  // The estimate stays the inner chooser's: the wider states' 96 bytes a
-  // payload of 2^log2 symbols or more are not in it.
+  // The estimate stays the inner chooser's (wide_lanes.h).
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {
     bool const recorded = inner_->choose_recorded(r, data, program, how);

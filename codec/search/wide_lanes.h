@@ -1,9 +1,10 @@
 #pragma once
 // Programs whose rans_static leaves interleave 32 states from fewer symbols
 // than the format's default (FORMAT.md section 4.6, the leaf's parameter):
-// the store's choice. A payload of 2^12 to 2^16 symbols then decodes in the
-// AVX-512 kernel of 32 states instead of the scalar loop of 8, for 96 bytes
-// more states a payload.
+// the store's choice. A payload of 2^12 to 2^16 - 1 symbols then decodes
+// with 32 states (on AVX-512 in its wide kernel, instead of the scalar loop
+// of 8), for 96 bytes more of states. The choosers' estimates do not count
+// those bytes: they may pick a rans_static leaf over another by less.
 
 #include <memory>
 

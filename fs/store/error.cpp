@@ -31,6 +31,8 @@ char const* to_string(store_errc e) noexcept {
       return "cancelled";
     case store_errc::no_attr:
       return "no such attribute";
+    case store_errc::too_new:
+      return "needs a newer brevis";
   }
   return "unknown";
 }
@@ -56,6 +58,7 @@ int store_error::errno_value() const noexcept {
     case store_errc::no_attr:
       return ENODATA;
     case store_errc::corrupt:
+    case store_errc::too_new:
     case store_errc::io:
     case store_errc::bad_store:
       return EIO;

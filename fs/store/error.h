@@ -21,6 +21,7 @@ enum class store_errc : int {
   not_empty = 10,  // rmdir or rename over a non-empty directory   (ENOTEMPTY)
   cancelled = 11,  // the caller's cancel callback said stop       (ECANCELED)
   no_attr = 12,    // no such extended attribute                   (ENODATA)
+  too_new = 13,    // a program intact but unknown: a newer brevis's (EIO)
 };
 
 char const* to_string(store_errc e) noexcept;

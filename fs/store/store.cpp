@@ -371,13 +371,18 @@ std::shared_ptr<codec::node const> store::impl::program(txn const& t,
     store_fail(store_errc::corrupt,
                "index: program " + std::to_string(hash) + " is missing");
   }
+  if (hash64(*v) != hash) {
+    store_fail(store_errc::corrupt, "index: program " + std::to_string(hash) +
+                                        " is damaged: its hash differs");
+  }
+  // Intact bytes that do not parse: an opcode or parameter of a later
+  // format version (FORMAT.md section S), not damage.
   std::shared_ptr<codec::node const> p;
   try {
-    if (hash64(*v) != hash) codec::fail(codec::errc::checksum, "hash");
     p = std::make_shared<codec::node const>(codec::parse_program(*v));
   } catch (codec::error const& e) {
-    store_fail(store_errc::corrupt, "index: program " + std::to_string(hash) +
-                                        " is damaged: " + e.what());
+    store_fail(store_errc::too_new, "index: program " + std::to_string(hash) +
+                                        " needs a newer brevis: " + e.what());
   }
   std::lock_guard lk(prog_mu);
   return prog_cache.emplace(hash, std::move(p)).first->second;

@@ -33,6 +33,9 @@ struct inode_check {
   uint64_t links = 0;  // directory entries naming it
   bool gap = false;
   std::string bad;  // why it cannot be read, empty when it can
+  // Some of it is damaged. Else a `bad` file is unreadable only by this
+  // brevis (a program of a later format version, intact): --repair keeps it.
+  bool damaged = false;
 };
 
 std::string ino_name(uint64_t ino) { return "inode " + std::to_string(ino); }
@@ -167,9 +170,10 @@ fsck_report store::fsck(fsck_options const& opt) {
       ++ic.chunks;
       if (off != ic.covered) ic.gap = true;
       ic.covered = off + cr.length;
-      auto set_bad = [&](std::string why) {
+      auto set_bad = [&](std::string const& why, bool damage = true) {
         if (ic.bad.empty())
           ic.bad = "bytes " + std::to_string(off) + ": " + why;
+        ic.damaged |= damage;
       };
       auto pit = payloads.find(cr.payload);
       if (pit == payloads.end()) {
@@ -184,7 +188,7 @@ fsck_report store::fsck(fsck_options const& opt) {
       try {
         prog = s.program(t, cr.program);
       } catch (store_error const& e) {
-        set_bad(e.what());
+        set_bad(e.what(), e.code() != store_errc::too_new);
         continue;
       }
       if (!opt.decode) continue;
@@ -209,14 +213,23 @@ fsck_report store::fsck(fsck_options const& opt) {
     bool const chunked =
         S_ISREG(ic.rec.mode) &&
         ic.rec.state == static_cast<uint32_t>(file_state::compressed);
-    if (chunked && ic.bad.empty() && (ic.gap || ic.covered != ic.rec.size)) {
-      ic.bad = "chunk records do not cover the file";
+    auto damage = [&](std::string why) {
+      if (ic.bad.empty()) ic.bad = std::move(why);
+      ic.damaged = true;
+    };
+    if (chunked && (ic.gap || ic.covered != ic.rec.size)) {
+      damage("chunk records do not cover the file");
     }
-    if (chunked && ic.bad.empty() && ic.chunks != ic.rec.chunk_count) {
-      ic.bad = "chunk count " + std::to_string(ic.chunks) + ", inode says " +
-               std::to_string(ic.rec.chunk_count);
+    if (chunked && ic.chunks != ic.rec.chunk_count) {
+      damage("chunk count " + std::to_string(ic.chunks) + ", inode says " +
+             std::to_string(ic.rec.chunk_count));
     }
-    if (!ic.bad.empty()) {
+    if (!ic.bad.empty() && !ic.damaged) {
+      rep.problems.push_back(ino_name(ino) +
+                             " cannot be read by this brevis (--repair keeps "
+                             "it): " +
+                             ic.bad);
+    } else if (!ic.bad.empty()) {
       rep.problems.push_back(ino_name(ino) + " cannot be read: " + ic.bad);
     } else if (ic.links == 0) {
       rep.problems.push_back(ino_name(ino) + " has no directory entry");
@@ -251,7 +264,7 @@ fsck_report store::fsck(fsck_options const& opt) {
     std::unordered_set<uint64_t> drop;
     for (auto const& [ino, ic] : inodes) {
       if (S_ISDIR(ic.rec.mode)) continue;
-      if (!ic.bad.empty() || ic.links == 0) drop.insert(ino);
+      if (ic.damaged || ic.links == 0) drop.insert(ino);
     }
     {
       std::vector<codec::bytes> del;

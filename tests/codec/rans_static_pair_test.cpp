@@ -183,8 +183,9 @@ TEST(rans_static_pair_test, cut_and_corrupted_narrow_pairs_fail_alike) {
 }
 
 // Payloads of 4096 to 65535 symbols coded wide (32 states from 2^12 on, the
-// leaf's parameter) pair with each other and with narrow ones (the default)
-// and decode as alone, on every vector path.
+// leaf's parameter), beside one coded wide too or narrow (the default):
+// paired where both are wide, alone otherwise, they decode as alone, on
+// every vector path.
 TEST(rans_static_pair_test, pairs_follow_each_payloads_own_lane_count) {
   uint64_t const at = uint64_t{1} << 12;
   for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
@@ -193,7 +194,8 @@ TEST(rans_static_pair_test, pairs_follow_each_payloads_own_lane_count) {
       for (uint64_t wide_b : {at, rs::wide_from}) {
         bytes const da = skewed(na, 1, 120, static_cast<uint32_t>(na));
         bytes const db = skewed(na + 77, 2, 50, static_cast<uint32_t>(simd));
-        coded a = code(da, 1, 11), b = code(db, 2, 12);
+        coded a = code(da, 1, 11);
+        coded b = code(db, 2, 12);
         a.payload.clear();
         a.c->encode(da, a.payload, at);
         b.payload.clear();
@@ -218,6 +220,39 @@ TEST(rans_static_pair_test, pairs_follow_each_payloads_own_lane_count) {
     }
   }
   rs::limit_simd(rs::simd_tuned);
+}
+
+// Sibling leaves of different parameters (one wide from 2^12 symbols, one
+// at the default) through the interpreter: each decodes with its own lane
+// count, whichever of them the interpreter pairs.
+TEST(rans_static_pair_test, siblings_of_different_parameters_roundtrip) {
+  for (size_t count : {size_t{4096}, size_t{9001}}) {
+    bytes chunk(count * 2);
+    std::mt19937 rng(static_cast<uint32_t>(count));
+    std::geometric_distribution<unsigned> g(0.05);
+    for (uint8_t& b : chunk) b = static_cast<uint8_t>(g(rng));
+    std::vector<node> kids;
+    for (unsigned k = 0; k < 2; ++k) {
+      bytes plane(count);
+      for (size_t i = 0; i < count; ++i) plane[i] = chunk[i * 2 + k];
+      kids.push_back(make_rans_static(stream{plane, bytes_type}, 1));
+    }
+    for (unsigned wide_kid = 0; wide_kid < 2; ++wide_kid) {
+      std::vector<node> planes = kids;
+      planes[wide_kid].params = {12};
+      node const program =
+          make_op(opcode::view, {2, 0},
+                  {make_op(opcode::planes, {}, std::move(planes)),
+                   make_leaf(opcode::raw)});
+      check_program(program);
+      for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
+        rs::limit_simd(simd);
+        EXPECT_TRUE(roundtrips(program, chunk))
+            << count << " " << wide_kid << " " << simd;
+      }
+      rs::limit_simd(rs::simd_tuned);
+    }
+  }
 }
 
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:

@@ -7,8 +7,14 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "fs/store/records.h"
 #include "fs/store/store.h"
 #include "tests/cli/helpers.h"
 
@@ -16,6 +22,7 @@ namespace brevis::fs {
 namespace {
 
 using namespace cli_test;
+using namespace detail;
 
 std::string ckpt(uint64_t seed) {
   return make_safetensors(
@@ -234,6 +241,104 @@ TEST(store_cli_test, fsck_reports_and_repairs_a_short_directory_key) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   store s(st);
   EXPECT_EQ(stored(s, "a"), ckpt(71));
+}
+
+// Rewrites every program record of the store at `dir` through `rewrite`
+// (new bytes, new key) and points the chunk records at the new keys: a
+// store as a brevis of a later format version would leave it, when
+// `rewrite` gives bytes this one cannot parse.
+void rewrite_programs(
+    std::filesystem::path const& dir,
+    std::function<codec::bytes(codec::bytes)> const& rewrite) {
+  MDB_env* env = nullptr;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
+  ASSERT_EQ(mdb_env_open(env, (dir / "index").c_str(), MDB_NOTLS, 0644), 0);
+  MDB_txn* t = nullptr;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
+  MDB_dbi programs = 0;
+  MDB_dbi chunks = 0;
+  ASSERT_EQ(mdb_dbi_open(t, "programs", 0, &programs), 0);
+  ASSERT_EQ(mdb_dbi_open(t, "chunks", 0, &chunks), 0);
+  std::map<uint64_t, uint64_t> moved;
+  std::vector<std::pair<uint64_t, codec::bytes>> fresh;
+  MDB_cursor* c = nullptr;
+  ASSERT_EQ(mdb_cursor_open(t, programs, &c), 0);
+  MDB_val k;
+  MDB_val v;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    codec::bytes const old(static_cast<uint8_t*>(v.mv_data),
+                           static_cast<uint8_t*>(v.mv_data) + v.mv_size);
+    codec::bytes next = rewrite(old);
+    uint64_t const h = hash64(next);
+    moved[hash64(old)] = h;
+    fresh.emplace_back(h, std::move(next));
+  }
+  mdb_cursor_close(c);
+  ASSERT_EQ(mdb_drop(t, programs, 0), 0);
+  for (auto& [h, bytes] : fresh) {
+    auto key = program_key(h);
+    MDB_val nk{key.size(), key.data()};
+    MDB_val nv{bytes.size(), bytes.data()};
+    ASSERT_EQ(mdb_put(t, programs, &nk, &nv, 0), 0);
+  }
+  std::vector<std::pair<codec::bytes, codec::bytes>> records;
+  ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    chunk_rec r = decode_chunk(
+        codec::byte_view(static_cast<uint8_t*>(v.mv_data), v.mv_size));
+    r.program = moved.at(r.program);
+    records.emplace_back(
+        codec::bytes(static_cast<uint8_t*>(k.mv_data),
+                     static_cast<uint8_t*>(k.mv_data) + k.mv_size),
+        encode(r));
+  }
+  mdb_cursor_close(c);
+  for (auto& [key, value] : records) {
+    MDB_val nk{key.size(), key.data()};
+    MDB_val nv{value.size(), value.data()};
+    ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
+  }
+  ASSERT_EQ(mdb_txn_commit(t), 0);
+  mdb_env_close(env);
+}
+
+// A file whose programs this brevis cannot parse but whose bytes are intact
+// (a later format version's opcode, here 99): fsck reports it as needing a
+// newer brevis, and --repair keeps it, so that the newer brevis still reads
+// it (restored programs stand in for that brevis).
+TEST(store_cli_test, fsck_repair_keeps_a_file_only_a_newer_brevis_reads) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  write_file(d / "a", ckpt(72));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  std::map<uint64_t, codec::bytes> originals;
+  rewrite_programs(d / "st", [&](codec::bytes p) {
+    codec::bytes future = p;
+    future[0] = 99;  // the root's opcode: none this brevis knows
+    originals[hash64(future)] = std::move(p);
+    return future;
+  });
+  auto r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("cannot be read by this brevis (--repair keeps it)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("needs a newer brevis"), std::string::npos) << r.out;
+  r = brevis({"store", "get", st, "a", "-o", (d / "out").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("needs a newer brevis"), std::string::npos) << r.err;
+  r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("removed"), std::string::npos) << r.out;
+  rewrite_programs(d / "st",
+                   [&](codec::bytes p) { return originals.at(hash64(p)); });
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  store s(st);
+  EXPECT_EQ(stored(s, "a"), ckpt(72));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "codec/choose/chooser.h"
+#include "codec/dsl/program.h"
 #include "codec/search/search_chooser.h"
 #include "tests/cli/helpers.h"
 
@@ -182,6 +183,25 @@ TEST(store_test, repeated_tensor_counts_once_in_stored_size) {
   EXPECT_EQ(r.stored, st.unique);
   EXPECT_EQ(s.stat(ino).stored, st.unique);
   EXPECT_GT(st.referenced, st.unique);
+  EXPECT_EQ(read_all(s, ino), data);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+// The store's programs carry rans_static's wide-lanes parameter (12) into
+// the index, and read back with it: chunks of 64 KiB are 32768 bf16
+// elements, coded with 32 states.
+TEST(store_test, stored_programs_keep_the_wide_lanes_parameter) {
+  temp_dir d;
+  std::string const data = cli_test::make_safetensors(
+      {{"w", "BF16", {100000}, cli_test::bf16_weights(100000, 21)}});
+  store s((d / "s").string(), small_chunks());
+  uint64_t const ino = add(s, "m", data);
+  size_t wide = 0;
+  for (auto const& c : s.chunk_map(ino, store::with_programs::yes)) {
+    std::string const text = codec::program_text(*c.program);
+    wide += text.find("rans_static:12[") != std::string::npos;
+  }
+  EXPECT_GT(wide, 0u);
   EXPECT_EQ(read_all(s, ino), data);
   EXPECT_TRUE(fsck_clean(s));
 }

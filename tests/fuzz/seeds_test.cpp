@@ -115,6 +115,10 @@ std::vector<seed_case> seed_cases() {
     add("leaf_rans_static_u8_scale13", rans_static_for(d, 1, 13), d);
     add("leaf_rans_static_u8_scale15", rans_static_for(d, 1, 15), d);
     add("leaf_rans_static_u8_scale9", rans_static_for(d, 1, 9), d);
+    // 32 states from 64 symbols on (the parameter, format 1.4).
+    node wide = rans_static_for(d, 1);
+    wide.params = {6};
+    add("leaf_rans_static_u8_wide6", wide, d);
   }
   {
     bytes const d(5000, 7);  // a one-symbol table codes in zero bytes
@@ -132,6 +136,9 @@ std::vector<seed_case> seed_cases() {
         d);
     add("view_bf16_rans_static_scale12",
         view(2, meaning::bf16, rans_static_for(d, 2, 12)), d);
+    node wide = rans_static_for(d, 2);
+    wide.params = {0};  // 32 states whatever the count
+    add("view_bf16_rans_static_wide0", view(2, meaning::bf16, wide), d);
     add("view_bf16_planes", view(2, meaning::bf16, rans0_planes(2)), d);
     add("fields_bf16",
         view(2, meaning::bf16,
