@@ -280,12 +280,13 @@ bytes pack_index(byte_view index, uint64_t payload_bytes) {
   // files whose index weighed an eighth of the payload or more (the rule of
   // 15d8def) gives up 15.5 KB of 430 MB with every file still below xz -6
   // and zstd -19, and saves ~0.6 s of index CPU (loaded box). The indexes
-  // of 128 KiB or more (large checkpoints', mostly their tables) take 7:
-  // 5.4 -> 3.5 ms on blazepose-heavy.bf16's 184 KB (1.2% of compressing
-  // it), +151 B; the corpus +1.6 KB, no file +0.015% or more.
+  // of 128 KiB or more (large checkpoints', mostly their tables, which zstd
+  // shrinks by a fifth at any level) take 3: against 7, the 9 corpus files
+  // with such indexes grow 17 KB (0.013-0.058% each), and
+  // blazepose-detector.fp16's 152 KB index takes ~0.5 ms instead of ~1.6
+  // plus a smaller context to page in.
   int const level = index.size() >= payload_bytes ? 19
                     : index.size() < (128u << 10) ? 9
-                    : index.size() < (4u << 20)   ? 7
                                                   : 3;
   bytes out(ZSTD_compressBound(index.size()));
   size_t const n = ZSTD_compressCCtx(thread_zstd_cctx(), out.data(), out.size(),
