@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "codec/choose/chooser_decorator.h"
 #include "codec/choose/histogram.h"
 #include "codec/choose/work_clock.h"
 #include "codec/core/bytes.h"
@@ -1170,14 +1171,14 @@ std::optional<classes_choice> classes_program(region const& r, byte_view data,
 
 namespace {
 
-class classes_chooser final : public recording_chooser {
+class classes_chooser final : public chooser_decorator {
  public:
   classes_chooser(std::unique_ptr<program_chooser> inner, uint32_t chunk_size)
-      : inner_(std::move(inner)), chunk_size_(chunk_size) {}
+      : chooser_decorator(std::move(inner)), chunk_size_(chunk_size) {}
 
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {
-    bool const recorded = inner_->choose_recorded(r, data, program, how);
+    bool const recorded = inner().choose_recorded(r, data, program, how);
     if (!recorded || how.estimated_bytes <= 0) return recorded;
     double const start = work_clock_ms();
     // The channels' classes read the data alone: found once for both tries,
@@ -1229,21 +1230,12 @@ class classes_chooser final : public recording_chooser {
     return true;
   }
 
-  std::vector<uint64_t> cut_points(region const& r,
-                                   byte_view data) const override {
-    return inner_->cut_points(r, data);
-  }
-  std::string summary() const override { return inner_->summary(); }
-
-  std::unique_ptr<program_chooser> for_file(
-      byte_view file, std::span<region const> regions) const override {
-    auto inner = inner_->for_file(file, regions);
-    if (!inner) return nullptr;
+ private:
+  std::unique_ptr<program_chooser> rewrap(
+      std::unique_ptr<program_chooser> inner) const override {
     return std::make_unique<classes_chooser>(std::move(inner), chunk_size_);
   }
 
- private:
-  std::unique_ptr<program_chooser> inner_;
   uint32_t chunk_size_;
 };
 

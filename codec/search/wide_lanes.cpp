@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "codec/choose/chooser_decorator.h"
 #include "codec/entropy/rans_static.h"
 
 namespace brevis::codec::search {
@@ -17,40 +18,25 @@ void set_wide_lanes(node& program, unsigned log2) {
 
 namespace {
 
-class wide_lanes_chooser final : public program_chooser {
+class wide_lanes_chooser final : public chooser_decorator {
  public:
   wide_lanes_chooser(std::unique_ptr<program_chooser> inner, unsigned log2)
-      : inner_(std::move(inner)), log2_(log2) {}
-
-  node choose(region const& r, byte_view data) const override {
-    node program = inner_->choose(r, data);
-    set_wide_lanes(program, log2_);
-    return program;
-  }
+      : chooser_decorator(std::move(inner)), log2_(log2) {}
 
   // The estimate stays the inner chooser's (wide_lanes.h).
   bool choose_recorded(region const& r, byte_view data, node& program,
                        choice_record& how) const override {
-    bool const recorded = inner_->choose_recorded(r, data, program, how);
+    bool const recorded = inner().choose_recorded(r, data, program, how);
     set_wide_lanes(program, log2_);
     return recorded;
   }
 
-  std::vector<uint64_t> cut_points(region const& r,
-                                   byte_view data) const override {
-    return inner_->cut_points(r, data);
-  }
-  std::string summary() const override { return inner_->summary(); }
-
-  std::unique_ptr<program_chooser> for_file(
-      byte_view file, std::span<region const> regions) const override {
-    auto inner = inner_->for_file(file, regions);
-    if (!inner) return nullptr;
+ private:
+  std::unique_ptr<program_chooser> rewrap(
+      std::unique_ptr<program_chooser> inner) const override {
     return std::make_unique<wide_lanes_chooser>(std::move(inner), log2_);
   }
 
- private:
-  std::unique_ptr<program_chooser> inner_;
   unsigned log2_;
 };
 
