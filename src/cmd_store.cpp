@@ -310,6 +310,9 @@ int store_fsck(store_cli_options const& opt) {
     fs::fsck_report const rep = s->fsck(fo);
     for (auto const& p : rep.problems) std::printf("problem: %s\n", p.c_str());
     for (auto const& p : rep.repairs) std::printf("repaired: %s\n", p.c_str());
+    for (auto const& p : rep.too_new) {
+      std::printf("kept: %s\n", p.c_str());
+    }
     std::printf("%llu files, %llu chunks, %llu pack records checked: %s\n",
                 static_cast<unsigned long long>(rep.files),
                 static_cast<unsigned long long>(rep.chunks),

@@ -1188,7 +1188,14 @@ std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
 
 std::string mount_fs::programs_text(uint64_t ino) {
   // One line per run of chunks with the same program: "START-END TEXT".
-  std::vector<store::chunk_span> const map = store_.chunk_map(ino);
+  std::vector<store::chunk_span> map;
+  try {
+    map = store_.chunk_map(ino);
+  } catch (store_error const& e) {
+    // Intact, but a newer brevis's: say so rather than fail the read.
+    if (e.code() != store_errc::too_new) throw;
+    return std::string("? ") + e.what() + "\n";
+  }
   std::unordered_map<codec::node const*, std::string> texts;
   auto text_of = [&](store::chunk_span const& c) -> std::string const& {
     auto [it, fresh] = texts.try_emplace(c.program.get());

@@ -147,6 +147,9 @@ struct fsck_report {
   uint64_t records = 0, chunks = 0, files = 0;
   std::vector<std::string> problems;
   std::vector<std::string> repairs;
+  // Files whose programs only a newer brevis reads (intact: not problems,
+  // and --repair keeps them).
+  std::vector<std::string> too_new;
   bool clean() const { return problems.empty(); }
 };
 

@@ -170,9 +170,11 @@ fsck_report store::fsck(fsck_options const& opt) {
       ++ic.chunks;
       if (off != ic.covered) ic.gap = true;
       ic.covered = off + cr.length;
+      // The first damage is the reason given, else the first failure.
       auto set_bad = [&](std::string const& why, bool damage = true) {
-        if (ic.bad.empty())
+        if (ic.bad.empty() || (damage && !ic.damaged)) {
           ic.bad = "bytes " + std::to_string(off) + ": " + why;
+        }
         ic.damaged |= damage;
       };
       auto pit = payloads.find(cr.payload);
@@ -214,7 +216,7 @@ fsck_report store::fsck(fsck_options const& opt) {
         S_ISREG(ic.rec.mode) &&
         ic.rec.state == static_cast<uint32_t>(file_state::compressed);
     auto damage = [&](std::string why) {
-      if (ic.bad.empty()) ic.bad = std::move(why);
+      if (!ic.damaged) ic.bad = std::move(why);
       ic.damaged = true;
     };
     if (chunked && (ic.gap || ic.covered != ic.rec.size)) {
@@ -224,14 +226,14 @@ fsck_report store::fsck(fsck_options const& opt) {
       damage("chunk count " + std::to_string(ic.chunks) + ", inode says " +
              std::to_string(ic.rec.chunk_count));
     }
-    if (!ic.bad.empty() && !ic.damaged) {
-      rep.problems.push_back(ino_name(ino) +
-                             " cannot be read by this brevis (--repair keeps "
-                             "it): " +
-                             ic.bad);
-    } else if (!ic.bad.empty()) {
+    if (ic.damaged) {
       rep.problems.push_back(ino_name(ino) + " cannot be read: " + ic.bad);
-    } else if (ic.links == 0) {
+      continue;
+    }
+    if (!ic.bad.empty()) {
+      rep.too_new.push_back(ino_name(ino) + ": " + ic.bad);
+    }
+    if (ic.links == 0) {
       rep.problems.push_back(ino_name(ino) + " has no directory entry");
     } else if (ic.links != ic.rec.nlink) {
       rep.problems.push_back(ino_name(ino) + " link count " +

@@ -243,13 +243,14 @@ TEST(store_cli_test, fsck_reports_and_repairs_a_short_directory_key) {
   EXPECT_EQ(stored(s, "a"), ckpt(71));
 }
 
-// Rewrites every program record of the store at `dir` through `rewrite`
-// (new bytes, new key) and points the chunk records at the new keys: a
-// store as a brevis of a later format version would leave it, when
-// `rewrite` gives bytes this one cannot parse.
-void rewrite_programs(
-    std::filesystem::path const& dir,
-    std::function<codec::bytes(codec::bytes)> const& rewrite) {
+// Rewrites every program record of the store at `dir` through `rewrite`.
+// With `rekey`, under the new bytes' key, the chunk records pointed at it:
+// a store as a brevis of a later format version would leave it, when
+// `rewrite` gives bytes this one cannot parse. Without, under the old key,
+// as damage would leave it.
+void rewrite_programs(std::filesystem::path const& dir,
+                      std::function<codec::bytes(codec::bytes)> const& rewrite,
+                      bool rekey = true) {
   MDB_env* env = nullptr;
   ASSERT_EQ(mdb_env_create(&env), 0);
   ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
@@ -271,7 +272,7 @@ void rewrite_programs(
     codec::bytes const old(static_cast<uint8_t*>(v.mv_data),
                            static_cast<uint8_t*>(v.mv_data) + v.mv_size);
     codec::bytes next = rewrite(old);
-    uint64_t const h = hash64(next);
+    uint64_t const h = rekey ? hash64(next) : hash64(old);
     moved[hash64(old)] = h;
     fresh.emplace_back(h, std::move(next));
   }
@@ -321,12 +322,12 @@ TEST(store_cli_test, fsck_repair_keeps_a_file_only_a_newer_brevis_reads) {
     originals[hash64(future)] = std::move(p);
     return future;
   });
+  // Not damage: fsck passes, naming the file it keeps.
   auto r = brevis({"fsck", st});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("cannot be read by this brevis (--repair keeps it)"),
-            std::string::npos)
-      << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("kept: inode"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("needs a newer brevis"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("problem:"), std::string::npos) << r.out;
   r = brevis({"store", "get", st, "a", "-o", (d / "out").string()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("needs a newer brevis"), std::string::npos) << r.err;
@@ -339,6 +340,30 @@ TEST(store_cli_test, fsck_repair_keeps_a_file_only_a_newer_brevis_reads) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   store s(st);
   EXPECT_EQ(stored(s, "a"), ckpt(72));
+}
+
+// The same unparseable bytes under the old key (so damaged, not newer): a
+// problem, and --repair removes the file.
+TEST(store_cli_test, fsck_repair_still_removes_a_damaged_program) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  write_file(d / "a", ckpt(73));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  rewrite_programs(
+      d / "st",
+      [](codec::bytes p) {
+        p[0] = 99;
+        return p;
+      },
+      false);
+  auto r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("cannot be read"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is damaged"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kept:"), std::string::npos) << r.out;
+  r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("removed unreadable"), std::string::npos) << r.out;
 }
 
 }  // namespace
