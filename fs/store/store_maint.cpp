@@ -36,6 +36,13 @@ struct inode_check {
   // Some of it is damaged. Else a `bad` file is unreadable only by this
   // brevis (a program of a later format version, intact): --repair keeps it.
   bool damaged = false;
+
+  // Records why it cannot be read: the first damage is the reason given,
+  // else the first failure.
+  void fail(std::string why, bool damage = true) {
+    if (bad.empty() || (damage && !damaged)) bad = std::move(why);
+    damaged |= damage;
+  }
 };
 
 std::string ino_name(uint64_t ino) { return "inode " + std::to_string(ino); }
@@ -170,12 +177,8 @@ fsck_report store::fsck(fsck_options const& opt) {
       ++ic.chunks;
       if (off != ic.covered) ic.gap = true;
       ic.covered = off + cr.length;
-      // The first damage is the reason given, else the first failure.
       auto set_bad = [&](std::string const& why, bool damage = true) {
-        if (ic.bad.empty() || (damage && !ic.damaged)) {
-          ic.bad = "bytes " + std::to_string(off) + ": " + why;
-        }
-        ic.damaged |= damage;
+        ic.fail("bytes " + std::to_string(off) + ": " + why, damage);
       };
       auto pit = payloads.find(cr.payload);
       if (pit == payloads.end()) {
@@ -215,16 +218,12 @@ fsck_report store::fsck(fsck_options const& opt) {
     bool const chunked =
         S_ISREG(ic.rec.mode) &&
         ic.rec.state == static_cast<uint32_t>(file_state::compressed);
-    auto damage = [&](std::string why) {
-      if (!ic.damaged) ic.bad = std::move(why);
-      ic.damaged = true;
-    };
     if (chunked && (ic.gap || ic.covered != ic.rec.size)) {
-      damage("chunk records do not cover the file");
+      ic.fail("chunk records do not cover the file");
     }
     if (chunked && ic.chunks != ic.rec.chunk_count) {
-      damage("chunk count " + std::to_string(ic.chunks) + ", inode says " +
-             std::to_string(ic.rec.chunk_count));
+      ic.fail("chunk count " + std::to_string(ic.chunks) + ", inode says " +
+              std::to_string(ic.rec.chunk_count));
     }
     if (ic.damaged) {
       rep.problems.push_back(ino_name(ino) + " cannot be read: " + ic.bad);
