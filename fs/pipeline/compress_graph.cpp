@@ -25,6 +25,7 @@
 #include "codec/core/error.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
+#include "fs/pipeline/mapping_guard.h"
 #include "fs/pipeline/resident_memory.h"
 #include "fs/store/read_at.h"
 #include "fs/store/records.h"
@@ -46,7 +47,9 @@ double process_cpu_seconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-/// The staged copy, mapped read-only.
+/// The staged copy, mapped read-only, and guarded: a touch of pages lost
+/// since it was mapped (the copy cut short behind the mount's back, or an
+/// I/O error) reads zeros and sets faulted() instead of ending the process.
 class mapped_copy {
  public:
   explicit mapped_copy(std::string const& path) {
@@ -61,9 +64,11 @@ class mapped_copy {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) fail("map the staged copy");
     data_ = static_cast<uint8_t const*>(p);
+    guard_.emplace(p, size_);
     ::madvise(p, size_, MADV_SEQUENTIAL);
   }
   ~mapped_copy() {
+    guard_.reset();
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     if (fd_ >= 0) ::close(fd_);
   }
@@ -71,6 +76,8 @@ class mapped_copy {
   mapped_copy& operator=(mapped_copy const&) = delete;
 
   codec::byte_view bytes() const { return {data_, size_}; }
+  /// Whether reads through bytes() have read zeros for lost pages.
+  bool faulted() const { return guard_ && guard_->faulted(); }
   /// Copies bytes [offset, offset + length) of the copy into `out`.
   /// Throws when the copy has shrunk since it was opened (changed behind
   /// the mount's back: the job fails and the file stays staged; reads
@@ -105,6 +112,7 @@ class mapped_copy {
   uint8_t const* data_ = nullptr;
   size_t size_ = 0;
   int64_t mtime_ns_ = 0;
+  std::optional<mapping_guard> guard_;
 };
 
 /// While alive, drops the mapping's pages whenever the process's resident
@@ -206,11 +214,12 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
   double const cpu_started = process_cpu_seconds();
   compress_outcome out;
   first_error err;
+  std::unique_ptr<mapped_copy> copy;
   auto stop = [&] {
-    return err.failed() || (req.cancelled && req.cancelled());
+    return err.failed() || (req.cancelled && req.cancelled()) ||
+           (copy && copy->faulted());
   };
 
-  std::unique_ptr<mapped_copy> copy;
   // What the staged copy's pages may take while whole-file stages read it.
   uint64_t const dropper_slack =
       std::max<uint64_t>(req.memory_limit / 8, 8u << 20);
@@ -270,6 +279,11 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     flow::make_edge(parse, synthesize);
     parse.try_put(flow::continue_msg());
     g.wait_for_all();
+    if (copy && copy->faulted()) {
+      err.set(store_errc::io,
+              "synthesize: the staged copy could not be read through its "
+              "mapping (cut short behind the mount's back, or an I/O error)");
+    }
     // What sampling touched.
     if (copy) copy->release(0, copy->bytes().size());
   }

@@ -9,11 +9,13 @@
 //   then commit (fs/store/staged_commit.h).
 //
 // The whole-file stages read the staged copy through a mapping whose pages
-// are dropped as they pile up; the chunk stages read each chunk into a
-// reused buffer. So a 2 GB file costs the pipeline's memory limit, not 2 GB
-// of resident memory: the limiter keeps at most memory_limit / (3 chunk
-// sizes) chunks in flight (each holds a copy of its bytes, its payload and
-// a decode buffer).
+// are dropped as they pile up, guarded (mapping_guard.h): a copy cut short
+// behind the mount's back, or an I/O error under it, fails the job rather
+// than the daemon. The chunk stages read each chunk into a reused buffer.
+// So a 2 GB file costs the pipeline's memory limit, not 2 GB of resident
+// memory: the limiter keeps at most memory_limit / (3 chunk sizes) chunks
+// in flight (each holds a copy of its bytes, its payload and a decode
+// buffer).
 //
 // Node bodies never throw: the first error is kept, later nodes pass their
 // messages on without work (so the limiter drains), and the outcome says

@@ -20,3 +20,6 @@ if(BREVIS_TBB_ON_DEMAND)
   target_link_libraries(tbb_on_demand_test PRIVATE brevis_tbb)
   brevis_static_cxx_runtime(tbb_on_demand_test)
 endif()
+# The SIGBUS guard of the compression job's file mappings.
+brevis_add_test(mapping_guard_test fs/mapping_guard_test.cpp)
+target_link_libraries(mapping_guard_test PRIVATE brevis_pipeline)

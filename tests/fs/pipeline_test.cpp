@@ -159,7 +159,7 @@ TEST(compress_graph, cancelled_leaves_the_file_staged) {
 // mount itself waits for a job to stop before a write reaches its file):
 // the chunks' reads come up short, the job fails and the file stays staged,
 // as it now is, with nothing committed. (Reads through the copy's mapping,
-// the parse's and those of regions over memory_limit / 16, would fault.)
+// the parse's and those of regions over memory_limit / 16: next test.)
 TEST(compress_graph, copy_shrunk_under_the_job_fails_it_and_stays_staged) {
   fixture f;
   uint64_t const ino = f.stage("f", f.data);
@@ -182,6 +182,43 @@ TEST(compress_graph, copy_shrunk_under_the_job_fails_it_and_stays_staged) {
   EXPECT_EQ(f.s->stat(ino).state, file_state::staged);
   EXPECT_EQ(f.s->stats().payloads, 0u);
   EXPECT_TRUE(f.s->fsck({}).clean());
+}
+
+// The same where the regions are read through the copy's mapping (every
+// region is over memory_limit / 16): the touches past the new end raise
+// SIGBUS, which must not end the process. The job reads zeros there, then
+// fails and leaves the file staged.
+TEST(compress_graph, shrunk_copy_read_through_mapping_fails_only_the_job) {
+  fixture f;
+  uint64_t const ino = f.stage("f", f.data);
+  std::string const staged = f.s->staging_path(ino);
+  compress_request r = f.request(ino, "f");
+  r.memory_limit = 16;
+  std::atomic<bool> cut{false};
+  r.cancelled = [&] {
+    if (!cut.exchange(true)) {
+      EXPECT_EQ(::truncate(staged.c_str(), 4096), 0);
+    }
+    return false;
+  };
+  compress_outcome const out = compress_staged_file(*f.s, *f.chooser, r);
+  ASSERT_TRUE(cut.load());
+  EXPECT_FALSE(out.ok);
+  EXPECT_EQ(out.code, store_errc::io);
+  EXPECT_NE(out.error.find("could not be read through its mapping"),
+            std::string::npos)
+      << out.error;
+  EXPECT_EQ(f.s->stat(ino).state, file_state::staged);
+  EXPECT_EQ(f.s->stats().payloads, 0u);
+  EXPECT_TRUE(f.s->fsck({}).clean());
+  // The file, as it now is, still compresses.
+  r.cancelled = nullptr;
+  r.memory_limit = default_pipeline_memory;
+  store::attr_update u;
+  u.size = 4096;
+  f.s->set_attr(ino, u);
+  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, r).ok);
+  EXPECT_EQ(f.read_all(ino), f.data.substr(0, 4096));
 }
 
 TEST(compress_graph, unlinked_or_missing_copy_is_an_outcome_not_a_throw) {
