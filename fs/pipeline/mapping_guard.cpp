@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <mutex>
@@ -13,12 +14,15 @@
 namespace brevis::fs {
 namespace {
 
-// One guarded mapping. `base` is written last when a slot is taken and
-// cleared first when it is given back, so a handler that sees a base sees
-// its size.
+static_assert(sizeof(void*) == 8, "SYS_mmap's arguments as on 64-bit Linux");
+
+// One guarded mapping. `version` is odd while the slot changes (a seqlock):
+// a handler takes base and size only from an even version it reads before
+// and after them, so it never pairs one guard's base with another's size.
 struct slot {
+  std::atomic<uint32_t> version{0};
   std::atomic<uintptr_t> base{0};
-  std::atomic<size_t> size{0};
+  std::atomic<size_t> size{0};  // rounded up to whole pages
   std::atomic<bool> faulted{false};
   std::atomic<bool> taken{false};
 };
@@ -31,45 +35,65 @@ uintptr_t g_page = 4096;
 std::once_flag g_installed;
 // NOLINTEND(cppcoreguidelines-avoid-non-const-global-variables)
 
+// Whether the access that raised the signal runs again when the handler
+// returns: a fault on an access, not a signal sent by kill() (si_code <= 0)
+// nor a memory error reported ahead of any access (BUS_MCEERR_AO).
+bool repeats(siginfo_t const* info) {
+  return info != nullptr && info->si_code > 0 && info->si_code != BUS_MCEERR_AO;
+}
+
 void forward(int sig, siginfo_t* info, void* context) {
   if ((g_previous.sa_flags & SA_SIGINFO) != 0) {
     g_previous.sa_sigaction(sig, info, context);
-  } else if (g_previous.sa_handler != SIG_DFL &&
-             g_previous.sa_handler != SIG_IGN) {
+  } else if (g_previous.sa_handler == SIG_IGN) {
+    // Ignored as before; a fault on an access cannot be ignored, and ends
+    // the process when it repeats.
+    if (repeats(info)) ::signal(sig, SIG_DFL);
+  } else if (g_previous.sa_handler != SIG_DFL) {
     g_previous.sa_handler(sig);
   } else {
     // The default action, as without us: a faulting access repeats and ends
-    // the process; a signal sent by kill() is raised again.
+    // the process; any other SIGBUS is raised again.
     ::signal(sig, SIG_DFL);
-    if (info == nullptr || info->si_code <= 0) ::raise(sig);
+    if (!repeats(info)) ::raise(sig);
   }
 }
 
-// Only async-signal-safe calls: atomics and a raw mmap system call.
+// Only async-signal-safe calls: atomics, a raw mmap system call, and those
+// forward() makes. errno is kept for the interrupted code.
 extern "C" void on_sigbus(int sig, siginfo_t* info, void* context) {
-  // Kernel-raised faults only (si_code > 0): a SIGBUS sent by kill() has no
-  // faulting address.
+  int const saved_errno = errno;
+  // Faults only: a SIGBUS sent by kill() has no faulting address.
   if (info != nullptr && info->si_code > 0) {
     auto const at = reinterpret_cast<uintptr_t>(info->si_addr);
     for (slot& s : g_slots) {
-      uintptr_t const base = s.base.load(std::memory_order_acquire);
+      uint32_t const v = s.version.load(std::memory_order_acquire);
+      uintptr_t const base = s.base.load(std::memory_order_relaxed);
       size_t const size = s.size.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (v % 2 != 0 || s.version.load(std::memory_order_relaxed) != v) {
+        continue;  // changing: its own mapping is not being read
+      }
       if (base == 0 || at < base || at - base >= size) continue;
       uintptr_t const page = at & ~(g_page - 1);
       // Zero pages over the rest of the mapping: each later touch would
       // fault again otherwise, one page at a time. The system call itself:
       // mmap() is not on POSIX's list of async-signal-safe functions.
       // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg)
-      long const r = ::syscall(SYS_mmap, page, base + size - page, PROT_READ,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      long const r =
+          ::syscall(SYS_mmap, static_cast<long>(page),
+                    static_cast<long>(base + size - page), long{PROT_READ},
+                    long{MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED}, -1L, 0L);
       if (r != -1) {
         s.faulted.store(true, std::memory_order_release);
+        errno = saved_errno;
         return;
       }
       break;
     }
   }
   forward(sig, info, context);
+  errno = saved_errno;
 }
 
 void install() {
@@ -86,12 +110,19 @@ void install() {
 mapping_guard::mapping_guard(void const* base, size_t size) noexcept {
   if (base == nullptr || size == 0) return;
   std::call_once(g_installed, install);
+  auto const at = reinterpret_cast<uintptr_t>(base);
+  if (at % g_page != 0) return;  // not a mapping's start: left unguarded
+  // The mapping covers whole pages, and a touch of its last page past
+  // `size` faults too once the page is lost.
+  size_t const pages = (size + g_page - 1) / g_page * g_page;
   for (int i = 0; i < slots; ++i) {
     slot& s = g_slots[static_cast<size_t>(i)];
     if (s.taken.exchange(true, std::memory_order_acquire)) continue;
+    s.version.fetch_add(1, std::memory_order_acq_rel);  // odd: changing
     s.faulted.store(false, std::memory_order_relaxed);
-    s.size.store(size, std::memory_order_relaxed);
-    s.base.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
+    s.size.store(pages, std::memory_order_relaxed);
+    s.base.store(at, std::memory_order_relaxed);
+    s.version.fetch_add(1, std::memory_order_release);  // even: settled
     slot_ = i;
     return;
   }
@@ -100,7 +131,9 @@ mapping_guard::mapping_guard(void const* base, size_t size) noexcept {
 mapping_guard::~mapping_guard() {
   if (slot_ < 0) return;
   slot& s = g_slots[static_cast<size_t>(slot_)];
-  s.base.store(0, std::memory_order_release);
+  s.version.fetch_add(1, std::memory_order_acq_rel);
+  s.base.store(0, std::memory_order_relaxed);
+  s.version.fetch_add(1, std::memory_order_release);
   s.taken.store(false, std::memory_order_release);
 }
 

@@ -11,7 +11,9 @@
 // SIGBUS raised anywhere else goes to the handler installed before the
 // first guard (the CLI's, src/fatal_signals.h), or to the default action.
 // The handler installs itself when the first guard is made, so handlers set
-// up later must chain to it rather than replace it.
+// up later must chain to it rather than replace it. (Under AddressSanitizer
+// with handle_sigbus=2, ASan keeps SIGBUS to itself and the guards do
+// nothing.)
 
 #include <cstddef>
 
@@ -19,8 +21,10 @@ namespace brevis::fs {
 
 class mapping_guard {
  public:
-  /// Guards [base, base + size). Up to `slots` mappings are guarded at once;
-  /// past that a guard is inert (guarded() false) and a fault ends the
+  /// Guards the mapping [base, base + size) (`base` as mmap returned it, at
+  /// a page boundary; the guard covers its last page whole). Up to `slots`
+  /// mappings are guarded at once; past that, or for a base off a page
+  /// boundary, a guard is inert (guarded() false) and a fault ends the
   /// process as before.
   mapping_guard(void const* base, size_t size) noexcept;
   /// Stops guarding: call before unmapping.

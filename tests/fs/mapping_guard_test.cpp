@@ -85,6 +85,18 @@ TEST(mapping_guard, lost_pages_read_as_zeros_and_are_reported) {
   EXPECT_TRUE(guard.faulted());
 }
 
+// The guard covers the mapping's last page whole, past the size it was
+// given (a touch there faults as well once the page is lost).
+TEST(mapping_guard, last_page_past_the_size_is_guarded) {
+  temp_dir dir;
+  mapped_file f((dir / "f").string(), 3);
+  size_t const size = 2 * page_size() + 100;
+  mapping_guard const guard(f.data, size);
+  f.cut_to(page_size());
+  EXPECT_EQ(f.data[2 * page_size() + 200], 0);
+  EXPECT_TRUE(guard.faulted());
+}
+
 TEST(mapping_guard, guards_are_separate) {
   temp_dir dir;
   mapped_file a((dir / "a").string(), 3);
@@ -126,6 +138,10 @@ void fault_outside_the_guard(std::string const& dir, bool own_handler) {
   }
   mapped_file guarded(dir + "/g", 2);
   mapping_guard const g(guarded.data, guarded.size);
+  // The guard's handler is in place (else exit 3)...
+  guarded.cut_to(0);
+  if (guarded.read_all() != 0 || !g.faulted()) ::_exit(3);
+  // ...and passes this fault on.
   mapped_file bare(dir + "/b", 2);
   bare.cut_to(0);
   (void)bare.read_all();
@@ -139,8 +155,9 @@ TEST(mapping_guard_death, fault_elsewhere_goes_to_the_earlier_handler) {
               ::testing::ExitedWithCode(42), "");
 }
 
-// Ended by SIGBUS; under AddressSanitizer, whose handler comes first, by its
-// report (an abort or an exit status, as ASAN_OPTIONS say).
+// Ended by SIGBUS; under AddressSanitizer, whose handler was installed
+// before the guard's and so is the one passed on to, by its report (an abort
+// or an exit status, as ASAN_OPTIONS say).
 bool ended_by_the_fault(int status) {
 #ifdef __SANITIZE_ADDRESS__
   return WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
@@ -168,6 +185,22 @@ TEST(mapping_guard_death, sent_signal_still_kills) {
         ::_exit(0);
       },
       ended_by_the_fault, "");
+}
+
+// An ignored SIGBUS stays ignored when sent; the guard still catches faults.
+TEST(mapping_guard_death, ignored_sent_signal_stays_ignored) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  temp_dir dir;
+  EXPECT_EXIT(
+      {
+        ::signal(SIGBUS, SIG_IGN);
+        mapped_file guarded(dir.path().string() + "/g", 2);
+        mapping_guard const g(guarded.data, guarded.size);
+        ::kill(::getpid(), SIGBUS);
+        guarded.cut_to(0);
+        ::_exit(guarded.read_all() == 0 && g.faulted() ? 7 : 3);
+      },
+      ::testing::ExitedWithCode(7), "");
 }
 
 }  // namespace
