@@ -79,11 +79,12 @@ extern "C" void on_sigbus(int sig, siginfo_t* info, void* context) {
       // Zero pages over the rest of the mapping: each later touch would
       // fault again otherwise, one page at a time. The system call itself:
       // mmap() is not on POSIX's list of async-signal-safe functions.
-      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg)
+      long const length = static_cast<long>(base + size - page);
+      long const flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+      // NOLINTBEGIN(cppcoreguidelines-pro-type-vararg)
       long const r =
-          ::syscall(SYS_mmap, static_cast<long>(page),
-                    static_cast<long>(base + size - page), long{PROT_READ},
-                    long{MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED}, -1L, 0L);
+          ::syscall(SYS_mmap, page, length, long{PROT_READ}, flags, -1L, 0L);
+      // NOLINTEND(cppcoreguidelines-pro-type-vararg)
       if (r != -1) {
         s.faulted.store(true, std::memory_order_release);
         errno = saved_errno;
