@@ -283,12 +283,26 @@ struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
   return getattr(*ino);
 }
 
+void mount_fs::set_owner(uint64_t parent, store::node_spec& spec,
+                         caller const& who) {
+  spec.uid = who.uid;
+  spec.gid = who.gid;
+  // A setgid directory hands its group down, and its setgid bit to
+  // subdirectories, as on ext4: FUSE leaves this to the filesystem. (The
+  // kernel has already dropped a new file's own setgid bit where its
+  // creator is outside the group.)
+  struct stat const dir = getattr(parent);
+  if ((dir.st_mode & S_ISGID) != 0) {
+    spec.gid = dir.st_gid;
+    if (S_ISDIR(spec.mode)) spec.mode |= S_ISGID;
+  }
+}
+
 struct stat mount_fs::create(uint64_t parent, std::string_view name,
                              uint32_t mode, int flags, caller const& who) {
   store::node_spec spec;
   spec.mode = S_IFREG | (mode & 07777);
-  spec.uid = who.uid;
-  spec.gid = who.gid;
+  set_owner(parent, spec, who);
   spec.time_ns = now_ns();
   inode_attr const a = store_.make_node(parent, name, spec);
   std::shared_ptr<node> n = get(a.ino);  // not_found: unlinked meanwhile
@@ -333,8 +347,7 @@ struct stat mount_fs::mkdir(uint64_t parent, std::string_view name,
                             uint32_t mode, caller const& who) {
   store::node_spec spec;
   spec.mode = S_IFDIR | (mode & 07777);
-  spec.uid = who.uid;
-  spec.gid = who.gid;
+  set_owner(parent, spec, who);
   spec.time_ns = now_ns();
   return to_stat(store_.make_node(parent, name, spec));
 }
@@ -343,8 +356,7 @@ struct stat mount_fs::symlink(uint64_t parent, std::string_view name,
                               std::string_view target, caller const& who) {
   store::node_spec spec;
   spec.mode = S_IFLNK | 0777;
-  spec.uid = who.uid;
-  spec.gid = who.gid;
+  set_owner(parent, spec, who);
   spec.time_ns = now_ns();
   spec.link_target = target;
   return to_stat(store_.make_node(parent, name, spec));

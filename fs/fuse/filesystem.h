@@ -224,6 +224,9 @@ class mount_fs {
   void written(node& n);
   /// The store dropped or orphaned an inode that lost its last name.
   void after_unlink(store::unlink_result const& r);
+  /// A new node's owner: the caller, with the group (and for directories
+  /// the setgid bit) of a setgid parent.
+  void set_owner(uint64_t parent, store::node_spec& spec, caller const& who);
   void compress_job(uint64_t ino);
   /// Records the queue in the store for `brevis stats` (running: 0 idle).
   void report_queue(uint64_t running, std::string const& name);

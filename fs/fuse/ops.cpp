@@ -121,6 +121,18 @@ fuse_entry_param entry_of(struct stat const& st) {
 
 std::string_view sv(char const* s) { return s ? std::string_view(s) : ""; }
 
+// A directory entry's name. The kernel passes FUSE names of up to 1024
+// bytes; like ext4, names past NAME_MAX are ENAMETOOLONG (the store would
+// call them invalid, EINVAL, which mv reads as a move into itself).
+std::string_view entry_name(char const* s) {
+  std::string_view const n = sv(s);
+  if (n.size() > NAME_MAX) {
+    throw std::system_error(ENAMETOOLONG, std::generic_category(),
+                            "name too long");
+  }
+  return n;
+}
+
 // ------------------------------------------------------------------- ops
 
 void op_init(void*, fuse_conn_info* conn) {
@@ -137,7 +149,8 @@ void op_init(void*, fuse_conn_info* conn) {
 void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
   reply_errno(req, "lookup", [&] {
     try {
-      fuse_entry_param const e = entry_of(fs_of(req).lookup(parent, sv(name)));
+      fuse_entry_param const e =
+          entry_of(fs_of(req).lookup(parent, entry_name(name)));
       return fuse_reply_entry(req, &e), 0;
     } catch (store_error const& err) {
       if (err.code() != store_errc::not_found) throw;
@@ -205,7 +218,7 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
     if (!S_ISREG(mode)) return EPERM;  // no devices, fifos or sockets
     mount_fs& fs = fs_of(req);
     struct stat const st =
-        fs.create(parent, sv(name), mode, O_WRONLY, caller_of(req));
+        fs.create(parent, entry_name(name), mode, O_WRONLY, caller_of(req));
     fs.release(st.st_ino, true);
     fuse_entry_param const e = entry_of(fs.getattr(st.st_ino));
     return fuse_reply_entry(req, &e), 0;
@@ -215,22 +228,22 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, char const* name,
               mode_t mode) {
   reply_errno(req, "mkdir", [&] {
-    fuse_entry_param const e =
-        entry_of(fs_of(req).mkdir(parent, sv(name), mode, caller_of(req)));
+    fuse_entry_param const e = entry_of(
+        fs_of(req).mkdir(parent, entry_name(name), mode, caller_of(req)));
     return fuse_reply_entry(req, &e), 0;
   });
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, char const* name) {
   reply_errno(req, "unlink", [&] {
-    fs_of(req).unlink(parent, sv(name));
+    fs_of(req).unlink(parent, entry_name(name));
     return fuse_reply_err(req, 0), 0;
   });
 }
 
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, char const* name) {
   reply_errno(req, "rmdir", [&] {
-    fs_of(req).rmdir(parent, sv(name));
+    fs_of(req).rmdir(parent, entry_name(name));
     return fuse_reply_err(req, 0), 0;
   });
 }
@@ -239,7 +252,7 @@ void op_symlink(fuse_req_t req, char const* link, fuse_ino_t parent,
                 char const* name) {
   reply_errno(req, "symlink", [&] {
     fuse_entry_param const e = entry_of(
-        fs_of(req).symlink(parent, sv(name), sv(link), caller_of(req)));
+        fs_of(req).symlink(parent, entry_name(name), sv(link), caller_of(req)));
     return fuse_reply_entry(req, &e), 0;
   });
 }
@@ -251,7 +264,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, char const* name,
     unsigned f = 0;
     if (flags & RENAME_NOREPLACE) f |= store::rename_noreplace;
     if (flags & RENAME_EXCHANGE) f |= store::rename_exchange;
-    fs_of(req).rename(parent, sv(name), newparent, sv(newname), f);
+    fs_of(req).rename(parent, entry_name(name), newparent, entry_name(newname),
+                      f);
     return fuse_reply_err(req, 0), 0;
   });
 }
@@ -260,7 +274,7 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
              char const* newname) {
   reply_errno(req, "link", [&] {
     fuse_entry_param const e =
-        entry_of(fs_of(req).link(ino, newparent, sv(newname)));
+        entry_of(fs_of(req).link(ino, newparent, entry_name(newname)));
     return fuse_reply_entry(req, &e), 0;
   });
 }
@@ -284,8 +298,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
                fuse_file_info* fi) {
   reply_errno(req, "create", [&] {
     mount_fs& fs = fs_of(req);
-    fuse_entry_param const e =
-        entry_of(fs.create(parent, sv(name), mode, fi->flags, caller_of(req)));
+    fuse_entry_param const e = entry_of(
+        fs.create(parent, entry_name(name), mode, fi->flags, caller_of(req)));
     fi->fh = 1;
     fi->keep_cache = 1;
     if (fuse_reply_create(req, &e, fi) != 0) fs.release(e.ino, true);
@@ -346,57 +360,86 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
   });
 }
 
-using dir_snapshot = std::vector<mount_fs::entry>;
+// An open directory: offsets index a listing of it, so they stay stable
+// across the calls that read it. A read from offset 0 after the first
+// (rewinddir, or a seek back to the start) lists the directory again, as
+// POSIX asks.
+struct dir_handle {
+  std::mutex mu;
+  std::vector<mount_fs::entry> entries;
+  bool served = false;
+};
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   reply_errno(req, "opendir", [&] {
-    // Offsets index this snapshot, so entries stay stable across calls.
-    auto snap = std::make_unique<dir_snapshot>(fs_of(req).readdir(ino));
-    fi->fh = reinterpret_cast<uint64_t>(snap.get());
-    if (fuse_reply_open(req, fi) == 0) snap.release();
+    auto h = std::make_unique<dir_handle>();
+    h->entries = fs_of(req).readdir(ino);
+    fi->fh = reinterpret_cast<uint64_t>(h.get());
+    if (fuse_reply_open(req, fi) == 0) h.release();
     return 0;
   });
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  delete reinterpret_cast<dir_snapshot*>(fi->fh);
+  delete reinterpret_cast<dir_handle*>(fi->fh);
   fuse_reply_err(req, 0);
 }
 
-void do_readdir(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi,
-                bool plus) {
+void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                fuse_file_info* fi, bool plus) {
   reply_errno(req, "readdir", [&] {
-    auto const& snap = *reinterpret_cast<dir_snapshot const*>(fi->fh);
+    auto& h = *reinterpret_cast<dir_handle*>(fi->fh);
+    mount_fs& fs = fs_of(req);
     std::vector<char> buf(size);
     size_t pos = 0;
-    for (size_t i = static_cast<size_t>(off); i < snap.size(); ++i) {
-      mount_fs::entry const& en = snap[i];
-      size_t need = 0;
-      auto const next = static_cast<off_t>(i + 1);
-      if (plus) {
-        fuse_entry_param e = entry_of(en.st);
-        if (en.name == "." || en.name == "..") e.ino = 0;  // no lookup ref
-        need = fuse_add_direntry_plus(req, buf.data() + pos, size - pos,
-                                      en.name.c_str(), &e, next);
-      } else {
-        need = fuse_add_direntry(req, buf.data() + pos, size - pos,
-                                 en.name.c_str(), &en.st, next);
+    {
+      // Released before the reply: once it is out, the kernel may close
+      // the directory, and releasedir frees the handle.
+      std::lock_guard lk(h.mu);
+      if (off == 0 && h.served) h.entries = fs.readdir(ino);
+      h.served = true;
+      for (size_t i = static_cast<size_t>(off); i < h.entries.size(); ++i) {
+        mount_fs::entry const& en = h.entries[i];
+        size_t need = 0;
+        auto const next = static_cast<off_t>(i + 1);
+        if (plus) {
+          fuse_entry_param e = entry_of(en.st);
+          if (en.name == "." || en.name == "..") {
+            e.ino = 0;  // no lookup ref
+          } else {
+            // Each entry the kernel is given here becomes a cached name: it
+            // must be the name's current inode and attributes, not the
+            // listing's. A name removed since the listing is left out (a
+            // stale entry made open(O_CREAT) of that name fail with ENOENT).
+            try {
+              e = entry_of(fs.lookup(ino, en.name));
+            } catch (store_error const& err) {
+              if (err.code() != store_errc::not_found) throw;
+              continue;
+            }
+          }
+          need = fuse_add_direntry_plus(req, buf.data() + pos, size - pos,
+                                        en.name.c_str(), &e, next);
+        } else {
+          need = fuse_add_direntry(req, buf.data() + pos, size - pos,
+                                   en.name.c_str(), &en.st, next);
+        }
+        if (need > size - pos) break;
+        pos += need;
       }
-      if (need > size - pos) break;
-      pos += need;
     }
     return fuse_reply_buf(req, buf.data(), pos), 0;
   });
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 fuse_file_info* fi) {
-  do_readdir(req, size, off, fi, false);
+  do_readdir(req, ino, size, off, fi, false);
 }
 
-void op_readdirplus(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     fuse_file_info* fi) {
-  do_readdir(req, size, off, fi, true);
+  do_readdir(req, ino, size, off, fi, true);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t) {

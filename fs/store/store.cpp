@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <unordered_set>
 
 #include "codec/core/checksum.h"
@@ -173,9 +174,17 @@ store::impl::impl(std::string d, store_options o)
       codec::bytes vb;
       codec::put_le(vb, store_version);
       t.put(meta, vkey, vb);
+      // The root belongs to whoever creates the store (as mkdir would make
+      // it), so a user's own mount is writable by that user.
       inode_rec root;
       root.mode = S_IFDIR | 0755;
       root.nlink = 2;
+      root.uid = ::getuid();
+      root.gid = ::getgid();
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      root.mtime_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+      root.ctime_ns = root.mtime_ns;
       t.put(inodes, inode_key(root_inode), encode(root));
       codec::bytes nb;
       codec::put_le<uint64_t>(nb, root_inode + 1);

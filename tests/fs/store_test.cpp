@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -124,6 +126,46 @@ TEST(store_test, reopen_keeps_files) {
   store s((d / "s").string(), small_chunks());
   EXPECT_TRUE(s.report().truncated.empty());
   EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), data);
+}
+
+TEST(store_test, a_new_store_root_belongs_to_its_creator) {
+  temp_dir d;
+  int64_t const before =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  uid_t uid = ::getuid();
+  gid_t gid = ::getgid();
+  if (::geteuid() == 0) {
+    // Root makes it as nobody, so that the owner is not root by default.
+    uid = 65534;
+    gid = 65534;
+    stdfs::permissions(d.path(), stdfs::perms::all);
+    pid_t const pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 1;
+      if (::setgid(gid) == 0 && ::setuid(uid) == 0) {
+        try {
+          store s((d / "s").string());
+          rc = 0;
+        } catch (...) {
+        }
+      }
+      ::_exit(rc);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  store s((d / "s").string());
+  inode_attr const root = s.stat(root_inode);
+  EXPECT_EQ(root.uid, uid);
+  EXPECT_EQ(root.gid, gid);
+  EXPECT_EQ(root.mode, S_IFDIR | 0755u);
+  // Created now, not at the epoch.
+  EXPECT_GE(root.mtime_ns, before - 1000000000);
+  EXPECT_EQ(root.ctime_ns, root.mtime_ns);
 }
 
 TEST(store_test, open_missing_without_create_fails) {

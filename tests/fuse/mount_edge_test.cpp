@@ -1,10 +1,13 @@
 // The mount's edge cases through the real binary: files the parsers do not
 // understand and empty files, a 5 GiB sparse file, a tree 20 levels deep
 // with 10,000 small files (across a remount), reads and writes through
-// mmap of a compressed file, fallocate's modes, POSIX and BSD locks, and
+// mmap of a compressed file, fallocate's modes, POSIX and BSD locks,
 // permissions (the mount is the mounting user's unless --allow-other;
-// default_permissions enforces mode bits for other users).
+// default_permissions enforces mode bits for other users), directory
+// listings that follow the directory, setgid directories, and names longer
+// than NAME_MAX.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -12,8 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -418,6 +423,91 @@ TEST_F(mount_edge, permissions) {
   EXPECT_EQ(st.st_uid, 65534u);
   EXPECT_EQ(st.st_gid, 65534u);
   EXPECT_EQ(read_file(mnt() / "mine" / "f"), "mine\n");
+  fsck_clean();
+}
+
+std::vector<std::string> names_in(DIR* d) {
+  std::vector<std::string> v;
+  while (dirent const* e = ::readdir(d)) v.emplace_back(e->d_name);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_F(mount_edge, directory_listings_follow_the_directory) {
+  ASSERT_EQ(d_.start({"--no-compress"}), "");
+  fs::path const dir = mnt() / "d";
+  fs::create_directory(dir);
+  write_file(dir / "old", "o");
+  write_file(dir / "log", "l");
+  DIR* d = ::opendir(dir.c_str());
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(names_in(d), (std::vector<std::string>{".", "..", "log", "old"}));
+  // rewinddir lists the directory as it is now.
+  write_file(dir / "new", "n");
+  fs::remove(dir / "old");
+  ::rewinddir(d);
+  EXPECT_EQ(names_in(d), (std::vector<std::string>{".", "..", "log", "new"}));
+  ::closedir(d);
+  // A name removed between opendir and the reading is not handed back to
+  // the kernel as cached: it can be created again at once (log rotation).
+  d = ::opendir(dir.c_str());
+  ASSERT_NE(d, nullptr);
+  fs::remove(dir / "log");
+  (void)names_in(d);
+  struct stat st {};
+  EXPECT_NE(::stat((dir / "log").c_str(), &st), 0);
+  int const fd =
+      ::open((dir / "log").c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
+  EXPECT_GE(fd, 0) << std::strerror(errno);
+  if (fd >= 0) ::close(fd);
+  ::closedir(d);
+  EXPECT_TRUE(fs::exists(dir / "log"));
+  fsck_clean();
+}
+
+TEST_F(mount_edge, setgid_directories_hand_down_their_group) {
+  ASSERT_EQ(d_.start({"--no-compress"}), "");
+  fs::path const dir = mnt() / "shared";
+  fs::create_directory(dir);
+  gid_t const group = ::getgid() == 65534 ? 65533 : 65534;
+  ASSERT_EQ(::chown(dir.c_str(), ::getuid(), group), 0) << std::strerror(errno);
+  ASSERT_EQ(::chmod(dir.c_str(), 02775), 0);
+  write_file(dir / "f", "f");
+  fs::create_directory(dir / "sub");
+  fs::create_symlink("f", dir / "l");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, group);
+  EXPECT_EQ(st.st_mode & S_ISGID, 0u);
+  ASSERT_EQ(::stat((dir / "sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, group);
+  EXPECT_NE(st.st_mode & S_ISGID, 0u);  // subdirectories pass it on
+  ASSERT_EQ(::lstat((dir / "l").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, group);
+  // Elsewhere, the creator's group.
+  write_file(mnt() / "plain", "p");
+  ASSERT_EQ(::stat((mnt() / "plain").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, ::getgid());
+  fsck_clean();
+}
+
+TEST_F(mount_edge, names_past_name_max_are_too_long) {
+  ASSERT_EQ(d_.start({"--no-compress"}), "");
+  write_file(mnt() / "f", "f");
+  std::string const longest(NAME_MAX, 'n');
+  std::string const past = (mnt() / std::string(NAME_MAX + 1, 'n')).string();
+  write_file(mnt() / longest, "ok");
+  EXPECT_EQ(read_file(mnt() / longest), "ok");
+  auto too_long = [](int rc) { return rc < 0 && errno == ENAMETOOLONG; };
+  struct stat st {};
+  EXPECT_TRUE(too_long(::stat(past.c_str(), &st)));
+  EXPECT_TRUE(too_long(::mkdir(past.c_str(), 0755)));
+  EXPECT_TRUE(too_long(::open(past.c_str(), O_CREAT | O_WRONLY, 0644)));
+  EXPECT_TRUE(too_long(::symlink("f", past.c_str())));
+  EXPECT_TRUE(too_long(::link((mnt() / "f").c_str(), past.c_str())));
+  EXPECT_TRUE(too_long(::rename((mnt() / "f").c_str(), past.c_str())));
+  EXPECT_TRUE(too_long(::unlink(past.c_str())));
+  EXPECT_EQ(read_file(mnt() / "f"), "f");
   fsck_clean();
 }
 
