@@ -307,11 +307,16 @@ int store_fsck(store_cli_options const& opt) {
     auto s = open_store(opt, false);
     fs::fsck_options fo;
     fo.repair = opt.repair;
+    fo.mounted = mounted(opt.store);
     fs::fsck_report const rep = s->fsck(fo);
     for (auto const& p : rep.problems) std::printf("problem: %s\n", p.c_str());
     for (auto const& p : rep.repairs) std::printf("repaired: %s\n", p.c_str());
     for (auto const& p : rep.too_new) {
       std::printf("kept: %s\n", p.c_str());
+    }
+    for (auto const& p : rep.open_orphans) {
+      std::printf("kept: %s (unlinked, still open on the live mount)\n",
+                  p.c_str());
     }
     std::printf("%llu files, %llu chunks, %llu pack records checked: %s\n",
                 static_cast<unsigned long long>(rep.files),

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include "codec/container/archive.h"
 #include "fs/store/error.h"
 
 namespace brevis::fs::detail {
@@ -122,6 +123,13 @@ chunk_rec decode_chunk(byte_view v) {
   x.length = r.le<uint32_t>();
   if (r.le<uint32_t>() != 0) {
     store_fail(store_errc::bad_store, "index: chunk record reserved field");
+  }
+  // Checked here, before any reader sizes a buffer by it: a damaged length
+  // made every read of the chunk allocate and zero up to 4 GiB.
+  if (x.length == 0 || x.length > codec::max_chunk_size) {
+    store_fail(store_errc::bad_store, "index: chunk record length " +
+                                          std::to_string(x.length) +
+                                          " outside 1 to 64 MiB");
   }
   x.program = r.le<uint64_t>();
   byte_view k = r.take(16);

@@ -141,6 +141,11 @@ struct store_stats {
 struct fsck_options {
   bool repair = false;
   bool decode = true;  // decode every chunk and check its XXH3
+  /// A live mount holds the store: an inode with no name and a link count
+  /// of 0 is a file it keeps open after its last unlink (an orphan, see
+  /// remove() with a keep_fn), not damage. Without a mount it is left over
+  /// from a crash: a problem, dropped by --repair (as the next mount would).
+  bool mounted = false;
 };
 
 struct fsck_report {
@@ -150,6 +155,8 @@ struct fsck_report {
   // Files whose programs only a newer brevis reads (intact: not problems,
   // and --repair keeps them).
   std::vector<std::string> too_new;
+  // Files a live mount keeps open after their last unlink (kept).
+  std::vector<std::string> open_orphans;
   bool clean() const { return problems.empty(); }
 };
 

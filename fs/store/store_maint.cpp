@@ -232,7 +232,9 @@ fsck_report store::fsck(fsck_options const& opt) {
     if (!ic.bad.empty()) {
       rep.too_new.push_back(ino_name(ino) + ": " + ic.bad);
     }
-    if (ic.links == 0) {
+    if (ic.links == 0 && opt.mounted && ic.rec.nlink == 0) {
+      rep.open_orphans.push_back(ino_name(ino));
+    } else if (ic.links == 0) {
       rep.problems.push_back(ino_name(ino) + " has no directory entry");
     } else if (ic.links != ic.rec.nlink) {
       rep.problems.push_back(ino_name(ino) + " link count " +
@@ -265,7 +267,9 @@ fsck_report store::fsck(fsck_options const& opt) {
     std::unordered_set<uint64_t> drop;
     for (auto const& [ino, ic] : inodes) {
       if (S_ISDIR(ic.rec.mode)) continue;
-      if (ic.damaged || ic.links == 0) drop.insert(ino);
+      bool const open_orphan =
+          ic.links == 0 && opt.mounted && ic.rec.nlink == 0;
+      if (ic.damaged || (ic.links == 0 && !open_orphan)) drop.insert(ino);
     }
     {
       std::vector<codec::bytes> del;
@@ -299,11 +303,13 @@ fsck_report store::fsck(fsck_options const& opt) {
       repairs.push_back("removed " + std::to_string(dangling_chunks.size()) +
                         " chunk records of missing inodes");
     }
-    for (auto& [ino, ic] : inodes) {
+    // (Nothing captured is changed here: a full map runs this again.)
+    for (auto const& [ino, ic] : inodes) {
       if (drop.count(ino) || S_ISDIR(ic.rec.mode)) continue;
       if (ic.rec.nlink != ic.links) {
-        ic.rec.nlink = static_cast<uint32_t>(ic.links);
-        t.put(s.inodes, inode_key(ino), encode(ic.rec));
+        inode_rec fixed_rec = ic.rec;
+        fixed_rec.nlink = static_cast<uint32_t>(ic.links);
+        t.put(s.inodes, inode_key(ino), encode(fixed_rec));
         repairs.push_back("fixed the link count of " + ino_name(ino));
       }
     }
@@ -426,7 +432,11 @@ gc_report store::gc(double threshold) {
       }
       dest->sync();
       s.hit("gc_copied");
-      s.write_txn_locked([&](txn& t) {
+      // The destination's record as committed: built afresh in each run of
+      // the transaction (a full map runs it again, and a count kept outside
+      // it counted the moved bytes twice).
+      dest_rec = s.write_txn_locked([&](txn& t) {
+        pack_rec next = dest_rec;
         for (auto const& [k, off] : moved) {
           auto v = t.get(s.payloads, k.b);
           if (!v) continue;
@@ -434,12 +444,12 @@ gc_report store::gc(double threshold) {
           r.pack = dest_id;
           r.offset = off;
           t.put(s.payloads, k.b, encode(r));
-          dest_rec.live += record_size(r.length);
+          next.live += record_size(r.length);
         }
-        dest_rec.end = pos;
-        t.put(s.packs, pack_key(dest_id), encode(dest_rec));
+        next.end = pos;
+        t.put(s.packs, pack_key(dest_id), encode(next));
         t.del(s.packs, pack_key(id));
-        return 0;
+        return next;
       });
       rep.records_moved += moved.size();
       ++rep.packs_rewritten;

@@ -511,5 +511,34 @@ TEST_F(mount_edge, names_past_name_max_are_too_long) {
   fsck_clean();
 }
 
+// fsck of a live mount: a compressed file unlinked while a reader holds it
+// open is the mount's orphan, not damage. fsck keeps it (--repair used to
+// drop it, and the reader's next read failed).
+TEST_F(mount_edge, fsck_of_a_live_mount_keeps_files_unlinked_while_open) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "50"}), "");
+  std::string const data =
+      make_safetensors({{"w", "BF16", {300000}, bf16_weights(300000, 11)}});
+  write_file(mnt() / "g", data);
+  ASSERT_TRUE(wait_compressed({mnt() / "g"}));
+  int const fd = ::open((mnt() / "g").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  fs::remove(mnt() / "g");
+  for (char const* mode : {"", "--repair"}) {
+    std::vector<std::string> args = {"fsck", d_.store().string()};
+    if (*mode) args.emplace_back(mode);
+    run_result const r = brevis(args);
+    EXPECT_EQ(r.exit_code, 0) << mode << r.out << r.err;
+    EXPECT_EQ(r.out.find("problem:"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("removed"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("still open on the live mount"), std::string::npos)
+        << r.out;
+  }
+  // Read back whole through the descriptor, past any cached pages.
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  EXPECT_EQ(pread_at(fd, 0, data.size()), data);
+  ::close(fd);
+  fsck_clean();  // unmounted: the orphan went with the mount's last close
+}
+
 }  // namespace
 }  // namespace brevis::cli_test
