@@ -375,19 +375,23 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto h = std::make_unique<dir_handle>();
     h->entries = fs_of(req).readdir(ino);
     fi->fh = reinterpret_cast<uint64_t>(h.get());
-    if (fuse_reply_open(req, fi) == 0) h.release();
+    // The kernel's handle owns it from here, until releasedir.
+    if (fuse_reply_open(req, fi) == 0) (void)h.release();
     return 0;
   });
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  delete reinterpret_cast<dir_handle*>(fi->fh);
+void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  // fh is the pointer opendir stored (FUSE's handle is an integer).
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+  std::unique_ptr<dir_handle> const h(reinterpret_cast<dir_handle*>(fi->fh));
   fuse_reply_err(req, 0);
 }
 
 void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 fuse_file_info* fi, bool plus) {
   reply_errno(req, "readdir", [&] {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the pointer opendir stored
     auto& h = *reinterpret_cast<dir_handle*>(fi->fh);
     mount_fs& fs = fs_of(req);
     std::vector<char> buf(size);
@@ -398,7 +402,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       std::lock_guard lk(h.mu);
       if (off == 0 && h.served) h.entries = fs.readdir(ino);
       h.served = true;
-      for (size_t i = static_cast<size_t>(off); i < h.entries.size(); ++i) {
+      for (auto i = static_cast<size_t>(off); i < h.entries.size(); ++i) {
         mount_fs::entry const& en = h.entries[i];
         size_t need = 0;
         auto const next = static_cast<off_t>(i + 1);

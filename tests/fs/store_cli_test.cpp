@@ -204,6 +204,27 @@ TEST(store_cli_test, fsck_reports_and_repairs_corruption) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
+// Runs `edit` in one write transaction on the index of the store in `dir`
+// (the LMDB API itself, as a disk fault or another brevis would change it).
+void edit_index(std::filesystem::path const& dir,
+                std::function<void(MDB_txn*)> const& edit) {
+  MDB_env* env = nullptr;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
+  ASSERT_EQ(mdb_env_open(env, (dir / "index").c_str(), MDB_NOTLS, 0644), 0);
+  MDB_txn* t = nullptr;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
+  edit(t);
+  ASSERT_EQ(mdb_txn_commit(t), 0);
+  mdb_env_close(env);
+}
+
+MDB_dbi open_db(MDB_txn* t, char const* name) {
+  MDB_dbi db = 0;
+  EXPECT_EQ(mdb_dbi_open(t, name, 0, &db), 0) << name;
+  return db;
+}
+
 // A damaged index: a directory entry whose key is shorter than the parent's
 // 8-byte inode number (so it has no name) and names no inode. fsck reports
 // it without reading past the key, and --repair removes it. The index is
@@ -213,24 +234,13 @@ TEST(store_cli_test, fsck_reports_and_repairs_a_short_directory_key) {
   std::string const st = (d / "st").string();
   write_file(d / "a", ckpt(71));
   ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
-  {
-    MDB_env* env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-    ASSERT_EQ(mdb_env_open(env, (d / "st" / "index").c_str(), MDB_NOTLS, 0644),
-              0);
-    MDB_txn* t = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
-    MDB_dbi dirents = 0;
-    ASSERT_EQ(mdb_dbi_open(t, "dirents", 0, &dirents), 0);
+  edit_index(d / "st", [](MDB_txn* t) {
     char key[3] = {'x', 'y', 'z'};
     uint64_t const missing_inode = 987654321;  // little-endian on x86
     MDB_val k{sizeof key, key};
     MDB_val v{sizeof missing_inode, const_cast<uint64_t*>(&missing_inode)};
-    ASSERT_EQ(mdb_put(t, dirents, &k, &v, 0), 0);
-    ASSERT_EQ(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
-  }
+    ASSERT_EQ(mdb_put(t, open_db(t, "dirents"), &k, &v, 0), 0);
+  });
   auto r = brevis({"fsck", st});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("directory entry '' names missing inode 987654321"),
@@ -255,59 +265,53 @@ void rewrite_programs(
     std::filesystem::path const& dir,
     std::function<codec::bytes(codec::bytes)> const& rewrite,
     std::function<bool(size_t)> const& rekey = [](size_t) { return true; }) {
-  MDB_env* env = nullptr;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-  ASSERT_EQ(mdb_env_open(env, (dir / "index").c_str(), MDB_NOTLS, 0644), 0);
-  MDB_txn* t = nullptr;
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
-  MDB_dbi programs = 0;
-  MDB_dbi chunks = 0;
-  ASSERT_EQ(mdb_dbi_open(t, "programs", 0, &programs), 0);
-  ASSERT_EQ(mdb_dbi_open(t, "chunks", 0, &chunks), 0);
-  std::map<uint64_t, uint64_t> moved;
-  std::vector<std::pair<uint64_t, codec::bytes>> fresh;
-  MDB_cursor* c = nullptr;
-  ASSERT_EQ(mdb_cursor_open(t, programs, &c), 0);
-  MDB_val k;
-  MDB_val v;
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-    codec::bytes const old(static_cast<uint8_t*>(v.mv_data),
-                           static_cast<uint8_t*>(v.mv_data) + v.mv_size);
-    codec::bytes next = rewrite(old);
-    uint64_t const h = rekey(fresh.size()) ? hash64(next) : hash64(old);
-    moved[hash64(old)] = h;
-    fresh.emplace_back(h, std::move(next));
-  }
-  mdb_cursor_close(c);
-  ASSERT_EQ(mdb_drop(t, programs, 0), 0);
-  for (auto& [h, bytes] : fresh) {
-    auto key = program_key(h);
-    MDB_val nk{key.size(), key.data()};
-    MDB_val nv{bytes.size(), bytes.data()};
-    ASSERT_EQ(mdb_put(t, programs, &nk, &nv, 0), 0);
-  }
-  std::vector<std::pair<codec::bytes, codec::bytes>> records;
-  ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-    chunk_rec r = decode_chunk(
-        codec::byte_view(static_cast<uint8_t*>(v.mv_data), v.mv_size));
-    r.program = moved.at(r.program);
-    records.emplace_back(
-        codec::bytes(static_cast<uint8_t*>(k.mv_data),
-                     static_cast<uint8_t*>(k.mv_data) + k.mv_size),
-        encode(r));
-  }
-  mdb_cursor_close(c);
-  for (auto& [key, value] : records) {
-    MDB_val nk{key.size(), key.data()};
-    MDB_val nv{value.size(), value.data()};
-    ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
-  }
-  ASSERT_EQ(mdb_txn_commit(t), 0);
-  mdb_env_close(env);
+  edit_index(dir, [&](MDB_txn* t) {
+    MDB_dbi programs = 0;
+    MDB_dbi chunks = 0;
+    ASSERT_EQ(mdb_dbi_open(t, "programs", 0, &programs), 0);
+    ASSERT_EQ(mdb_dbi_open(t, "chunks", 0, &chunks), 0);
+    std::map<uint64_t, uint64_t> moved;
+    std::vector<std::pair<uint64_t, codec::bytes>> fresh;
+    MDB_cursor* c = nullptr;
+    ASSERT_EQ(mdb_cursor_open(t, programs, &c), 0);
+    MDB_val k;
+    MDB_val v;
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+      codec::bytes const old(static_cast<uint8_t*>(v.mv_data),
+                             static_cast<uint8_t*>(v.mv_data) + v.mv_size);
+      codec::bytes next = rewrite(old);
+      uint64_t const h = rekey(fresh.size()) ? hash64(next) : hash64(old);
+      moved[hash64(old)] = h;
+      fresh.emplace_back(h, std::move(next));
+    }
+    mdb_cursor_close(c);
+    ASSERT_EQ(mdb_drop(t, programs, 0), 0);
+    for (auto& [h, bytes] : fresh) {
+      auto key = program_key(h);
+      MDB_val nk{key.size(), key.data()};
+      MDB_val nv{bytes.size(), bytes.data()};
+      ASSERT_EQ(mdb_put(t, programs, &nk, &nv, 0), 0);
+    }
+    std::vector<std::pair<codec::bytes, codec::bytes>> records;
+    ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+      chunk_rec r = decode_chunk(
+          codec::byte_view(static_cast<uint8_t*>(v.mv_data), v.mv_size));
+      r.program = moved.at(r.program);
+      records.emplace_back(
+          codec::bytes(static_cast<uint8_t*>(k.mv_data),
+                       static_cast<uint8_t*>(k.mv_data) + k.mv_size),
+          encode(r));
+    }
+    mdb_cursor_close(c);
+    for (auto& [key, value] : records) {
+      MDB_val nk{key.size(), key.data()};
+      MDB_val nv{value.size(), value.data()};
+      ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
+    }
+  });
 }
 
 // A file whose programs this brevis cannot parse but whose bytes are intact
@@ -411,16 +415,8 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
   std::string const st = (d / "st").string();
   write_file(d / "a", ckpt(73));
   ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
-  {
-    MDB_env* env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-    ASSERT_EQ(mdb_env_open(env, (d / "st" / "index").c_str(), MDB_NOTLS, 0644),
-              0);
-    MDB_txn* t = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
-    MDB_dbi chunks = 0;
-    ASSERT_EQ(mdb_dbi_open(t, "chunks", 0, &chunks), 0);
+  edit_index(d / "st", [](MDB_txn* t) {
+    MDB_dbi const chunks = open_db(t, "chunks");
     MDB_cursor* c = nullptr;
     ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
     MDB_val k;
@@ -435,9 +431,7 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
     MDB_val nk{key.size(), const_cast<uint8_t*>(key.data())};
     MDB_val nv{value.size(), value.data()};
     ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
-    ASSERT_EQ(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
-  }
+  });
   {
     store s(st);
     auto const ino = s.lookup(root_inode, "a");
@@ -510,17 +504,10 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
     }
   }
   // Every file's link count damaged to 2.
-  {
-    MDB_env* env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-    ASSERT_EQ(mdb_env_open(env, (d / "st" / "index").c_str(), MDB_NOTLS, 0644),
-              0);
-    MDB_txn* t = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
-    MDB_dbi inodes = 0;
-    ASSERT_EQ(mdb_dbi_open(t, "inodes", 0, &inodes), 0);
-    std::vector<std::pair<codec::bytes, codec::bytes>> damaged;
+  size_t damaged = 0;
+  edit_index(d / "st", [&](MDB_txn* t) {
+    MDB_dbi const inodes = open_db(t, "inodes");
+    std::vector<std::pair<codec::bytes, codec::bytes>> records;
     MDB_cursor* c = nullptr;
     ASSERT_EQ(mdb_cursor_open(t, inodes, &c), 0);
     MDB_val k;
@@ -531,21 +518,20 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
                          static_cast<uint8_t*>(v.mv_data) + v.mv_size);
       if (!S_ISREG(codec::load_le<uint32_t>(value.data()))) continue;
       codec::store_le<uint32_t>(value.data() + 4, 2);  // Nlink
-      damaged.emplace_back(
+      records.emplace_back(
           codec::bytes(static_cast<uint8_t*>(k.mv_data),
                        static_cast<uint8_t*>(k.mv_data) + k.mv_size),
           std::move(value));
     }
     mdb_cursor_close(c);
-    for (auto& [key, value] : damaged) {
+    for (auto& [key, value] : records) {
       MDB_val nk{key.size(), key.data()};
       MDB_val nv{value.size(), value.data()};
       ASSERT_EQ(mdb_put(t, inodes, &nk, &nv, 0), 0);
     }
-    ASSERT_EQ(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
-    ASSERT_EQ(damaged.size(), 2000u);
-  }
+    damaged = records.size();
+  });
+  ASSERT_EQ(damaged, 2000u);
   store s(st, small_map());
   fsck_options fo;
   fo.decode = false;
