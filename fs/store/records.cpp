@@ -54,6 +54,22 @@ uint64_t read_be64(uint8_t const* p) {
   return v;
 }
 
+uint64_t key_u64(byte_view key, size_t at) {
+  if (key.size() < at + 8) {
+    store_fail(
+        store_errc::bad_store,
+        "index: key of " + std::to_string(key.size()) + " bytes, too short");
+  }
+  return read_be64(key.data() + at);
+}
+
+uint64_t dirent_ino(byte_view v) {
+  if (v.size() != 8) {
+    store_fail(store_errc::bad_store, "index: bad directory entry");
+  }
+  return codec::load_le<uint64_t>(v.data());
+}
+
 bytes dirent_key(uint64_t parent, std::string_view name) {
   bytes k(8 + name.size());
   auto p = be64(parent);

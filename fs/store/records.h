@@ -39,6 +39,12 @@ uint64_t hash64(byte_view data) noexcept;
 
 std::array<uint8_t, 8> be64(uint64_t v);
 uint64_t read_be64(uint8_t const* p);
+/// The big-endian u64 at byte `at` of an index key; a key too short for it
+/// is a damaged index (store_errc::bad_store), never read past its end.
+uint64_t key_u64(byte_view key, size_t at = 0);
+/// The inode a directory entry's value names (u64 little-endian); a value
+/// of another size is a damaged index (bad_store).
+uint64_t dirent_ino(byte_view v);
 
 inline std::array<uint8_t, 8> inode_key(uint64_t ino) { return be64(ino); }
 bytes dirent_key(uint64_t parent, std::string_view name);

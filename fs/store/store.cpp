@@ -302,7 +302,7 @@ void store::impl::recover() {
     cursor c(t, packs);
     for (bool ok = c.first(); ok; ok = c.next()) {
       if (c.key().size() == 8) {
-        committed[read_be64(c.key().data())] = decode_pack(c.value());
+        committed[key_u64(c.key())] = decode_pack(c.value());
       }
     }
     return 0;
@@ -460,7 +460,7 @@ void store::impl::drop_chunks(txn& t, uint64_t ino) {
   {
     cursor c(t, chunks);
     for (bool ok = c.seek(chunk_key(ino, 0)); ok; ok = c.next()) {
-      if (c.key().size() != 16 || read_be64(c.key().data()) != ino) break;
+      if (c.key().size() != 16 || key_u64(c.key()) != ino) break;
       std::memcpy(keys.emplace_back().data(), c.key().data(), 16);
       refs.push_back(decode_chunk(c.value()).payload);
     }
@@ -641,7 +641,7 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
     if (c.last() && c.key().size() == 8) {
       pack_rec r = decode_pack(c.value());
       if (r.end < s.opt.pack_limit) {
-        id = read_be64(c.key().data());
+        id = key_u64(c.key());
         prec = r;
         fresh = false;
       }
@@ -722,7 +722,7 @@ add_result store::add_file(uint64_t parent, std::string_view name,
 
     codec::bytes const dk = dirent_key(parent, name);
     if (auto old = t.get(s.dirents, dk)) {
-      uint64_t const old_ino = codec::load_le<uint64_t>(old->data());
+      uint64_t const old_ino = dirent_ino(*old);
       inode_rec o = s.get_inode(t, old_ino);
       if (S_ISDIR(o.mode)) {
         store_fail(store_errc::is_dir, std::string(name) + " is a directory");
@@ -776,18 +776,18 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
       uint64_t const end = offset + std::min<uint64_t>(length, r.size - offset);
       cursor c(t, s.chunks);
       auto on_inode = [&] {
-        return c.key().size() == 16 && read_be64(c.key().data()) == ino;
+        return c.key().size() == 16 && key_u64(c.key()) == ino;
       };
       // The chunk holding `offset` is the last one starting at or before it.
       bool ok = c.seek(chunk_key(ino, offset));
-      if (!ok || !on_inode() || read_be64(c.key().data() + 8) > offset) {
+      if (!ok || !on_inode() || key_u64(c.key(), 8) > offset) {
         ok = ok ? c.prev() : c.last();
       }
       uint64_t expect = 0;
       bool first = true;
       for (; ok && on_inode(); ok = c.next()) {
         piece p;
-        p.offset = read_be64(c.key().data() + 8);
+        p.offset = key_u64(c.key(), 8);
         if (p.offset >= end) break;
         p.chunk = decode_chunk(c.value());
         if ((first &&
@@ -889,10 +889,9 @@ std::vector<store::chunk_span> store::chunk_map(uint64_t ino,
     if (S_ISDIR(r.mode)) store_fail(store_errc::is_dir, "is a directory");
     cursor c(t, s.chunks);
     for (bool ok = c.seek(chunk_key(ino, 0));
-         ok && c.key().size() == 16 && read_be64(c.key().data()) == ino;
-         ok = c.next()) {
+         ok && c.key().size() == 16 && key_u64(c.key()) == ino; ok = c.next()) {
       chunk_span sp;
-      sp.offset = read_be64(c.key().data() + 8);
+      sp.offset = key_u64(c.key(), 8);
       chunk_rec const ch = decode_chunk(c.value());
       sp.length = ch.length;
       if (programs == with_programs::yes) {
@@ -915,7 +914,7 @@ void store::unlink(uint64_t parent, std::string_view name) {
       store_fail(store_errc::not_found,
                  "no file '" + std::string(name) + "' in the store");
     }
-    uint64_t const ino = codec::load_le<uint64_t>(v->data());
+    uint64_t const ino = dirent_ino(*v);
     inode_rec r = s.get_inode(t, ino);
     if (S_ISDIR(r.mode)) {
       store_fail(store_errc::is_dir, std::string(name) + " is a directory");

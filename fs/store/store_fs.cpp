@@ -41,13 +41,6 @@ codec::bytes le64(uint64_t v) {
   return b;
 }
 
-uint64_t dirent_ino(std::span<uint8_t const> v) {
-  if (v.size() != 8) {
-    store_fail(store_errc::bad_store, "index: bad directory entry");
-  }
-  return codec::load_le<uint64_t>(v.data());
-}
-
 }  // namespace
 
 void store::impl::drop_extra(txn& t, uint64_t ino) {
@@ -56,7 +49,7 @@ void store::impl::drop_extra(txn& t, uint64_t ino) {
     cursor c(t, extra);
     auto const prefix = inode_key(ino);
     for (bool ok = c.seek(prefix); ok; ok = c.next()) {
-      if (c.key().size() < 9 || read_be64(c.key().data()) != ino) break;
+      if (c.key().size() < 9 || key_u64(c.key()) != ino) break;
       keys.emplace_back(c.key().begin(), c.key().end());
     }
   }
@@ -93,8 +86,7 @@ struct ns {
   bool empty_dir(uint64_t ino) const {
     cursor c(t, s.dirents);
     auto const prefix = inode_key(ino);
-    return !c.seek(prefix) || c.key().size() < 8 ||
-           read_be64(c.key().data()) != ino;
+    return !c.seek(prefix) || c.key().size() < 8 || key_u64(c.key()) != ino;
   }
   uint64_t parent_of(uint64_t ino) const {
     auto v = t.get(s.extra, extra_key(ino, extra_kind::parent));
@@ -526,7 +518,7 @@ std::vector<uint64_t> store::staged_inodes() const {
       inode_rec const r = decode_inode(c.value());
       if (S_ISREG(r.mode) && r.nlink > 0 &&
           r.state == static_cast<uint32_t>(file_state::staged)) {
-        out.push_back(read_be64(c.key().data()));
+        out.push_back(key_u64(c.key()));
       }
     }
     return out;
@@ -540,7 +532,7 @@ size_t store::tidy() {
     {
       cursor c(t, s.inodes);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        uint64_t const ino = read_be64(c.key().data());
+        uint64_t const ino = key_u64(c.key());
         if (ino != root_inode && decode_inode(c.value()).nlink == 0) {
           orphans.push_back(ino);
         }

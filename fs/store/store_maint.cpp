@@ -78,7 +78,7 @@ fsck_report store::fsck(fsck_options const& opt) {
     {
       cursor c(t, s.packs);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        packs[read_be64(c.key().data())] = decode_pack(c.value());
+        packs[key_u64(c.key())] = decode_pack(c.value());
       }
     }
     for (auto const& [id, pr] : packs) {
@@ -139,7 +139,7 @@ fsck_report store::fsck(fsck_options const& opt) {
     {
       cursor c(t, s.inodes);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        inodes[read_be64(c.key().data())].rec = decode_inode(c.value());
+        inodes[key_u64(c.key())].rec = decode_inode(c.value());
       }
     }
     {
@@ -163,8 +163,8 @@ fsck_report store::fsck(fsck_options const& opt) {
     codec::bytes out;
     for (bool ok = c.first(); ok; ok = c.next()) {
       ++rep.chunks;
-      uint64_t const ino = read_be64(c.key().data());
-      uint64_t const off = read_be64(c.key().data() + 8);
+      uint64_t const ino = key_u64(c.key());
+      uint64_t const off = key_u64(c.key(), 8);
       chunk_rec const cr = decode_chunk(c.value());
       auto it = inodes.find(ino);
       if (it == inodes.end()) {
@@ -291,7 +291,7 @@ fsck_report store::fsck(fsck_options const& opt) {
       std::vector<std::array<uint8_t, 16>> keys;
       cursor c(t, s.chunks);
       for (bool ok = c.seek(chunk_key(ino, 0)); ok; ok = c.next()) {
-        if (read_be64(c.key().data()) != ino) break;
+        if (c.key().size() != 16 || key_u64(c.key()) != ino) break;
         std::memcpy(keys.emplace_back().data(), c.key().data(), 16);
       }
       for (auto const& k : keys) t.del(s.chunks, k);
@@ -369,7 +369,7 @@ gc_report store::gc(double threshold) {
     std::map<uint64_t, pack_rec> m;
     cursor c(t, s.packs);
     for (bool ok = c.first(); ok; ok = c.next()) {
-      m[read_be64(c.key().data())] = decode_pack(c.value());
+      m[key_u64(c.key())] = decode_pack(c.value());
     }
     return m;
   });
@@ -395,6 +395,9 @@ gc_report store::gc(double threshold) {
         for (bool ok = c.first(); ok; ok = c.next()) {
           payload_rec r = decode_payload(c.value());
           if (r.pack != id) continue;
+          if (c.key().size() != 16) {
+            store_fail(store_errc::bad_store, "index: bad payload key");
+          }
           payload_key k;
           std::memcpy(k.b.data(), c.key().data(), 16);
           v.emplace_back(k, r);
@@ -483,7 +486,7 @@ gc_report store::gc(double threshold) {
     {
       cursor c(t, s.programs);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        uint64_t h = read_be64(c.key().data());
+        uint64_t h = key_u64(c.key());
         if (!used.count(h)) drop.push_back(h);
       }
     }

@@ -453,6 +453,65 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
       << r.out << r.err;
 }
 
+// Index keys and directory values of the wrong size are a damaged store,
+// named as such, and never read past their end: an inode key of 3 bytes
+// (fsck and gc read 8), and a directory entry whose value is 5 bytes (an
+// unlink and a replacing add read 8).
+TEST(store_cli_test, index_keys_and_values_of_the_wrong_size_are_refused) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  write_file(d / "a", ckpt(74));
+  write_file(d / "b", ckpt(75));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_EQ(brevis({"store", "add", st, (d / "b").string()}).exit_code, 0);
+  edit_index(d / "st", [](MDB_txn* t) {
+    MDB_dbi const dirents = open_db(t, "dirents");
+    std::string key(8, '\0');
+    key[7] = static_cast<char>(root_inode);  // the parent, big-endian
+    key += "b";
+    char five[5] = {2, 0, 0, 0, 0};
+    MDB_val k{key.size(), key.data()};
+    MDB_val v{sizeof five, five};
+    ASSERT_EQ(mdb_put(t, dirents, &k, &v, 0), 0);
+  });
+  {
+    store s(st);
+    for (auto const& step : std::vector<std::function<void()>>{
+             [&] { s.unlink(root_inode, "b"); },
+             [&] {
+               auto const chooser = codec::make_store_chooser();
+               s.add_file(root_inode, "b", codec::as_bytes(ckpt(76)), *chooser,
+                          0644, 0);
+             }}) {
+      try {
+        step();
+        ADD_FAILURE() << "a 5-byte directory entry was read";
+      } catch (store_error const& e) {
+        EXPECT_EQ(e.code(), store_errc::bad_store) << e.what();
+      }
+    }
+  }
+  edit_index(d / "st", [](MDB_txn* t) {
+    MDB_dbi const inodes = open_db(t, "inodes");
+    MDB_val k0;
+    MDB_val v0;
+    MDB_cursor* c = nullptr;
+    ASSERT_EQ(mdb_cursor_open(t, inodes, &c), 0);
+    ASSERT_EQ(mdb_cursor_get(c, &k0, &v0, MDB_FIRST), 0);
+    codec::bytes value(static_cast<uint8_t*>(v0.mv_data),
+                       static_cast<uint8_t*>(v0.mv_data) + v0.mv_size);
+    mdb_cursor_close(c);
+    char key[3] = {1, 2, 3};
+    MDB_val k{sizeof key, key};
+    MDB_val v{value.size(), value.data()};
+    ASSERT_EQ(mdb_put(t, inodes, &k, &v, 0), 0);
+  });
+  run_result const r = brevis({"fsck", st});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE((r.out + r.err).find("key of 3 bytes"), std::string::npos)
+      << r.out << r.err;
+}
+
 // A write transaction that finds the map full runs again on a grown map.
 // These two used to change state captured from outside the transaction, so
 // the second run saw the first's changes: gc counted the bytes it moved
