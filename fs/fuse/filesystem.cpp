@@ -1157,6 +1157,9 @@ void mount_fs::report_queue(uint64_t running, std::string const& name) {
 // ------------------------------------------------------------------ misc
 
 struct statvfs mount_fs::statfs() {
+  // A gc run beside the mount removed packs this process may still hold
+  // open: their space comes back when the descriptors close (df after gc).
+  store_.forget_removed_packs();
   struct statvfs sv {};
   if (::statvfs(store_.dir().c_str(), &sv) != 0) sys_fail(errno, "statfs");
   sv.f_namemax = 255;

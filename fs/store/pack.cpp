@@ -68,6 +68,11 @@ pack_file::~pack_file() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+bool pack_file::unlinked() const {
+  struct stat st;
+  return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 uint64_t pack_file::file_size() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) store_fail_errno(errno, "stat " + path_);

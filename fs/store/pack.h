@@ -78,6 +78,9 @@ class pack_file {
                 std::function<void(uint64_t, payload_key const&, uint64_t,
                                    bool)> const& fn) const;
   std::string const& path() const { return path_; }
+  /// Whether the file has no name left (gc removed it): its space is freed
+  /// only when the last descriptor closes.
+  bool unlinked() const;
 
  private:
   void pread_all(uint64_t offset, size_t n, uint8_t* out) const;

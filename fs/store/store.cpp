@@ -403,6 +403,9 @@ std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
   if (it != pack_cache.end()) return it->second;
   auto p = std::make_shared<pack_file>(pack_path(id), false, false);
   if (pack_cache.size() > 256) pack_cache.clear();  // bound open descriptors
+  // A pack not seen before may be a gc's destination: the packs it emptied
+  // and removed are let go (see forget_removed_packs).
+  std::erase_if(pack_cache, [](auto const& e) { return e.second->unlinked(); });
   pack_cache.emplace(id, p);
   return p;
 }
@@ -411,6 +414,13 @@ void store::impl::forget_pack(uint64_t id) const {
   std::lock_guard lk(pack_mu);
   pack_cache.erase(id);
 }
+
+void store::impl::forget_removed_packs() const {
+  std::lock_guard lk(pack_mu);
+  std::erase_if(pack_cache, [](auto const& e) { return e.second->unlinked(); });
+}
+
+void store::forget_removed_packs() const { impl_->forget_removed_packs(); }
 
 inode_rec store::impl::get_inode(txn const& t, uint64_t ino) const {
   auto v = t.get(inodes, inode_key(ino));

@@ -179,6 +179,10 @@ class store {
 
   open_report const& report() const;
   std::string const& dir() const;
+  /// Closes this process's descriptors of packs that gc (in this or another
+  /// process) removed, so that their space is freed: a mount asks before it
+  /// reports free space.
+  void forget_removed_packs() const;
   /// Logical bytes per chunk of new files (store_options::chunk_size).
   uint32_t chunk_size() const;
 

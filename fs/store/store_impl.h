@@ -144,6 +144,8 @@ struct store::impl {
                                              uint64_t hash) const;
   std::shared_ptr<detail::pack_file> pack_for_read(uint64_t id) const;
   void forget_pack(uint64_t id) const;
+  /// Closes the cached descriptors of packs another process removed (gc).
+  void forget_removed_packs() const;
 
   detail::inode_rec get_inode(detail::txn const& t, uint64_t ino) const;
   /// Drops one chunk reference to a payload; frees it at zero.
