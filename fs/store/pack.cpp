@@ -69,12 +69,12 @@ pack_file::~pack_file() {
 }
 
 bool pack_file::unlinked() const {
-  struct stat st;
+  struct stat st {};
   return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
 }
 
 uint64_t pack_file::file_size() const {
-  struct stat st;
+  struct stat st {};
   if (::fstat(fd_, &st) != 0) store_fail_errno(errno, "stat " + path_);
   return static_cast<uint64_t>(st.st_size);
 }

@@ -405,7 +405,7 @@ std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
   if (pack_cache.size() > 256) pack_cache.clear();  // bound open descriptors
   // A pack not seen before may be a gc's destination: the packs it emptied
   // and removed are let go (see forget_removed_packs).
-  std::erase_if(pack_cache, [](auto const& e) { return e.second->unlinked(); });
+  drop_removed_packs_locked();
   pack_cache.emplace(id, p);
   return p;
 }
@@ -417,6 +417,10 @@ void store::impl::forget_pack(uint64_t id) const {
 
 void store::impl::forget_removed_packs() const {
   std::lock_guard lk(pack_mu);
+  drop_removed_packs_locked();
+}
+
+void store::impl::drop_removed_packs_locked() const {
   std::erase_if(pack_cache, [](auto const& e) { return e.second->unlinked(); });
 }
 

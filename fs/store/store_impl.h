@@ -146,6 +146,7 @@ struct store::impl {
   void forget_pack(uint64_t id) const;
   /// Closes the cached descriptors of packs another process removed (gc).
   void forget_removed_packs() const;
+  void drop_removed_packs_locked() const;  // pack_mu held
 
   detail::inode_rec get_inode(detail::txn const& t, uint64_t ino) const;
   /// Drops one chunk reference to a payload; frees it at zero.

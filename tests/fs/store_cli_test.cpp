@@ -225,6 +225,36 @@ MDB_dbi open_db(MDB_txn* t, char const* name) {
   return db;
 }
 
+using record = std::pair<codec::bytes, codec::bytes>;  // key, value
+
+codec::bytes copy_of(MDB_val const& v) {
+  auto const* p = static_cast<uint8_t const*>(v.mv_data);
+  return {p, p + v.mv_size};
+}
+
+// Every record of `db` in key order, copied out of the map.
+std::vector<record> read_all(MDB_txn* t, MDB_dbi db) {
+  std::vector<record> out;
+  MDB_cursor* c = nullptr;
+  EXPECT_EQ(mdb_cursor_open(t, db, &c), 0);
+  MDB_val k;
+  MDB_val v;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    out.emplace_back(copy_of(k), copy_of(v));
+  }
+  mdb_cursor_close(c);
+  return out;
+}
+
+void put_all(MDB_txn* t, MDB_dbi db, std::vector<record> records) {
+  for (auto& [key, value] : records) {
+    MDB_val k{key.size(), key.data()};
+    MDB_val v{value.size(), value.data()};
+    ASSERT_EQ(mdb_put(t, db, &k, &v, 0), 0);
+  }
+}
+
 // A damaged index: a directory entry whose key is shorter than the parent's
 // 8-byte inode number (so it has no name) and names no inode. fsck reports
 // it without reading past the key, and --repair removes it. The index is
@@ -266,51 +296,27 @@ void rewrite_programs(
     std::function<codec::bytes(codec::bytes)> const& rewrite,
     std::function<bool(size_t)> const& rekey = [](size_t) { return true; }) {
   edit_index(dir, [&](MDB_txn* t) {
-    MDB_dbi programs = 0;
-    MDB_dbi chunks = 0;
-    ASSERT_EQ(mdb_dbi_open(t, "programs", 0, &programs), 0);
-    ASSERT_EQ(mdb_dbi_open(t, "chunks", 0, &chunks), 0);
+    MDB_dbi const programs = open_db(t, "programs");
+    MDB_dbi const chunks = open_db(t, "chunks");
     std::map<uint64_t, uint64_t> moved;
-    std::vector<std::pair<uint64_t, codec::bytes>> fresh;
-    MDB_cursor* c = nullptr;
-    ASSERT_EQ(mdb_cursor_open(t, programs, &c), 0);
-    MDB_val k;
-    MDB_val v;
-    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-      codec::bytes const old(static_cast<uint8_t*>(v.mv_data),
-                             static_cast<uint8_t*>(v.mv_data) + v.mv_size);
+    std::vector<record> fresh;
+    for (auto const& [key, old] : read_all(t, programs)) {
       codec::bytes next = rewrite(old);
       uint64_t const h = rekey(fresh.size()) ? hash64(next) : hash64(old);
       moved[hash64(old)] = h;
-      fresh.emplace_back(h, std::move(next));
+      auto const new_key = program_key(h);
+      fresh.emplace_back(codec::bytes(new_key.begin(), new_key.end()),
+                         std::move(next));
     }
-    mdb_cursor_close(c);
     ASSERT_EQ(mdb_drop(t, programs, 0), 0);
-    for (auto& [h, bytes] : fresh) {
-      auto key = program_key(h);
-      MDB_val nk{key.size(), key.data()};
-      MDB_val nv{bytes.size(), bytes.data()};
-      ASSERT_EQ(mdb_put(t, programs, &nk, &nv, 0), 0);
-    }
-    std::vector<std::pair<codec::bytes, codec::bytes>> records;
-    ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
-    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-      chunk_rec r = decode_chunk(
-          codec::byte_view(static_cast<uint8_t*>(v.mv_data), v.mv_size));
-      r.program = moved.at(r.program);
-      records.emplace_back(
-          codec::bytes(static_cast<uint8_t*>(k.mv_data),
-                       static_cast<uint8_t*>(k.mv_data) + k.mv_size),
-          encode(r));
-    }
-    mdb_cursor_close(c);
+    put_all(t, programs, std::move(fresh));
+    std::vector<record> records = read_all(t, chunks);
     for (auto& [key, value] : records) {
-      MDB_val nk{key.size(), key.data()};
-      MDB_val nv{value.size(), value.data()};
-      ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
+      chunk_rec r = decode_chunk(value);
+      r.program = moved.at(r.program);
+      value = encode(r);
     }
+    put_all(t, chunks, std::move(records));
   });
 }
 
@@ -417,20 +423,11 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
   ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
   edit_index(d / "st", [](MDB_txn* t) {
     MDB_dbi const chunks = open_db(t, "chunks");
-    MDB_cursor* c = nullptr;
-    ASSERT_EQ(mdb_cursor_open(t, chunks, &c), 0);
-    MDB_val k;
-    MDB_val v;
-    ASSERT_EQ(mdb_cursor_get(c, &k, &v, MDB_FIRST), 0);
-    codec::bytes const key(static_cast<uint8_t*>(k.mv_data),
-                           static_cast<uint8_t*>(k.mv_data) + k.mv_size);
-    codec::bytes value(static_cast<uint8_t*>(v.mv_data),
-                       static_cast<uint8_t*>(v.mv_data) + v.mv_size);
-    mdb_cursor_close(c);
-    codec::store_le<uint32_t>(value.data(), 0xFFFFFFF0u);  // Length
-    MDB_val nk{key.size(), const_cast<uint8_t*>(key.data())};
-    MDB_val nv{value.size(), value.data()};
-    ASSERT_EQ(mdb_put(t, chunks, &nk, &nv, 0), 0);
+    std::vector<record> records = read_all(t, chunks);
+    ASSERT_FALSE(records.empty());
+    records.resize(1);
+    codec::store_le<uint32_t>(records[0].second.data(), 0xFFFFFFF0u);  // Length
+    put_all(t, chunks, std::move(records));
   });
   {
     store s(st);
@@ -493,18 +490,9 @@ TEST(store_cli_test, index_keys_and_values_of_the_wrong_size_are_refused) {
   }
   edit_index(d / "st", [](MDB_txn* t) {
     MDB_dbi const inodes = open_db(t, "inodes");
-    MDB_val k0;
-    MDB_val v0;
-    MDB_cursor* c = nullptr;
-    ASSERT_EQ(mdb_cursor_open(t, inodes, &c), 0);
-    ASSERT_EQ(mdb_cursor_get(c, &k0, &v0, MDB_FIRST), 0);
-    codec::bytes value(static_cast<uint8_t*>(v0.mv_data),
-                       static_cast<uint8_t*>(v0.mv_data) + v0.mv_size);
-    mdb_cursor_close(c);
-    char key[3] = {1, 2, 3};
-    MDB_val k{sizeof key, key};
-    MDB_val v{value.size(), value.data()};
-    ASSERT_EQ(mdb_put(t, inodes, &k, &v, 0), 0);
+    std::vector<record> const all = read_all(t, inodes);
+    ASSERT_FALSE(all.empty());
+    put_all(t, inodes, {{codec::bytes{1, 2, 3}, all[0].second}});
   });
   run_result const r = brevis({"fsck", st});
   EXPECT_NE(r.exit_code, 0) << r.out;
@@ -566,29 +554,15 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
   size_t damaged = 0;
   edit_index(d / "st", [&](MDB_txn* t) {
     MDB_dbi const inodes = open_db(t, "inodes");
-    std::vector<std::pair<codec::bytes, codec::bytes>> records;
-    MDB_cursor* c = nullptr;
-    ASSERT_EQ(mdb_cursor_open(t, inodes, &c), 0);
-    MDB_val k;
-    MDB_val v;
-    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-      codec::bytes value(static_cast<uint8_t*>(v.mv_data),
-                         static_cast<uint8_t*>(v.mv_data) + v.mv_size);
-      if (!S_ISREG(codec::load_le<uint32_t>(value.data()))) continue;
-      codec::store_le<uint32_t>(value.data() + 4, 2);  // Nlink
-      records.emplace_back(
-          codec::bytes(static_cast<uint8_t*>(k.mv_data),
-                       static_cast<uint8_t*>(k.mv_data) + k.mv_size),
-          std::move(value));
-    }
-    mdb_cursor_close(c);
+    std::vector<record> records = read_all(t, inodes);
+    std::erase_if(records, [](record const& r) {
+      return !S_ISREG(codec::load_le<uint32_t>(r.second.data()));
+    });
     for (auto& [key, value] : records) {
-      MDB_val nk{key.size(), key.data()};
-      MDB_val nv{value.size(), value.data()};
-      ASSERT_EQ(mdb_put(t, inodes, &nk, &nv, 0), 0);
+      codec::store_le<uint32_t>(value.data() + 4, 2);  // Nlink
     }
     damaged = records.size();
+    put_all(t, inodes, std::move(records));
   });
   ASSERT_EQ(damaged, 2000u);
   store s(st, small_map());
