@@ -49,6 +49,10 @@ std::unique_ptr<fs::store> open_store(store_cli_options const& opt,
     for (auto const& p : r.short_packs) {
       report_error(opt.store, "pack damaged: " + p + " (run brevis fsck)");
     }
+    for (auto const& p : r.damaged_packs) {
+      report_error(opt.store, "pack record damaged, the pack left as it is: " +
+                                  p + " (run brevis fsck --repair)");
+    }
     for (auto const& n : r.staged_uncommitted) {
       report_error(opt.store, "staged file without a committed version: " + n);
     }

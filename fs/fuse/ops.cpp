@@ -612,7 +612,22 @@ int run_mount(mount_options const& opt) {
     open_event_log(!opt.log.empty()              ? opt.log
                    : opt.foreground || opt.debug ? "stderr"
                                                  : "syslog");
-    { store s(opt.store); }
+    {
+      store s(opt.store);
+      open_report const& r = s.report();
+      for (auto const& t : r.truncated) {
+        log_event(log_level::info, "truncated an interrupted append: " + t);
+      }
+      for (auto const& p : r.short_packs) {
+        log_event(log_level::error,
+                  "pack damaged: " + p + " (run brevis fsck)");
+      }
+      for (auto const& p : r.damaged_packs) {
+        log_event(log_level::error,
+                  "pack record damaged, the pack left as it is: " + p +
+                      " (run brevis fsck --repair)");
+      }
+    }
     store_dir = absolute(opt.store);
     mountpoint = absolute(opt.mountpoint);
     // Resolved now: once mounted, a stat of it waits for the loop.

@@ -79,7 +79,8 @@ staged_commit::staged_commit(store& st, uint64_t ino)
                  "inode " + std::to_string(ino) + " is no longer staged");
     }
     cursor k(t, s.packs);
-    if (k.last() && k.key().size() == 8) {
+    if (k.last() && k.key().size() == 8 &&
+        s.appendable(read_be64(k.key().data()), k.value())) {
       pack_rec const r = decode_pack(k.value());
       if (r.end < s.opt.pack_limit) {
         c.pack_id = read_be64(k.key().data());

@@ -285,6 +285,46 @@ void store::impl::adopt_map_size() {
   lmdb_check(mdb_env_set_mapsize(env, 0), "adopt map size");
 }
 
+void store::impl::truncate_interrupted_appends(
+    std::unordered_map<uint64_t, pack_rec> const& committed,
+    std::vector<std::pair<uint64_t, uint64_t>> const& long_packs) {
+  if (long_packs.empty()) return;
+  // Bytes past a pack's committed end are an interrupted append, unless a
+  // payload record points there: then the end itself is damaged, and
+  // truncating would destroy committed data (one scan of the payloads, only
+  // when some pack is longer than its end, as after a crash).
+  std::unordered_map<uint64_t, uint64_t> payload_end;
+  for (auto const& [id, size] : long_packs) payload_end[id] = 0;
+  read_txn([&](txn& t) {
+    cursor c(t, payloads);
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      if (c.value().size() != payload_rec_size) continue;  // fsck's to judge
+      payload_rec const r = decode_payload(c.value());
+      auto it = payload_end.find(r.pack);
+      if (it == payload_end.end()) continue;
+      it->second = std::max(it->second, r.offset + record_size(r.length));
+    }
+    return 0;
+  });
+  for (auto const& [id, size] : long_packs) {
+    uint64_t const end = committed.at(id).end;
+    std::string const n = pack_name(id);
+    if (payload_end[id] > end) {
+      damaged_packs.insert(id);
+      report.damaged_packs.push_back(n + ": its index record ends it at " +
+                                     std::to_string(end) +
+                                     ", before payloads it holds (up to " +
+                                     std::to_string(payload_end[id]) + ")");
+      continue;
+    }
+    pack_file p(pack_path(id), false, true);
+    p.truncate(end);
+    p.sync();
+    report.truncated.push_back(n + ": " + std::to_string(size - end) +
+                               " bytes past the committed end");
+  }
+}
+
 void store::impl::recover() {
   // A live writer or appender elsewhere owns its pack tails: leave them.
   if (::flock(append_fd, LOCK_EX | LOCK_NB) != 0) return;
@@ -297,21 +337,33 @@ void store::impl::recover() {
   report.recovered = true;
 
   std::unordered_map<uint64_t, pack_rec> committed;
-  std::unordered_set<uint64_t> inos_compressed;
+  std::unordered_map<uint64_t, size_t> bad_records;  // id, the value's size
   read_txn([&](txn& t) {
     cursor c(t, packs);
     for (bool ok = c.first(); ok; ok = c.next()) {
-      if (c.key().size() == 8) {
+      if (c.key().size() != 8) continue;
+      if (c.value().size() == pack_rec_size) {
         committed[key_u64(c.key())] = decode_pack(c.value());
+      } else {
+        bad_records[key_u64(c.key())] = c.value().size();
       }
     }
     return 0;
   });
   std::unordered_set<uint64_t> seen;
+  std::vector<std::pair<uint64_t, uint64_t>> long_packs;  // id, file size
   for (std::string const& n : list_dir(packs_dir())) {
     uint64_t id = 0;
     std::string const path = packs_dir() + "/" + n;
     if (!parse_pack_name(n, id)) continue;
+    if (auto bad = bad_records.find(id); bad != bad_records.end()) {
+      // Its committed end is unknown: neither truncated nor deleted.
+      damaged_packs.insert(id);
+      report.damaged_packs.push_back(
+          n + ": its index record has " + std::to_string(bad->second) +
+          " bytes, not " + std::to_string(pack_rec_size));
+      continue;
+    }
     auto it = committed.find(id);
     if (it == committed.end()) {
       // Created by an add or gc that never committed, or left by a gc
@@ -322,14 +374,9 @@ void store::impl::recover() {
       continue;
     }
     seen.insert(id);
-    pack_file p(path, false, true);
-    uint64_t const size = p.file_size();
+    uint64_t const size = pack_file(path, false, false).file_size();
     if (size > it->second.end) {
-      p.truncate(it->second.end);
-      p.sync();
-      report.truncated.push_back(n + ": " +
-                                 std::to_string(size - it->second.end) +
-                                 " bytes past the committed end");
+      long_packs.emplace_back(id, size);
     } else if (size < it->second.end) {
       report.short_packs.push_back(n + ": " +
                                    std::to_string(it->second.end - size) +
@@ -341,6 +388,7 @@ void store::impl::recover() {
       report.short_packs.push_back(pack_name(id) + ": missing");
     }
   }
+  truncate_interrupted_appends(committed, long_packs);
   // Staged files are named by inode; report those with no committed copy.
   for (std::string const& n : list_dir(staging_dir())) {
     char* end = nullptr;
@@ -652,7 +700,8 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
   // transaction creates.
   {
     cursor c(t, s.packs);
-    if (c.last() && c.key().size() == 8) {
+    if (c.last() && c.key().size() == 8 &&
+        s.appendable(key_u64(c.key()), c.value())) {
       pack_rec r = decode_pack(c.value());
       if (r.end < s.opt.pack_limit) {
         id = key_u64(c.key());

@@ -88,6 +88,10 @@ struct open_report {
   std::vector<std::string> truncated;      // "PACK: N bytes past committed end"
   std::vector<std::string> removed_packs;  // packs no commit refers to
   std::vector<std::string> short_packs;    // packs shorter than committed
+  // Packs whose index record is damaged (of another size, or ending before
+  // payloads it holds): left as they are, and never appended to (fsck
+  // --repair rebuilds the record).
+  std::vector<std::string> damaged_packs;
   std::vector<std::string> staged_uncommitted;  // staging/ files
 };
 

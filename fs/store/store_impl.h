@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codec/container/archive.h"
 #include "codec/dsl/program.h"
@@ -41,6 +42,15 @@ struct store::impl {
   // writers go on.
   std::mutex append_mu;
   int append_fd = -1;
+  // Packs whose index record recovery found damaged (open_report): no
+  // append goes to them until fsck --repair rebuilds their record. Written
+  // at open and by that repair, read by appenders: all under append_mu.
+  std::unordered_set<uint64_t> damaged_packs;
+  /// Whether an append may go to the end of pack `id`, whose index record
+  /// is `v`.
+  bool appendable(uint64_t id, detail::byte_view v) const {
+    return v.size() == detail::pack_rec_size && !damaged_packs.contains(id);
+  }
 
   mutable std::mutex prog_mu;
   mutable std::unordered_map<uint64_t, std::shared_ptr<codec::node const>>
@@ -202,6 +212,11 @@ struct store::impl {
   void drop_extra(detail::txn& t, uint64_t ino);
 
   void recover();
+  /// Truncates each of `long_packs` (id, file size) to its committed end,
+  /// unless payloads lie past that end (then the pack is damaged_packs).
+  void truncate_interrupted_appends(
+      std::unordered_map<uint64_t, detail::pack_rec> const& committed,
+      std::vector<std::pair<uint64_t, uint64_t>> const& long_packs);
 };
 
 inode_attr to_attr(uint64_t ino, detail::inode_rec const& r);

@@ -67,6 +67,7 @@ fsck_report store::fsck(fsck_options const& opt) {
   }
 
   std::map<uint64_t, pack_rec> packs;
+  std::set<uint64_t> bad_pack_records;  // of another size: end unknown
   std::map<std::pair<uint64_t, uint64_t>, record_info> records;
   std::map<uint64_t, inode_check> inodes;
   std::vector<std::array<uint8_t, 16>> dangling_chunks;
@@ -78,10 +79,20 @@ fsck_report store::fsck(fsck_options const& opt) {
     {
       cursor c(t, s.packs);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        packs[key_u64(c.key())] = decode_pack(c.value());
+        uint64_t const id = key_u64(c.key());
+        if (c.value().size() == pack_rec_size) {
+          packs[id] = decode_pack(c.value());
+          continue;
+        }
+        // Scanned to the file's end below; --repair rebuilds the record.
+        bad_pack_records.insert(id);
+        packs[id] = {};
+        rep.problems.push_back(pack_name(id) + ": its index record has " +
+                               std::to_string(c.value().size()) +
+                               " bytes, not " + std::to_string(pack_rec_size));
       }
     }
-    for (auto const& [id, pr] : packs) {
+    for (auto& [id, pr] : packs) {
       std::string const name = pack_name(id);
       std::unique_ptr<pack_file> p;
       try {
@@ -91,6 +102,7 @@ fsck_report store::fsck(fsck_options const& opt) {
         continue;
       }
       uint64_t const size = p->file_size();
+      if (bad_pack_records.contains(id)) pr.end = size;
       if (size < pr.end) {
         rep.problems.push_back(name + ": " + std::to_string(pr.end - size) +
                                " committed bytes are missing");
@@ -243,7 +255,10 @@ fsck_report store::fsck(fsck_options const& opt) {
     }
   }
   std::map<uint64_t, uint64_t> live;
+  std::map<uint64_t, uint64_t> payload_end;  // of the last record named
   for (auto const& [k, pr] : payloads) {
+    uint64_t& e = payload_end[pr.pack];
+    e = std::max(e, pr.offset + record_size(pr.length));
     uint64_t const want = refs.count(k) ? refs[k] : 0;
     if (pr.refs != want) {
       rep.problems.push_back("payload " + k.hex() + " reference count " +
@@ -253,7 +268,15 @@ fsck_report store::fsck(fsck_options const& opt) {
     live[pr.pack] += record_size(pr.length);
   }
   for (auto const& [id, pr] : packs) {
-    if (pr.live != live[id]) {
+    if (!bad_pack_records.contains(id) && pr.end < payload_end[id]) {
+      // The next writer's open would truncate it there (it does not: see
+      // store::impl::truncate_interrupted_appends), an append overwrite.
+      rep.problems.push_back(pack_name(id) + ": committed end " +
+                             std::to_string(pr.end) +
+                             ", before payloads it holds (up to " +
+                             std::to_string(payload_end[id]) + ")");
+    }
+    if (!bad_pack_records.contains(id) && pr.live != live[id]) {
       rep.problems.push_back(pack_name(id) + ": live bytes " +
                              std::to_string(pr.live) + ", expected " +
                              std::to_string(live[id]));
@@ -347,15 +370,26 @@ fsck_report store::fsck(fsck_options const& opt) {
     }
     for (auto const& [id, pr0] : packs) {
       pack_rec pr = pr0;
-      if (pr.live != new_live[id]) {
+      bool const rebuilt = bad_pack_records.contains(id);
+      // A rebuilt or short end reaches the last payload named: what lies
+      // past it is no commit's (the next writer's open truncates it).
+      uint64_t const end =
+          std::max(rebuilt ? pack_header_size : pr.end, payload_end[id]);
+      if (rebuilt || pr.end != end || pr.live != new_live[id]) {
+        pr.end = end;
         pr.live = new_live[id];
         t.put(s.packs, pack_key(id), encode(pr));
-        repairs.push_back(pack_name(id) + ": fixed live bytes");
+        repairs.push_back(pack_name(id) + (rebuilt ? ": rebuilt its record"
+                                                   : ": fixed its record"));
       }
     }
+
     rep.repairs = std::move(repairs);
     return 0;
   });
+  // Their records are whole again: appends may go to them (append_mu is
+  // held).
+  s.damaged_packs.clear();
   return rep;
 }
 

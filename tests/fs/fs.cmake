@@ -12,7 +12,8 @@ target_link_libraries(resident_memory_test PRIVATE brevis_pipeline)
 # The compression pipeline, its store side and the event log (real LMDB).
 brevis_add_test(pipeline_test fs/pipeline_test.cpp fs/store_leftovers_test.cpp
   fs/mount_stats_test.cpp fs/pack_syncer_test.cpp)
-target_link_libraries(pipeline_test PRIVATE brevis_fuse brevis_pipeline brevis_store)
+target_link_libraries(pipeline_test PRIVATE brevis_fuse brevis_pipeline brevis_store
+  PkgConfig::LMDB)
 add_dependencies(pipeline_test brevis)
 # oneTBB loaded on first use, linked as brevis is (its C++ runtime too).
 if(BREVIS_TBB_ON_DEMAND)

@@ -23,6 +23,7 @@
 #include "fs/pipeline/event_log.h"
 #include "fs/store/store.h"
 #include "tests/cli/helpers.h"
+#include "tests/fs/index_edit.h"
 
 namespace brevis::fs {
 namespace {
@@ -298,6 +299,35 @@ TEST(compress_graph, failed_commit_keeps_appended_bytes_for_recovery) {
   ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(ino, "f")).ok);
   EXPECT_TRUE(f.read_all(ino) == f.data);
   EXPECT_TRUE(f.s->fsck({}).clean());
+}
+
+// A pack whose index record ends before payloads it holds (damage, as a
+// disk fault would leave it): the next job appends to a new pack, not over
+// those payloads at the recorded end.
+TEST(compress_graph, a_damaged_newest_pack_is_not_appended_to) {
+  fixture f;
+  uint64_t const first = f.stage("a", f.data);
+  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(first, "a")).ok);
+  f.s.reset();
+  index_edit::edit_index(f.path(), [](MDB_txn* t) {
+    MDB_dbi const packs = index_edit::open_db(t, "packs");
+    std::vector<index_edit::record> records = index_edit::records_of(t, packs);
+    ASSERT_EQ(records.size(), 1u);
+    codec::store_le<uint64_t>(records[0].second.data(), 16);  // End
+    index_edit::put_all(t, packs, std::move(records));
+  });
+  store_options so;
+  so.chunk_size = 64 << 10;
+  f.s = std::make_unique<store>(f.path(), so);
+  EXPECT_EQ(f.s->report().damaged_packs.size(), 1u);
+  std::string const other = cli_test::make_safetensors(
+      {{"x", "BF16", {100000}, cli_test::bf16_weights(100000, 9)}});
+  uint64_t const second = f.stage("b", other);
+  ASSERT_TRUE(
+      compress_staged_file(*f.s, *f.chooser, f.request(second, "b")).ok);
+  EXPECT_TRUE(f.read_all(first) == f.data);
+  EXPECT_TRUE(f.read_all(second) == other);
+  EXPECT_EQ(f.s->stats().packs, 2u);
 }
 
 TEST(compress_graph, stats_open_read_only_while_a_job_appends) {

@@ -20,12 +20,14 @@
 #include "fs/store/records.h"
 #include "fs/store/store.h"
 #include "tests/cli/helpers.h"
+#include "tests/fs/index_edit.h"
 
 namespace brevis::fs {
 namespace {
 
 using namespace cli_test;
 using namespace detail;
+using namespace index_edit;
 
 std::string ckpt(uint64_t seed) {
   return make_safetensors(
@@ -204,57 +206,6 @@ TEST(store_cli_test, fsck_reports_and_repairs_corruption) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
-// Runs `edit` in one write transaction on the index of the store in `dir`
-// (the LMDB API itself, as a disk fault or another brevis would change it).
-void edit_index(std::filesystem::path const& dir,
-                std::function<void(MDB_txn*)> const& edit) {
-  MDB_env* env = nullptr;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-  ASSERT_EQ(mdb_env_open(env, (dir / "index").c_str(), MDB_NOTLS, 0644), 0);
-  MDB_txn* t = nullptr;
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &t), 0);
-  edit(t);
-  ASSERT_EQ(mdb_txn_commit(t), 0);
-  mdb_env_close(env);
-}
-
-MDB_dbi open_db(MDB_txn* t, char const* name) {
-  MDB_dbi db = 0;
-  EXPECT_EQ(mdb_dbi_open(t, name, 0, &db), 0) << name;
-  return db;
-}
-
-using record = std::pair<codec::bytes, codec::bytes>;  // key, value
-
-codec::bytes copy_of(MDB_val const& v) {
-  auto const* p = static_cast<uint8_t const*>(v.mv_data);
-  return {p, p + v.mv_size};
-}
-
-// Every record of `db` in key order, copied out of the map.
-std::vector<record> read_all(MDB_txn* t, MDB_dbi db) {
-  std::vector<record> out;
-  MDB_cursor* c = nullptr;
-  EXPECT_EQ(mdb_cursor_open(t, db, &c), 0);
-  MDB_val k;
-  MDB_val v;
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-    out.emplace_back(copy_of(k), copy_of(v));
-  }
-  mdb_cursor_close(c);
-  return out;
-}
-
-void put_all(MDB_txn* t, MDB_dbi db, std::vector<record> records) {
-  for (auto& [key, value] : records) {
-    MDB_val k{key.size(), key.data()};
-    MDB_val v{value.size(), value.data()};
-    ASSERT_EQ(mdb_put(t, db, &k, &v, 0), 0);
-  }
-}
-
 // A damaged index: a directory entry whose key is shorter than the parent's
 // 8-byte inode number (so it has no name) and names no inode. fsck reports
 // it without reading past the key, and --repair removes it. The index is
@@ -300,7 +251,7 @@ void rewrite_programs(
     MDB_dbi const chunks = open_db(t, "chunks");
     std::map<uint64_t, uint64_t> moved;
     std::vector<record> fresh;
-    for (auto const& [key, old] : read_all(t, programs)) {
+    for (auto const& [key, old] : records_of(t, programs)) {
       codec::bytes next = rewrite(old);
       uint64_t const h = rekey(fresh.size()) ? hash64(next) : hash64(old);
       moved[hash64(old)] = h;
@@ -310,7 +261,7 @@ void rewrite_programs(
     }
     ASSERT_EQ(mdb_drop(t, programs, 0), 0);
     put_all(t, programs, std::move(fresh));
-    std::vector<record> records = read_all(t, chunks);
+    std::vector<record> records = records_of(t, chunks);
     for (auto& [key, value] : records) {
       chunk_rec r = decode_chunk(value);
       r.program = moved.at(r.program);
@@ -423,7 +374,7 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
   ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
   edit_index(d / "st", [](MDB_txn* t) {
     MDB_dbi const chunks = open_db(t, "chunks");
-    std::vector<record> records = read_all(t, chunks);
+    std::vector<record> records = records_of(t, chunks);
     ASSERT_FALSE(records.empty());
     records.resize(1);
     codec::store_le<uint32_t>(records[0].second.data(), 0xFFFFFFF0u);  // Length
@@ -454,6 +405,70 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
 // named as such, and never read past their end: an inode key of 3 bytes
 // (fsck and gc read 8), and a directory entry whose value is 5 bytes (an
 // unlink and a replacing add read 8).
+// A pack whose index record is damaged, as a disk fault would leave it:
+// `damage` changes the record of the store's one pack. Opening the store
+// leaves the pack as it is (an open truncates a pack to its recorded end,
+// and deletes one without a record), the file reads back, a new file goes
+// to a new pack rather than over the damaged one's payloads, and fsck
+// --repair rebuilds the record as it was.
+void pack_record_damage_keeps_the_pack(
+    std::function<void(codec::bytes&)> const& damage,
+    std::string const& fsck_says) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(74);
+  std::string const b = ckpt(75);
+  write_file(d / "a", a);
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  codec::bytes original;
+  edit_index(d / "st", [&](MDB_txn* t) {
+    MDB_dbi const packs = open_db(t, "packs");
+    std::vector<record> records = records_of(t, packs);
+    ASSERT_EQ(records.size(), 1u);
+    original = records[0].second;
+    damage(records[0].second);
+    put_all(t, packs, std::move(records));
+  });
+  auto const chooser = codec::make_store_chooser();
+  {
+    store s(st);
+    EXPECT_EQ(s.report().damaged_packs.size(), 1u);
+    EXPECT_TRUE(s.report().truncated.empty());
+    EXPECT_TRUE(s.report().removed_packs.empty());
+    EXPECT_EQ(stored(s, "a"), a);
+    s.add_file(root_inode, "b", codec::as_bytes(b), *chooser, 0644, 0);
+    EXPECT_EQ(stored(s, "a"), a);
+    EXPECT_EQ(stored(s, "b"), b);
+  }
+  run_result const found = brevis({"fsck", st});
+  EXPECT_NE(found.exit_code, 0) << found.out;
+  EXPECT_NE(found.out.find(fsck_says), std::string::npos) << found.out;
+  run_result const repaired = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(repaired.exit_code, 0) << repaired.out << repaired.err;
+  run_result const clean = brevis({"fsck", st});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  edit_index(d / "st", [&](MDB_txn* t) {
+    std::vector<record> const records = records_of(t, open_db(t, "packs"));
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[0].second, original);
+  });
+  store s(st);
+  EXPECT_TRUE(s.report().damaged_packs.empty());
+  EXPECT_EQ(stored(s, "a"), a);
+  EXPECT_EQ(stored(s, "b"), b);
+}
+
+TEST(store_cli_test, a_pack_end_before_its_payloads_keeps_them) {
+  pack_record_damage_keeps_the_pack(
+      [](codec::bytes& v) { codec::store_le<uint64_t>(v.data(), 16); },  // End
+      "before payloads it holds");
+}
+
+TEST(store_cli_test, a_pack_record_of_another_size_keeps_the_pack) {
+  pack_record_damage_keeps_the_pack([](codec::bytes& v) { v.resize(15); },
+                                    "index record has 15 bytes");
+}
+
 TEST(store_cli_test, index_keys_and_values_of_the_wrong_size_are_refused) {
   temp_dir d;
   std::string const st = (d / "st").string();
@@ -490,7 +505,7 @@ TEST(store_cli_test, index_keys_and_values_of_the_wrong_size_are_refused) {
   }
   edit_index(d / "st", [](MDB_txn* t) {
     MDB_dbi const inodes = open_db(t, "inodes");
-    std::vector<record> const all = read_all(t, inodes);
+    std::vector<record> const all = records_of(t, inodes);
     ASSERT_FALSE(all.empty());
     put_all(t, inodes, {{codec::bytes{1, 2, 3}, all[0].second}});
   });
@@ -554,7 +569,7 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
   size_t damaged = 0;
   edit_index(d / "st", [&](MDB_txn* t) {
     MDB_dbi const inodes = open_db(t, "inodes");
-    std::vector<record> records = read_all(t, inodes);
+    std::vector<record> records = records_of(t, inodes);
     std::erase_if(records, [](record const& r) {
       return !S_ISREG(codec::load_le<uint32_t>(r.second.data()));
     });
