@@ -943,6 +943,9 @@ void mount_fs::fsync(uint64_t ino, bool datasync) {
   if ((datasync ? ::fdatasync(n->fd) : ::fsync(n->fd)) != 0) {
     sys_fail(errno, "fsync");
   }
+  // The copy's name in staging/ too: create made it without a sync, and a
+  // power cut could otherwise lose a file its writer had synced.
+  detail::sync_parent_directory(store_.staging_path(ino));
 }
 
 void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
