@@ -4,7 +4,7 @@
 // mmap of a compressed file, fallocate's modes, POSIX and BSD locks,
 // permissions (the mount is the mounting user's unless --allow-other;
 // default_permissions enforces mode bits for other users), directory
-// listings that follow the directory, setgid directories, and names longer
+// listings that follow the directory, setgid directories, names longer
 // than NAME_MAX, and fsync.
 
 #include <dirent.h>
