@@ -362,6 +362,17 @@ struct stat mount_fs::symlink(uint64_t parent, std::string_view name,
   return to_stat(store_.make_node(parent, name, spec));
 }
 
+struct stat mount_fs::mknod_special(uint64_t parent, std::string_view name,
+                                    uint32_t mode, caller const& who) {
+  // Devices would need their numbers stored, and the mount is nodev.
+  if (!S_ISFIFO(mode) && !S_ISSOCK(mode)) sys_fail(EPERM, "mknod");
+  store::node_spec spec;
+  spec.mode = (mode & S_IFMT) | (mode & 07777);
+  set_owner(parent, spec, who);
+  spec.time_ns = now_ns();
+  return to_stat(store_.make_node(parent, name, spec));
+}
+
 struct stat mount_fs::link(uint64_t ino, uint64_t parent,
                            std::string_view name) {
   return to_stat(store_.link(ino, parent, name, now_ns()));

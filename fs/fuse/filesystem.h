@@ -144,6 +144,10 @@ class mount_fs {
                     caller const& who);
   struct stat symlink(uint64_t parent, std::string_view name,
                       std::string_view target, caller const& who);
+  /// A FIFO or a socket (the kernel serves their I/O; the store keeps the
+  /// inode). Other types: EPERM.
+  struct stat mknod_special(uint64_t parent, std::string_view name,
+                            uint32_t mode, caller const& who);
   struct stat link(uint64_t ino, uint64_t parent, std::string_view name);
   std::string readlink(uint64_t ino);
   void unlink(uint64_t parent, std::string_view name);

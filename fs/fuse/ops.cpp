@@ -215,8 +215,12 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
               dev_t) {
   reply_errno(req, "mknod", [&] {
-    if (!S_ISREG(mode)) return EPERM;  // no devices, fifos or sockets
     mount_fs& fs = fs_of(req);
+    if (!S_ISREG(mode)) {
+      fuse_entry_param const e = entry_of(
+          fs.mknod_special(parent, entry_name(name), mode, caller_of(req)));
+      return fuse_reply_entry(req, &e), 0;
+    }
     struct stat const st =
         fs.create(parent, entry_name(name), mode, O_WRONLY, caller_of(req));
     fs.release(st.st_ino, true);

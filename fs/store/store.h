@@ -239,7 +239,9 @@ class store {
 
   /// What make_node creates.
   struct node_spec {
-    uint32_t mode = 0;  // S_IFDIR, S_IFREG (an empty staged file) or S_IFLNK
+    // S_IFDIR, S_IFREG (an empty staged file), S_IFLNK, or S_IFIFO or
+    // S_IFSOCK (the kernel's alone: the store keeps only the inode)
+    uint32_t mode = 0;
     uint32_t uid = 0, gid = 0;
     int64_t time_ns = 0;
     std::string_view link_target;  // S_IFLNK only

@@ -126,7 +126,8 @@ inode_attr store::make_node(uint64_t parent, std::string_view name,
                             node_spec const& spec) {
   check_name(name);
   uint32_t const type = spec.mode & S_IFMT;
-  if (type != S_IFDIR && type != S_IFREG && type != S_IFLNK) {
+  if (type != S_IFDIR && type != S_IFREG && type != S_IFLNK &&
+      type != S_IFIFO && type != S_IFSOCK) {
     store_fail(store_errc::invalid, "unsupported file type");
   }
   impl& s = *impl_;
@@ -149,7 +150,7 @@ inode_attr store::make_node(uint64_t parent, std::string_view name,
       t.put(s.extra, extra_key(ino, extra_kind::parent), le64(parent));
     } else if (type == S_IFREG) {
       r.state = static_cast<uint32_t>(file_state::staged);
-    } else {
+    } else if (type == S_IFLNK) {
       if (spec.link_target.empty() || spec.link_target.size() > 4095) {
         store_fail(store_errc::invalid, "bad symlink target");
       }

@@ -5,15 +5,18 @@
 // permissions (the mount is the mounting user's unless --allow-other;
 // default_permissions enforces mode bits for other users), directory
 // listings that follow the directory, setgid directories, names longer
-// than NAME_MAX, and fsync.
+// than NAME_MAX, FIFOs and sockets, and fsync.
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -509,6 +512,69 @@ TEST_F(mount_edge, names_past_name_max_are_too_long) {
   EXPECT_TRUE(too_long(::rename((mnt() / "f").c_str(), past.c_str())));
   EXPECT_TRUE(too_long(::unlink(past.c_str())));
   EXPECT_EQ(read_file(mnt() / "f"), "f");
+  fsck_clean();
+}
+
+// FIFOs and sockets (mkfifo, mknod, a Unix socket's bind) are made, carry
+// data between processes through the kernel, take a hard link, a rename
+// and an unlink, and survive a remount; device nodes are refused (EPERM):
+// the mount is nodev, and their numbers are not kept.
+TEST_F(mount_edge, fifos_and_sockets) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  fs::path const fifo = mnt() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0640), 0) << std::strerror(errno);
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(st.st_uid, ::getuid());
+  EXPECT_EQ(st.st_size, 0);
+  std::string got;
+  std::thread reader([&] { got = read_file(fifo); });
+  {
+    int const w = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(w, 0) << std::strerror(errno);
+    EXPECT_EQ(::write(w, "through the pipe", 16), 16);
+    ::close(w);
+  }
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+
+  ASSERT_EQ(::link(fifo.c_str(), (mnt() / "fifo2").c_str()), 0);
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 2u);
+  ASSERT_EQ(::rename(fifo.c_str(), (mnt() / "fifo3").c_str()), 0);
+  ASSERT_EQ(::unlink((mnt() / "fifo2").c_str()), 0);
+
+  fs::path const sock = mnt() / "sock";
+  ASSERT_EQ(::mknod(sock.c_str(), S_IFSOCK | 0600, 0), 0)
+      << std::strerror(errno);
+  int const s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string const bound = (mnt() / "bound").string();
+  ASSERT_LT(bound.size(), sizeof addr.sun_path);
+  std::copy_n(bound.c_str(), bound.size() + 1, std::begin(addr.sun_path));
+  EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
+      << std::strerror(errno);
+  ::close(s);
+  EXPECT_NE(::mknod((mnt() / "dev").c_str(), S_IFCHR | 0600, makedev(1, 3)), 0);
+  EXPECT_EQ(errno, EPERM);
+
+  remount({"--quiet-ms", "0"});
+  ASSERT_EQ(::stat((mnt() / "fifo3").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(st.st_nlink, 1u);
+  EXPECT_FALSE(fs::exists(mnt() / "fifo") || fs::exists(mnt() / "fifo2"));
+  ASSERT_EQ(::stat(sock.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  ASSERT_EQ(::stat(bound.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_FALSE(fs::exists(mnt() / "dev"));
+  for (char const* n : {"fifo3", "sock", "bound"}) {
+    EXPECT_EQ(::unlink((mnt() / n).c_str()), 0) << n;
+  }
   fsck_clean();
 }
 
