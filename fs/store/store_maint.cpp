@@ -269,8 +269,9 @@ fsck_report store::fsck(fsck_options const& opt) {
   }
   for (auto const& [id, pr] : packs) {
     if (!bad_pack_records.contains(id) && pr.end < payload_end[id]) {
-      // The next writer's open would truncate it there (it does not: see
-      // store::impl::truncate_interrupted_appends), an append overwrite.
+      // Damage: an open would cut those payloads off and an append would
+      // write over them (both refused: truncate_interrupted_appends and
+      // damaged_packs).
       rep.problems.push_back(pack_name(id) + ": committed end " +
                              std::to_string(pr.end) +
                              ", before payloads it holds (up to " +
@@ -383,7 +384,6 @@ fsck_report store::fsck(fsck_options const& opt) {
                                                    : ": fixed its record"));
       }
     }
-
     rep.repairs = std::move(repairs);
     return 0;
   });
