@@ -1030,8 +1030,10 @@ store_stats store::stats() const {
     {
       cursor c(t, s.packs);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        pack_rec r = decode_pack(c.value());
         ++x.packs;
+        // A damaged record (fsck reports it) adds no bytes.
+        if (c.value().size() != pack_rec_size) continue;
+        pack_rec const r = decode_pack(c.value());
         x.pack_bytes += r.end;
         x.live_bytes += r.live;
       }

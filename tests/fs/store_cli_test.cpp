@@ -409,8 +409,8 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
 // `damage` changes the record of the store's one pack. Opening the store
 // leaves the pack as it is (an open truncates a pack to its recorded end,
 // and deletes one without a record), the file reads back, a new file goes
-// to a new pack rather than over the damaged one's payloads, and fsck
-// --repair rebuilds the record as it was.
+// to a new pack rather than over the damaged one's payloads, `brevis
+// stats` still answers, and fsck --repair rebuilds the record as it was.
 void pack_record_damage_keeps_the_pack(
     std::function<void(codec::bytes&)> const& damage,
     std::string const& fsck_says) {
@@ -429,6 +429,8 @@ void pack_record_damage_keeps_the_pack(
     damage(records[0].second);
     put_all(t, packs, std::move(records));
   });
+  run_result const stats = brevis({"stats", st});
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
   auto const chooser = codec::make_store_chooser();
   {
     store s(st);
