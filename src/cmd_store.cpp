@@ -38,23 +38,9 @@ std::unique_ptr<fs::store> open_store(store_cli_options const& opt,
   so.create = create;
   if (opt.chunk_size) so.chunk_size = opt.chunk_size;
   auto s = std::make_unique<fs::store>(opt.store, so);
-  fs::open_report const& r = s->report();
   if (opt.common.verbosity >= 1) {
-    for (auto const& t : r.truncated) {
-      report_error(opt.store, "truncated an interrupted append: " + t);
-    }
-    for (auto const& p : r.removed_packs) {
-      report_error(opt.store, "removed uncommitted pack " + p);
-    }
-    for (auto const& p : r.short_packs) {
-      report_error(opt.store, "pack damaged: " + p + " (run brevis fsck)");
-    }
-    for (auto const& p : r.damaged_packs) {
-      report_error(opt.store, "pack record damaged, the pack left as it is: " +
-                                  p + " (run brevis fsck --repair)");
-    }
-    for (auto const& n : r.staged_uncommitted) {
-      report_error(opt.store, "staged file without a committed version: " + n);
+    for (fs::open_finding const& f : findings(s->report(), true)) {
+      report_error(opt.store, f.line);
     }
   }
   return s;
@@ -115,6 +101,10 @@ int store_get(store_cli_options const& opt) {
                             "no such file in " + opt.store);
     }
     fs::inode_attr const a = s->stat(*ino);
+    if (!S_ISREG(a.mode)) {
+      throw fs::store_error(fs::store_errc::invalid,
+                            name + " is not a regular file");
+    }
     std::string const out_path = opt.output.empty() ? name : opt.output;
     struct stat like {};
     like.st_mode = S_IFREG | (a.mode & 07777);
@@ -187,18 +177,25 @@ int store_rm(store_cli_options const& opt) {
   });
 }
 
+// What `store ls` says of an entry: a file's state, or another type's name.
+char const* state_name(fs::inode_attr const& a) {
+  if (S_ISDIR(a.mode)) return "directory";
+  if (S_ISLNK(a.mode)) return "symlink";
+  if (S_ISFIFO(a.mode)) return "fifo";
+  if (S_ISSOCK(a.mode)) return "socket";
+  return a.state == fs::file_state::staged ? "staged" : "compressed";
+}
+
 int store_ls(store_cli_options const& opt) {
   return for_each_input({opt.store}, [&](std::string const&) {
     auto s = open_store(opt, false);
     std::printf("%-40s %12s %12s %7s  %s\n", "NAME", "SIZE", "STORED", "RATIO",
                 "STATE");
     for (fs::dir_entry const& e : s->list(fs::root_inode)) {
-      std::printf(
-          "%-40s %12llu %12llu %7.3f  %s\n", e.name.c_str(),
-          static_cast<unsigned long long>(e.attr.size),
-          static_cast<unsigned long long>(e.attr.stored),
-          ratio(e.attr.size, e.attr.stored),
-          e.attr.state == fs::file_state::staged ? "staged" : "compressed");
+      std::printf("%-40s %12llu %12llu %7.3f  %s\n", e.name.c_str(),
+                  static_cast<unsigned long long>(e.attr.size),
+                  static_cast<unsigned long long>(e.attr.stored),
+                  ratio(e.attr.size, e.attr.stored), state_name(e.attr));
     }
   });
 }

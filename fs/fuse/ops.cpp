@@ -618,18 +618,8 @@ int run_mount(mount_options const& opt) {
                                                  : "syslog");
     {
       store s(opt.store);
-      open_report const& r = s.report();
-      for (auto const& t : r.truncated) {
-        log_event(log_level::info, "truncated an interrupted append: " + t);
-      }
-      for (auto const& p : r.short_packs) {
-        log_event(log_level::error,
-                  "pack damaged: " + p + " (run brevis fsck)");
-      }
-      for (auto const& p : r.damaged_packs) {
-        log_event(log_level::error,
-                  "pack record damaged, the pack left as it is: " + p +
-                      " (run brevis fsck --repair)");
+      for (open_finding const& f : findings(s.report(), false)) {
+        log_event(f.damage ? log_level::error : log_level::info, f.line);
       }
     }
     store_dir = absolute(opt.store);

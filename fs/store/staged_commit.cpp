@@ -79,10 +79,10 @@ staged_commit::staged_commit(store& st, uint64_t ino)
                  "inode " + std::to_string(ino) + " is no longer staged");
     }
     cursor k(t, s.packs);
-    if (k.last() && k.key().size() == 8 &&
-        s.appendable(read_be64(k.key().data()), k.value())) {
-      pack_rec const r = decode_pack(k.value());
-      if (r.end < s.opt.pack_limit) {
+    if (k.last() && k.key().size() == 8) {
+      pack_rec r;
+      c.pack = s.open_for_append(read_be64(k.key().data()), k.value(), r);
+      if (c.pack) {
         c.pack_id = read_be64(k.key().data());
         newest = r;
       }
@@ -97,7 +97,6 @@ staged_commit::staged_commit(store& st, uint64_t ino)
   // about the newest pack stays true until our commit.
   if (newest) {
     c.path = s.pack_path(c.pack_id);
-    c.pack = std::make_unique<pack_file>(c.path, false, true);
     c.start = c.pos = newest->end;
   } else {
     // Created at the first append: a job that writes nothing (an empty

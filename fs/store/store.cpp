@@ -285,6 +285,23 @@ void store::impl::adopt_map_size() {
   lmdb_check(mdb_env_set_mapsize(env, 0), "adopt map size");
 }
 
+std::unique_ptr<pack_file> store::impl::open_for_append(uint64_t id,
+                                                        byte_view v,
+                                                        pack_rec& rec) const {
+  if (v.size() != pack_rec_size) return nullptr;
+  pack_rec const r = decode_pack(v);
+  if (r.end >= opt.pack_limit) return nullptr;
+  std::unique_ptr<pack_file> p;
+  try {
+    p = std::make_unique<pack_file>(pack_path(id), false, true);
+  } catch (store_error const&) {
+    return nullptr;  // missing or unreadable: fsck reports it
+  }
+  if (p->file_size() != r.end) return nullptr;
+  rec = r;
+  return p;
+}
+
 void store::impl::truncate_interrupted_appends(
     std::unordered_map<uint64_t, pack_rec> const& committed,
     std::vector<std::pair<uint64_t, uint64_t>> const& long_packs) {
@@ -310,7 +327,6 @@ void store::impl::truncate_interrupted_appends(
     uint64_t const end = committed.at(id).end;
     std::string const n = pack_name(id);
     if (payload_end[id] > end) {
-      damaged_packs.insert(id);
       report.damaged_packs.push_back(n + ": its index record ends it at " +
                                      std::to_string(end) +
                                      ", before payloads it holds (up to " +
@@ -358,7 +374,6 @@ void store::impl::recover() {
     if (!parse_pack_name(n, id)) continue;
     if (auto bad = bad_records.find(id); bad != bad_records.end()) {
       // Its committed end is unknown: neither truncated nor deleted.
-      damaged_packs.insert(id);
       report.damaged_packs.push_back(
           n + ": its index record has " + std::to_string(bad->second) +
           " bytes, not " + std::to_string(pack_rec_size));
@@ -411,6 +426,28 @@ store::store(std::string dir, store_options opt)
 store::~store() = default;
 
 open_report const& store::report() const { return impl_->report; }
+
+std::vector<open_finding> findings(open_report const& r, bool with_staged) {
+  std::vector<open_finding> out;
+  for (auto const& t : r.truncated) {
+    out.push_back({false, "truncated an interrupted append: " + t});
+  }
+  for (auto const& p : r.removed_packs) {
+    out.push_back({false, "removed uncommitted pack " + p});
+  }
+  for (auto const& p : r.short_packs) {
+    out.push_back({true, "pack damaged: " + p + " (run brevis fsck)"});
+  }
+  for (auto const& p : r.damaged_packs) {
+    out.push_back({true, "pack record damaged, the pack left as it is: " + p +
+                             " (run brevis fsck --repair)"});
+  }
+  for (auto const& n : r.staged_uncommitted) {
+    if (!with_staged) break;
+    out.push_back({false, "staged file without a committed version: " + n});
+  }
+  return out;
+}
 std::string const& store::dir() const { return impl_->dir; }
 uint32_t store::chunk_size() const { return impl_->opt.chunk_size; }
 
@@ -489,6 +526,9 @@ void store::impl::add_live(txn& t, uint64_t pack, int64_t delta) {
     store_fail(store_errc::bad_store,
                "index: pack " + pack_name(pack) + " has no record");
   }
+  // A damaged record keeps its bytes: fsck --repair recounts Live, and
+  // refusing would fail every unlink of a file in that pack.
+  if (v->size() != pack_rec_size) return;
   pack_rec r = decode_pack(*v);
   r.live = static_cast<uint64_t>(
       std::max<int64_t>(0, static_cast<int64_t>(r.live) + delta));
@@ -700,25 +740,20 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
   // transaction creates.
   {
     cursor c(t, s.packs);
-    if (c.last() && c.key().size() == 8 &&
-        s.appendable(key_u64(c.key()), c.value())) {
-      pack_rec r = decode_pack(c.value());
-      if (r.end < s.opt.pack_limit) {
+    if (c.last() && c.key().size() == 8) {
+      pack = s.open_for_append(key_u64(c.key()), c.value(), prec);
+      if (pack) {
         id = key_u64(c.key());
-        prec = r;
         fresh = false;
       }
     }
   }
   if (fresh) {
     id = s.next_counter(t, "next_pack", 1);
-    path = s.pack_path(id);
     pack = s.create_pack(id);
-    prec.end = pack_header_size;
-  } else {
-    path = s.pack_path(id);
-    pack = std::make_unique<pack_file>(path, false, true);
+    prec = {pack_header_size, 0};
   }
+  path = s.pack_path(id);
   start = pos = prec.end;
 }
 

@@ -95,6 +95,16 @@ struct open_report {
   std::vector<std::string> staged_uncommitted;  // staging/ files
 };
 
+/// A line of what an open found, and whether it is damage (else routine
+/// recovery): what the CLI prints and the mount logs. Staged files without
+/// a committed version are listed only `with_staged` (a mount has them as a
+/// matter of course: files not compressed yet).
+struct open_finding {
+  bool damage = false;
+  std::string line;
+};
+std::vector<open_finding> findings(open_report const& r, bool with_staged);
+
 struct add_result {
   uint64_t ino = 0;
   uint64_t size = 0;

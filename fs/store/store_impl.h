@@ -8,7 +8,6 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codec/container/archive.h"
 #include "codec/dsl/program.h"
@@ -42,15 +41,15 @@ struct store::impl {
   // writers go on.
   std::mutex append_mu;
   int append_fd = -1;
-  // Packs whose index record recovery found damaged (open_report): no
-  // append goes to them until fsck --repair rebuilds their record. Written
-  // at open and by that repair, read by appenders: all under append_mu.
-  std::unordered_set<uint64_t> damaged_packs;
-  /// Whether an append may go to the end of pack `id`, whose index record
-  /// is `v`.
-  bool appendable(uint64_t id, detail::byte_view v) const {
-    return v.size() == detail::pack_rec_size && !damaged_packs.contains(id);
-  }
+  /// The newest pack, `id` with index record `v`, opened to append at its
+  /// End (into `rec`); null when appends must start a new pack: its record
+  /// is damaged, it is full, or its file is not exactly End bytes long.
+  /// Bytes past End that no open truncated are a failed commit's, another
+  /// process's interrupted append, or committed payloads past a damaged
+  /// End; bytes short of it are lost. Decided from the disk, under the
+  /// append lock, so every process decides alike.
+  std::unique_ptr<detail::pack_file> open_for_append(
+      uint64_t id, detail::byte_view v, detail::pack_rec& rec) const;
 
   mutable std::mutex prog_mu;
   mutable std::unordered_map<uint64_t, std::shared_ptr<codec::node const>>
@@ -213,7 +212,8 @@ struct store::impl {
 
   void recover();
   /// Truncates each of `long_packs` (id, file size) to its committed end,
-  /// unless payloads lie past that end (then the pack is damaged_packs).
+  /// unless payloads lie past that end (then it is reported damaged and
+  /// left as it is).
   void truncate_interrupted_appends(
       std::unordered_map<uint64_t, detail::pack_rec> const& committed,
       std::vector<std::pair<uint64_t, uint64_t>> const& long_packs);

@@ -67,7 +67,8 @@ fsck_report store::fsck(fsck_options const& opt) {
   }
 
   std::map<uint64_t, pack_rec> packs;
-  std::set<uint64_t> bad_pack_records;  // of another size: end unknown
+  std::set<uint64_t> bad_pack_records;     // of another size: end unknown
+  std::map<uint64_t, uint64_t> pack_size;  // of the files that opened
   std::map<std::pair<uint64_t, uint64_t>, record_info> records;
   std::map<uint64_t, inode_check> inodes;
   std::vector<std::array<uint8_t, 16>> dangling_chunks;
@@ -102,6 +103,7 @@ fsck_report store::fsck(fsck_options const& opt) {
         continue;
       }
       uint64_t const size = p->file_size();
+      pack_size[id] = size;
       if (bad_pack_records.contains(id)) pr.end = size;
       if (size < pr.end) {
         rep.problems.push_back(name + ": " + std::to_string(pr.end - size) +
@@ -271,7 +273,7 @@ fsck_report store::fsck(fsck_options const& opt) {
     if (!bad_pack_records.contains(id) && pr.end < payload_end[id]) {
       // Damage: an open would cut those payloads off and an append would
       // write over them (both refused: truncate_interrupted_appends and
-      // damaged_packs).
+      // open_for_append).
       rep.problems.push_back(pack_name(id) + ": committed end " +
                              std::to_string(pr.end) +
                              ", before payloads it holds (up to " +
@@ -346,6 +348,7 @@ fsck_report store::fsck(fsck_options const& opt) {
       }
     }
     std::map<uint64_t, uint64_t> new_live;
+    std::map<uint64_t, uint64_t> kept_end;  // of the last payload kept
     uint64_t fixed = 0, removed = 0;
     for (auto const& [k, pr0] : payloads) {
       payload_rec pr = pr0;
@@ -361,6 +364,8 @@ fsck_report store::fsck(fsck_options const& opt) {
         ++fixed;
       }
       new_live[pr.pack] += record_size(pr.length);
+      uint64_t& e = kept_end[pr.pack];
+      e = std::max(e, pr.offset + record_size(pr.length));
     }
     if (fixed) {
       repairs.push_back("fixed " + std::to_string(fixed) + " reference counts");
@@ -372,10 +377,15 @@ fsck_report store::fsck(fsck_options const& opt) {
     for (auto const& [id, pr0] : packs) {
       pack_rec pr = pr0;
       bool const rebuilt = bad_pack_records.contains(id);
-      // A rebuilt or short end reaches the last payload named: what lies
-      // past it is no commit's (the next writer's open truncates it).
-      uint64_t const end =
-          std::max(rebuilt ? pack_header_size : pr.end, payload_end[id]);
+      // A rebuilt or short end reaches the last payload kept: what lies
+      // past it is no commit's (the next writer's open truncates it). One
+      // past the file's end comes back to it: those bytes are lost, and
+      // appends there would leave a hole.
+      uint64_t const kept = std::max(pack_header_size, kept_end[id]);
+      uint64_t end = rebuilt ? kept : std::max(kept, pr.end);
+      if (auto sz = pack_size.find(id); sz != pack_size.end()) {
+        end = std::min(end, std::max(kept, sz->second));
+      }
       if (rebuilt || pr.end != end || pr.live != new_live[id]) {
         pr.end = end;
         pr.live = new_live[id];
@@ -387,9 +397,6 @@ fsck_report store::fsck(fsck_options const& opt) {
     rep.repairs = std::move(repairs);
     return 0;
   });
-  // Their records are whole again: appends may go to them (append_mu is
-  // held).
-  s.damaged_packs.clear();
   return rep;
 }
 
@@ -403,6 +410,8 @@ gc_report store::gc(double threshold) {
     std::map<uint64_t, pack_rec> m;
     cursor c(t, s.packs);
     for (bool ok = c.first(); ok; ok = c.next()) {
+      // A damaged record is left for fsck --repair to rebuild.
+      if (c.value().size() != pack_rec_size) continue;
       m[key_u64(c.key())] = decode_pack(c.value());
     }
     return m;
@@ -420,25 +429,24 @@ gc_report store::gc(double threshold) {
         static_cast<double>(pr.live) >= threshold * static_cast<double>(body)) {
       continue;
     }
-    // Live records of this pack, verified as they are copied.
-    std::vector<std::pair<payload_key, payload_rec>> live;
-    if (!empty) {
-      live = s.read_txn([&](txn& t) {
-        std::vector<std::pair<payload_key, payload_rec>> v;
-        cursor c(t, s.payloads);
-        for (bool ok = c.first(); ok; ok = c.next()) {
-          payload_rec r = decode_payload(c.value());
-          if (r.pack != id) continue;
-          if (c.key().size() != 16) {
-            store_fail(store_errc::bad_store, "index: bad payload key");
+    // Live records of this pack, verified as they are copied. Looked up for
+    // an "empty" pack too: a damaged Live must not delete payloads.
+    std::vector<std::pair<payload_key, payload_rec>> const live =
+        s.read_txn([&](txn& t) {
+          std::vector<std::pair<payload_key, payload_rec>> v;
+          cursor c(t, s.payloads);
+          for (bool ok = c.first(); ok; ok = c.next()) {
+            payload_rec r = decode_payload(c.value());
+            if (r.pack != id) continue;
+            if (c.key().size() != 16) {
+              store_fail(store_errc::bad_store, "index: bad payload key");
+            }
+            payload_key k;
+            std::memcpy(k.b.data(), c.key().data(), 16);
+            v.emplace_back(k, r);
           }
-          payload_key k;
-          std::memcpy(k.b.data(), c.key().data(), 16);
-          v.emplace_back(k, r);
-        }
-        return v;
-      });
-    }
+          return v;
+        });
     std::vector<std::pair<payload_key, uint64_t>> moved;  // key, new offset
     bool unreadable = false;
     if (!live.empty()) {

@@ -1,9 +1,11 @@
 // The store through the `brevis` binary: store add/get/ls, stats, fsck, gc,
 // and crash safety (the binary killed with SIGKILL at chosen points).
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <lmdb.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -469,6 +471,128 @@ TEST(store_cli_test, a_pack_end_before_its_payloads_keeps_them) {
 TEST(store_cli_test, a_pack_record_of_another_size_keeps_the_pack) {
   pack_record_damage_keeps_the_pack([](codec::bytes& v) { v.resize(15); },
                                     "index record has 15 bytes");
+}
+
+// Sets the End and Live of the store's one pack record, as damage would.
+void set_pack_record(std::filesystem::path const& st, uint64_t end,
+                     uint64_t live) {
+  edit_index(st, [&](MDB_txn* t) {
+    MDB_dbi const packs = open_db(t, "packs");
+    std::vector<record> records = records_of(t, packs);
+    ASSERT_EQ(records.size(), 1u);
+    codec::store_le<uint64_t>(records[0].second.data(), end);
+    codec::store_le<uint64_t>(records[0].second.data() + 8, live);
+    put_all(t, packs, std::move(records));
+  });
+}
+
+// A store opened while another process holds the append lock skips
+// recovery, so it never learns the pack is damaged: its append still goes
+// to a new pack, decided from the pack's length on disk.
+TEST(store_cli_test, an_append_never_goes_past_a_damaged_end) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(76);
+  std::string const b = ckpt(77);
+  write_file(d / "a", a);
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  set_pack_record(d / "st", 16, 0);
+  auto const chooser = codec::make_store_chooser();
+  int const lock =
+      ::open((d / "st" / "index" / "append.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  store s(st);
+  EXPECT_FALSE(s.report().recovered);
+  ::close(lock);
+  s.add_file(root_inode, "b", codec::as_bytes(b), *chooser, 0644, 0);
+  EXPECT_EQ(stored(s, "a"), a);
+  EXPECT_EQ(stored(s, "b"), b);
+}
+
+// gc takes a pack whose record says it holds nothing for empty only when
+// no payload points into it: a damaged Live moves the payloads instead of
+// deleting them.
+TEST(store_cli_test, gc_keeps_the_payloads_of_a_pack_said_to_be_empty) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(78);
+  write_file(d / "a", a);
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  set_pack_record(d / "st", 16, 0);
+  run_result const gc = brevis({"gc", st});
+  EXPECT_EQ(gc.exit_code, 0) << gc.out << gc.err;
+  run_result const get =
+      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
+  EXPECT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_TRUE(read_file(d / "out") == a);
+  run_result const clean = brevis({"fsck", st});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+}
+
+// fsck --repair of a 15-byte pack record with a damaged payload record
+// pointing far past the pack's end: the rebuilt End reaches only the
+// payloads kept, so the store is clean afterwards, files can be removed
+// and added, and it stays clean.
+TEST(store_cli_test, a_rebuilt_pack_end_stays_within_the_pack) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  for (char const* n : {"a", "b"}) {
+    write_file(d / n, ckpt(n[0]));
+    ASSERT_EQ(brevis({"store", "add", st, (d / n).string()}).exit_code, 0);
+  }
+  edit_index(d / "st", [](MDB_txn* t) {
+    MDB_dbi const payloads = open_db(t, "payloads");
+    std::vector<record> p = records_of(t, payloads);
+    ASSERT_FALSE(p.empty());
+    p.resize(1);
+    codec::store_le<uint64_t>(p[0].second.data() + 8, 10000000);  // Offset
+    put_all(t, payloads, std::move(p));
+    MDB_dbi const packs = open_db(t, "packs");
+    std::vector<record> k = records_of(t, packs);
+    ASSERT_EQ(k.size(), 1u);
+    k[0].second.resize(15);
+    put_all(t, packs, std::move(k));
+  });
+  run_result const rm = brevis({"store", "rm", st, "b"});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  run_result r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  write_file(d / "c", ckpt(79));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "c").string()}).exit_code, 0);
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = brevis({"store", "get", st, "c", "-o", (d / "out").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_file(d / "out") == ckpt(79));
+}
+
+// `store ls` names the type of what is not a regular file, and `store get`
+// of a FIFO or a socket says what it is rather than reporting damage.
+TEST(store_cli_test, ls_and_get_of_fifos_and_sockets) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  {
+    store s(st);
+    for (auto [name, type] : {std::pair{"pipe", S_IFIFO}, {"sock", S_IFSOCK}}) {
+      store::node_spec spec;
+      spec.mode = type | 0644;
+      s.make_node(root_inode, name, spec);
+    }
+  }
+  run_result const ls = brevis({"store", "ls", st});
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("fifo"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("socket"), std::string::npos) << ls.out;
+  for (char const* name : {"pipe", "sock"}) {
+    run_result const get =
+        brevis({"store", "get", st, name, "-o", (d / "out").string()});
+    EXPECT_NE(get.exit_code, 0);
+    EXPECT_NE(get.err.find("not a regular file"), std::string::npos) << get.err;
+    EXPECT_FALSE(std::filesystem::exists(d / "out"));
+  }
 }
 
 TEST(store_cli_test, index_keys_and_values_of_the_wrong_size_are_refused) {

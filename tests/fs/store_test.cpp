@@ -477,7 +477,10 @@ TEST(store_test, full_map_is_enospc_and_consistent) {
     added.pop_back();
   }
   store s((d / "s").string(), o);
-  EXPECT_TRUE(s.report().truncated.empty());
+  // A commit that met the full map left its appended bytes (a commit may
+  // reach the disk though it fails); appends then went to new packs, and
+  // this open cut the bytes off: at most one add's worth.
+  EXPECT_LE(s.report().truncated.size(), 1u);
   for (auto const& [name, data] : added) {
     ASSERT_EQ(read_all(s, *s.lookup(root_inode, name)), data);
   }
