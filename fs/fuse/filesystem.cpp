@@ -80,6 +80,10 @@ struct mount_fs::node {
   // runs under the store's writer lock, which ranks after mu).
   std::atomic<unsigned> opens{0};
   std::atomic<bool> cancel{false};
+  // Whether fsync has synced staging/ since this node's copy was created:
+  // once is enough for its entry (a copy staged again is renamed into
+  // place with a sync).
+  std::atomic<bool> entry_synced{false};
 
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
   bool staged = false;
@@ -551,6 +555,7 @@ void mount_fs::open_fd_locked(node& n) {
   }
   n.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (n.fd < 0) sys_fail(errno, "create the staged copy");
+  n.entry_synced = false;
   if (!alive(n.ino)) {
     ::close(n.fd);
     n.fd = -1;
@@ -956,7 +961,10 @@ void mount_fs::fsync(uint64_t ino, bool datasync) {
   }
   // The copy's name in staging/ too: create made it without a sync, and a
   // power cut could otherwise lose a file its writer had synced.
-  detail::sync_parent_directory(store_.staging_path(ino));
+  if (!n->entry_synced) {
+    detail::sync_parent_directory(store_.staging_path(ino));
+    n->entry_synced = true;
+  }
 }
 
 void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,

@@ -374,6 +374,7 @@ void store::impl::recover() {
     if (!parse_pack_name(n, id)) continue;
     if (auto bad = bad_records.find(id); bad != bad_records.end()) {
       // Its committed end is unknown: neither truncated nor deleted.
+      seen.insert(id);
       report.damaged_packs.push_back(
           n + ": its index record has " + std::to_string(bad->second) +
           " bytes, not " + std::to_string(pack_rec_size));
@@ -398,11 +399,13 @@ void store::impl::recover() {
                                    " committed bytes missing");
     }
   }
-  for (auto const& [id, r] : committed) {
-    if (!seen.count(id)) {
+  auto const note_missing = [&](uint64_t id) {
+    if (!seen.contains(id)) {
       report.short_packs.push_back(pack_name(id) + ": missing");
     }
-  }
+  };
+  for (auto const& [id, r] : committed) note_missing(id);
+  for (auto const& [id, size] : bad_records) note_missing(id);
   truncate_interrupted_appends(committed, long_packs);
   // Staged files are named by inode; report those with no committed copy.
   for (std::string const& n : list_dir(staging_dir())) {

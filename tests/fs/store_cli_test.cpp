@@ -407,6 +407,23 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
 // named as such, and never read past their end: an inode key of 3 bytes
 // (fsck and gc read 8), and a directory entry whose value is 5 bytes (an
 // unlink and a replacing add read 8).
+// Changes the store's one pack record by `damage`, as a disk fault would;
+// returns the record as it was.
+codec::bytes pack_record_damage(
+    std::filesystem::path const& st,
+    std::function<void(codec::bytes&)> const& damage) {
+  codec::bytes original;
+  edit_index(st, [&](MDB_txn* t) {
+    MDB_dbi const packs = open_db(t, "packs");
+    std::vector<record> records = records_of(t, packs);
+    ASSERT_EQ(records.size(), 1u);
+    original = records[0].second;
+    damage(records[0].second);
+    put_all(t, packs, std::move(records));
+  });
+  return original;
+}
+
 // A pack whose index record is damaged, as a disk fault would leave it:
 // `damage` changes the record of the store's one pack. Opening the store
 // leaves the pack as it is (an open truncates a pack to its recorded end,
@@ -422,15 +439,7 @@ void pack_record_damage_keeps_the_pack(
   std::string const b = ckpt(75);
   write_file(d / "a", a);
   ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
-  codec::bytes original;
-  edit_index(d / "st", [&](MDB_txn* t) {
-    MDB_dbi const packs = open_db(t, "packs");
-    std::vector<record> records = records_of(t, packs);
-    ASSERT_EQ(records.size(), 1u);
-    original = records[0].second;
-    damage(records[0].second);
-    put_all(t, packs, std::move(records));
-  });
+  codec::bytes const original = pack_record_damage(d / "st", damage);
   run_result const stats = brevis({"stats", st});
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
   auto const chooser = codec::make_store_chooser();
@@ -473,16 +482,35 @@ TEST(store_cli_test, a_pack_record_of_another_size_keeps_the_pack) {
                                     "index record has 15 bytes");
 }
 
+// A damaged pack record whose pack file is gone too: the open says the
+// pack is missing (as for a whole record), and fsck reports both.
+TEST(store_cli_test, a_missing_pack_with_a_damaged_record_is_reported) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  write_file(d / "a", ckpt(80));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  pack_record_damage(d / "st", [](codec::bytes& v) { v.resize(15); });
+  for (auto const& e :
+       std::filesystem::directory_iterator(d / "st" / "packs")) {
+    std::filesystem::remove(e.path());
+  }
+  {
+    store s(st);
+    ASSERT_EQ(s.report().short_packs.size(), 1u);
+    EXPECT_NE(s.report().short_packs[0].find("missing"), std::string::npos);
+  }
+  run_result const r = brevis({"fsck", st});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("index record has 15 bytes"), std::string::npos)
+      << r.out;
+}
+
 // Sets the End and Live of the store's one pack record, as damage would.
 void set_pack_record(std::filesystem::path const& st, uint64_t end,
                      uint64_t live) {
-  edit_index(st, [&](MDB_txn* t) {
-    MDB_dbi const packs = open_db(t, "packs");
-    std::vector<record> records = records_of(t, packs);
-    ASSERT_EQ(records.size(), 1u);
-    codec::store_le<uint64_t>(records[0].second.data(), end);
-    codec::store_le<uint64_t>(records[0].second.data() + 8, live);
-    put_all(t, packs, std::move(records));
+  pack_record_damage(st, [&](codec::bytes& v) {
+    codec::store_le<uint64_t>(v.data(), end);
+    codec::store_le<uint64_t>(v.data() + 8, live);
   });
 }
 
