@@ -37,6 +37,13 @@ std::string ckpt(uint64_t seed) {
        {"b", "BF16", {20000}, bf16_weights(20000, seed + 100)}});
 }
 
+// Writes `data` to d/a and stores it with `brevis store add` (as "a").
+bool add_as_a(temp_dir const& d, std::string const& st,
+              std::string const& data) {
+  write_file(d / "a", data);
+  return brevis({"store", "add", st, (d / "a").string()}).exit_code == 0;
+}
+
 std::string stored(store const& s, std::string const& name) {
   auto ino = s.lookup(root_inode, name);
   if (!ino) return "<missing>";
@@ -184,8 +191,7 @@ TEST(store_cli_test, file_size_limit_is_no_space_and_consistent) {
 TEST(store_cli_test, fsck_reports_and_repairs_corruption) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(70));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(70)));
   for (auto const& e :
        std::filesystem::directory_iterator(d / "st" / "packs")) {
     std::string p = read_file(e.path());
@@ -215,8 +221,7 @@ TEST(store_cli_test, fsck_reports_and_repairs_corruption) {
 TEST(store_cli_test, fsck_reports_and_repairs_a_short_directory_key) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(71));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(71)));
   edit_index(d / "st", [](MDB_txn* t) {
     char key[3] = {'x', 'y', 'z'};
     uint64_t const missing_inode = 987654321;  // little-endian on x86
@@ -280,8 +285,7 @@ void rewrite_programs(
 TEST(store_cli_test, fsck_repair_keeps_a_file_only_a_newer_brevis_reads) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(72));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(72)));
   std::map<uint64_t, codec::bytes> originals;
   rewrite_programs(d / "st", [&](codec::bytes p) {
     codec::bytes future = p;
@@ -314,8 +318,7 @@ TEST(store_cli_test, fsck_repair_keeps_a_file_only_a_newer_brevis_reads) {
 TEST(store_cli_test, fsck_repair_still_removes_a_damaged_program) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(73));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(73)));
   rewrite_programs(
       d / "st",
       [](codec::bytes p) {
@@ -341,8 +344,7 @@ TEST(store_cli_test, fsck_repair_removes_a_file_mixing_newer_and_damaged) {
     SCOPED_TRACE("damaged program " + std::to_string(damaged));
     temp_dir d;
     std::string const st = (d / "st").string();
-    write_file(d / "a", ckpt(74));
-    ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+    ASSERT_TRUE(add_as_a(d, st, ckpt(74)));
     size_t programs = 0;
     rewrite_programs(
         d / "st",
@@ -372,8 +374,7 @@ TEST(store_cli_test, fsck_repair_removes_a_file_mixing_newer_and_damaged) {
 TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(73));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(73)));
   edit_index(d / "st", [](MDB_txn* t) {
     MDB_dbi const chunks = open_db(t, "chunks");
     std::vector<record> records = records_of(t, chunks);
@@ -437,8 +438,7 @@ void pack_record_damage_keeps_the_pack(
   std::string const st = (d / "st").string();
   std::string const a = ckpt(74);
   std::string const b = ckpt(75);
-  write_file(d / "a", a);
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, a));
   codec::bytes const original = pack_record_damage(d / "st", damage);
   run_result const stats = brevis({"stats", st});
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
@@ -487,8 +487,7 @@ TEST(store_cli_test, a_pack_record_of_another_size_keeps_the_pack) {
 TEST(store_cli_test, a_missing_pack_with_a_damaged_record_is_reported) {
   temp_dir d;
   std::string const st = (d / "st").string();
-  write_file(d / "a", ckpt(80));
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, ckpt(80)));
   pack_record_damage(d / "st", [](codec::bytes& v) { v.resize(15); });
   for (auto const& e :
        std::filesystem::directory_iterator(d / "st" / "packs")) {
@@ -522,8 +521,7 @@ TEST(store_cli_test, an_append_never_goes_past_a_damaged_end) {
   std::string const st = (d / "st").string();
   std::string const a = ckpt(76);
   std::string const b = ckpt(77);
-  write_file(d / "a", a);
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, a));
   set_pack_record(d / "st", 16, 0);
   auto const chooser = codec::make_store_chooser();
   int const lock =
@@ -545,8 +543,7 @@ TEST(store_cli_test, gc_keeps_the_payloads_of_a_pack_said_to_be_empty) {
   temp_dir d;
   std::string const st = (d / "st").string();
   std::string const a = ckpt(78);
-  write_file(d / "a", a);
-  ASSERT_EQ(brevis({"store", "add", st, (d / "a").string()}).exit_code, 0);
+  ASSERT_TRUE(add_as_a(d, st, a));
   set_pack_record(d / "st", 16, 0);
   run_result const gc = brevis({"gc", st});
   EXPECT_EQ(gc.exit_code, 0) << gc.out << gc.err;
