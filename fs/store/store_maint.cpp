@@ -93,7 +93,9 @@ fsck_report store::fsck(fsck_options const& opt) {
                                " bytes, not " + std::to_string(pack_rec_size));
       }
     }
-    for (auto& [id, pr] : packs) {
+    for (auto& entry : packs) {
+      uint64_t const id = entry.first;  // captured below: not a binding
+      pack_rec& pr = entry.second;
       std::string const name = pack_name(id);
       std::unique_ptr<pack_file> p;
       try {
@@ -417,36 +419,48 @@ gc_report store::gc(double threshold) {
     return m;
   });
 
+  // The packs to rewrite or remove: mostly dead, or recorded as empty.
+  std::erase_if(packs, [&](auto const& p) {
+    pack_rec const& pr = p.second;
+    uint64_t const body =
+        pr.end > pack_header_size ? pr.end - pack_header_size : 0;
+    return pr.live != 0 && static_cast<double>(pr.live) >=
+                               threshold * static_cast<double>(body);
+  });
+  // Their live records, verified as they are copied, from one scan of the
+  // payloads (a scan per pack made gc quadratic in the store's size). Looked
+  // up for an "empty" pack too: a damaged Live must not delete payloads.
+  // The locks held keep payloads from moving into these packs meanwhile; a
+  // payload removed meanwhile is copied and then skipped by the commit.
+  using live_records = std::vector<std::pair<payload_key, payload_rec>>;
+  std::map<uint64_t, live_records> const live_of = s.read_txn([&](txn& t) {
+    std::map<uint64_t, live_records> m;
+    cursor c(t, s.payloads);
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      payload_rec const r = decode_payload(c.value());
+      if (!packs.contains(r.pack)) continue;
+      if (c.key().size() != 16) {
+        store_fail(store_errc::bad_store, "index: bad payload key");
+      }
+      payload_key k;
+      std::memcpy(k.b.data(), c.key().data(), 16);
+      m[r.pack].emplace_back(k, r);
+    }
+    return m;
+  });
+
   std::unique_ptr<pack_file> dest;
   uint64_t dest_id = 0;
   pack_rec dest_rec;
-  for (auto const& [id, pr] : packs) {
-    uint64_t const body =
-        pr.end > pack_header_size ? pr.end - pack_header_size : 0;
+  for (auto const& candidate : packs) {
+    // A plain variable: lambdas below capture it (clang before 16 rejects
+    // capturing a structured binding).
+    uint64_t const id = candidate.first;
     if (id == dest_id) continue;
-    bool const empty = pr.live == 0;
-    if (!empty &&
-        static_cast<double>(pr.live) >= threshold * static_cast<double>(body)) {
-      continue;
-    }
-    // Live records of this pack, verified as they are copied. Looked up for
-    // an "empty" pack too: a damaged Live must not delete payloads.
-    std::vector<std::pair<payload_key, payload_rec>> const live =
-        s.read_txn([&](txn& t) {
-          std::vector<std::pair<payload_key, payload_rec>> v;
-          cursor c(t, s.payloads);
-          for (bool ok = c.first(); ok; ok = c.next()) {
-            payload_rec r = decode_payload(c.value());
-            if (r.pack != id) continue;
-            if (c.key().size() != 16) {
-              store_fail(store_errc::bad_store, "index: bad payload key");
-            }
-            payload_key k;
-            std::memcpy(k.b.data(), c.key().data(), 16);
-            v.emplace_back(k, r);
-          }
-          return v;
-        });
+    auto const found = live_of.find(id);
+    live_records const no_records;
+    live_records const& live =
+        found != live_of.end() ? found->second : no_records;
     std::vector<std::pair<payload_key, uint64_t>> moved;  // key, new offset
     bool unreadable = false;
     if (!live.empty()) {

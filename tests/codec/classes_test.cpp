@@ -374,10 +374,7 @@ bytes channel_scales(size_t rows, size_t cols, bool fp16, bool by_rows,
     for (size_t j = 0; j < cols; ++j) {
       float const f = g(rng) * scale[by_rows ? r : j];
       if (fp16) {
-        _Float16 const h = static_cast<_Float16>(f);
-        uint16_t u;
-        std::memcpy(&u, &h, 2);
-        testing::append<uint16_t>(out, u);
+        testing::append<uint16_t>(out, testing::to_fp16(f));
       } else {
         uint32_t u;
         std::memcpy(&u, &f, 4);

@@ -45,6 +45,34 @@ inline uint16_t to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+/// fp32 -> fp16 bits rounded to nearest even, as a cast to _Float16 gives
+/// (which clang before 15 lacks on x86): overflow to infinity, subnormals
+/// kept, NaN as the quiet NaN 0x7e00 with the sign.
+inline uint16_t to_fp16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t const sign = (x >> 16) & 0x8000;
+  x &= 0x7fffffff;
+  if (x >= 0x47800000) {  // 2^16 or more, Inf, NaN
+    return static_cast<uint16_t>(sign | (x > 0x7f800000 ? 0x7e00 : 0x7c00));
+  }
+  if (x < 0x38800000) {  // below 2^-14: fp16 subnormal or zero
+    // Adding 0.5 leaves the value in units of 2^-24 (fp16's subnormal
+    // step) in the low mantissa bits, rounded to nearest even by the FPU.
+    float a;
+    std::memcpy(&a, &x, 4);
+    a += 0.5f;
+    uint32_t u;
+    std::memcpy(&u, &a, 4);
+    return static_cast<uint16_t>(sign | (u - 0x3f000000));
+  }
+  // Rebias the exponent and round the 13 dropped bits to nearest even (a
+  // carry into the exponent is right, up to infinity).
+  uint32_t const odd = (x >> 13) & 1;
+  x = x - (uint32_t{127 - 15} << 23) + 0xfff + odd;
+  return static_cast<uint16_t>(sign | (x >> 13));
+}
+
 /// Float bit patterns that break naive code: NaNs with payloads, infinities,
 /// subnormals, signed zeros, extremes (fp32 and fp64 as bits; bf16 = top half
 /// of fp32; fp16 patterns listed directly).

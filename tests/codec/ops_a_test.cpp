@@ -495,9 +495,10 @@ TEST(ops_a_test, throughput_fields_planes) {
   }
   for (opcode code : {opcode::fields, opcode::planes}) {
     op_def const* op = find_op(code);
-    for (auto const& [data, type] :
+    for (auto const& [data, lane] :
          {std::pair{&bf16, value_type{2, meaning::bf16}},
           std::pair{&f32, value_type{4, meaning::fp32}}}) {
+      value_type const type = lane;  // captured below: not a binding
       node const n =
           make_op(code, {}, raws(code == opcode::fields ? 3 : type.width));
       stream const in{*data, type};
