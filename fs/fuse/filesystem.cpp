@@ -274,7 +274,25 @@ struct stat mount_fs::to_stat(inode_attr const& a) {
 // ---------------------------------------------------------------- names
 
 struct stat mount_fs::getattr(uint64_t ino) {
-  return to_stat(store_.stat(ino));
+  try {
+    return to_stat(store_.stat(ino));
+  } catch (store_error const& e) {
+    if (e.code() != store_errc::not_found) throw;
+    if (std::optional<struct stat> st = removed_attr(ino)) return *st;
+    throw;
+  }
+}
+
+std::optional<struct stat> mount_fs::removed_attr(uint64_t ino) {
+  std::lock_guard lk(removed_mu_);
+  auto const it = removed_.find(ino);
+  if (it == removed_.end()) return std::nullopt;
+  return it->second;
+}
+
+void mount_fs::forget(uint64_t ino) {
+  std::lock_guard lk(removed_mu_);
+  removed_.erase(ino);
 }
 
 struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
@@ -386,6 +404,11 @@ std::string mount_fs::readlink(uint64_t ino) { return store_.read_link(ino); }
 
 void mount_fs::after_unlink(store::unlink_result const& r) {
   if (r.ino == 0) return;
+  if (r.dropped && !S_ISREG(r.attr.mode)) {
+    struct stat const st = to_stat(r.attr);
+    std::lock_guard lk(removed_mu_);
+    removed_[r.ino] = st;
+  }
   if (r.dropped) {
     queue_->cancel(r.ino);
     if (r.state == file_state::staged) {
@@ -448,6 +471,9 @@ void mount_fs::rename(uint64_t parent, std::string_view name,
 
 std::vector<mount_fs::entry> mount_fs::readdir(uint64_t ino) {
   std::vector<entry> out;
+  // A removed directory opens empty (the kernel lists none of a removed
+  // directory's entries, not even "." and "..").
+  if (removed_attr(ino)) return out;
   out.push_back({".", getattr(ino)});
   out.push_back({"..", getattr(store_.parent_of(ino))});
   for (dir_entry const& e : store_.list(ino)) {

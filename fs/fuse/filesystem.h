@@ -132,7 +132,12 @@ class mount_fs {
   /// Stops taking work and cancels what is running (left staged).
   void shutdown();
 
+  /// Also of a directory, symlink, FIFO or socket whose last name went
+  /// while the kernel may still hold it (an open directory, a cwd, an open
+  /// FIFO): nlink 0, until forget().
   struct stat getattr(uint64_t ino);
+  /// The kernel dropped its last reference to `ino` (FUSE's forget).
+  void forget(uint64_t ino);
   /// Throws not_found.
   struct stat lookup(uint64_t parent, std::string_view name);
   struct stat setattr(uint64_t ino, setattr_request const& r);
@@ -280,6 +285,14 @@ class mount_fs {
   options opt_;
   std::mutex nodes_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<node>> nodes_;
+  // Removed inodes other than regular files (those are kept as orphans
+  // while open), as they went, until the kernel forgets them: it still
+  // stats an open directory, a cwd or an open FIFO after the last name goes.
+  // A leaf lock. Inode numbers are never reused.
+  std::mutex removed_mu_;
+  std::unordered_map<uint64_t, struct stat> removed_;
+  /// The attributes of removed `ino`, if it is kept in removed_.
+  std::optional<struct stat> removed_attr(uint64_t ino);
   std::atomic<bool> stopping_{false};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};

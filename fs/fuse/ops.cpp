@@ -162,12 +162,16 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
   });
 }
 
-void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) {
-  // Inode numbers are the store's and live as long as the file.
+// Inode numbers are the store's and live as long as the file; a forget
+// ends only what the mount keeps of removed directories, symlinks, FIFOs
+// and sockets (mount_fs::getattr).
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t) {
+  fs_of(req).forget(ino);
   fuse_reply_none(req);
 }
 
-void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) {
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) fs_of(req).forget(forgets[i].ino);
   fuse_reply_none(req);
 }
 

@@ -270,6 +270,9 @@ class store {
     uint32_t nlink = 0;    // links left
     bool dropped = false;  // the inode and its chunks are gone
     file_state state = file_state::compressed;
+    /// When dropped: the inode as it went (nlink 0, ctime the removal's),
+    /// for a mount whose kernel may still hold it (an open directory).
+    inode_attr attr;
   };
   /// Keeps an inode whose last name goes (nlink 0) for drop_orphan() later:
   /// the mount passes "is it open".

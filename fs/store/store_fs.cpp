@@ -35,6 +35,13 @@ codec::bytes extra_key(uint64_t ino, extra_kind kind,
   return k;
 }
 
+// The attributes of inode `ino` (record `r`) as its last name goes at `now`.
+inode_attr gone(uint64_t ino, inode_rec r, int64_t now) {
+  r.nlink = 0;
+  r.ctime_ns = now;
+  return to_attr(ino, r);
+}
+
 codec::bytes le64(uint64_t v) {
   codec::bytes b;
   codec::put_le<uint64_t>(b, v);
@@ -111,6 +118,7 @@ struct ns {
     } else {
       s.drop_inode(t, ino);
       res.dropped = true;
+      res.attr = gone(ino, r, now);
       s.hit("unlink_drop");  // tests: decided, not committed yet
     }
     res.nlink = res.dropped ? 0 : r.nlink;
@@ -215,6 +223,7 @@ store::unlink_result store::remove(uint64_t parent, std::string_view name,
       s.drop_inode(t, ino);
       res.ino = ino;
       res.dropped = true;
+      res.attr = gone(ino, r, time_ns);
       n.touch_dir(parent, time_ns, -1);
     } else {
       if (S_ISDIR(r.mode)) {
@@ -312,6 +321,7 @@ store::unlink_result store::rename(uint64_t parent, std::string_view name,
         s.drop_inode(t, *target);
         res.ino = *target;
         res.dropped = true;
+        res.attr = gone(*target, tr, time_ns);
         new_parent_links -= 1;
       } else {
         if (S_ISDIR(tr.mode)) {

@@ -5,7 +5,8 @@
 // permissions (the mount is the mounting user's unless --allow-other;
 // default_permissions enforces mode bits for other users), directory
 // listings that follow the directory, setgid directories, names longer
-// than NAME_MAX, FIFOs and sockets, and fsync.
+// than NAME_MAX, FIFOs and sockets, removed directories, FIFOs and symlinks
+// still held open, and fsync.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -574,6 +575,82 @@ TEST_F(mount_edge, fifos_and_sockets) {
   EXPECT_FALSE(fs::exists(mnt() / "dev"));
   for (char const* n : {"fifo3", "sock", "bound"}) {
     EXPECT_EQ(::unlink((mnt() / n).c_str()), 0) << n;
+  }
+  fsck_clean();
+}
+
+// A directory, FIFO or symlink whose last name goes while a process holds
+// it behaves as on a local filesystem: fstat says nlink 0 (it said ENOENT),
+// a removed directory lists empty, also as the cwd, and nothing can be made
+// in it; the FIFO still carries data. Once let go, nothing is left.
+TEST_F(mount_edge, removed_directories_fifos_and_symlinks_still_held) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  fs::path const dir = mnt() / "d";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0750), 0);
+  int const dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dfd, 0) << std::strerror(errno);
+  ASSERT_EQ(::rmdir(dir.c_str()), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(dfd, &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_nlink, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  DIR* listing = ::fdopendir(::dup(dfd));
+  ASSERT_NE(listing, nullptr) << std::strerror(errno);
+  errno = 0;
+  EXPECT_EQ(::readdir(listing), nullptr);
+  EXPECT_EQ(errno, 0) << std::strerror(errno);
+  ::closedir(listing);
+  EXPECT_LT(::openat(dfd, "x", O_CREAT | O_WRONLY | O_CLOEXEC, 0600), 0);
+  EXPECT_EQ(errno, ENOENT);
+  ::close(dfd);
+
+  int const here = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(here, 0);
+  fs::path const cwd = mnt() / "cwd";
+  ASSERT_EQ(::mkdir(cwd.c_str(), 0755), 0);
+  ASSERT_EQ(::chdir(cwd.c_str()), 0);
+  ASSERT_EQ(::rmdir(cwd.c_str()), 0);
+  EXPECT_EQ(::stat(".", &st), 0) << std::strerror(errno);
+  EXPECT_EQ(st.st_nlink, 0u);
+  DIR* in_cwd = ::opendir(".");
+  EXPECT_NE(in_cwd, nullptr) << std::strerror(errno);
+  if (in_cwd) {
+    EXPECT_EQ(::readdir(in_cwd), nullptr);
+    ::closedir(in_cwd);
+  }
+  ASSERT_EQ(::fchdir(here), 0);
+  ::close(here);
+
+  fs::path const fifo = mnt() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int const r = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(r, 0) << std::strerror(errno);
+  int const w = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(w, 0) << std::strerror(errno);
+  ASSERT_EQ(::unlink(fifo.c_str()), 0);
+  ASSERT_EQ(::fstat(w, &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(st.st_nlink, 0u);
+  EXPECT_EQ(::write(w, "still", 5), 5);
+  char buf[8] = {};
+  EXPECT_EQ(::read(r, buf, sizeof buf), 5);
+  EXPECT_EQ(std::string(buf, 5), "still");
+  ::close(w);
+  ::close(r);
+
+  fs::path const link = mnt() / "link";
+  ASSERT_EQ(::symlink("somewhere", link.c_str()), 0);
+  int const lfd = ::open(link.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(lfd, 0) << std::strerror(errno);
+  ASSERT_EQ(::unlink(link.c_str()), 0);
+  ASSERT_EQ(::fstat(lfd, &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(st.st_nlink, 0u);
+  ::close(lfd);
+
+  for (fs::path const& p : {dir, cwd, fifo, link}) {
+    EXPECT_FALSE(fs::exists(fs::symlink_status(p))) << p;
   }
   fsck_clean();
 }

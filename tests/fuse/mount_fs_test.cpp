@@ -3,7 +3,8 @@
 // decoded ahead and drop those they left behind; restaging drops the cached
 // chunks; reads across chunk boundaries and past the end, concurrent
 // readers, readers racing a rewrite, a recompression and an unlink, and
-// queued prefetches outlived by a truncate and a rewrite.
+// queued prefetches outlived by a truncate and a rewrite. Also what the
+// mount keeps of removed directories, FIFOs and symlinks until forgotten.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -481,6 +482,37 @@ TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
   uint8_t b[4];
   EXPECT_THROW(m->read(f.ino, 0, sizeof b, b), store_error);
   m->shutdown();
+}
+
+// What the mount keeps of a removed directory, FIFO or symlink (for the
+// kernel's fstat of one still held) lasts until the kernel forgets it; a
+// removed regular file is not kept this way (an orphan while open).
+TEST(mount_fs_names, removed_inodes_are_kept_until_forgotten) {
+  fixture f;
+  auto m = f.mount(1 << 20, 0);
+  caller const me{};
+  uint64_t const dir = m->mkdir(root_inode, "d", 0700, me).st_ino;
+  uint64_t const fifo =
+      m->mknod_special(root_inode, "p", S_IFIFO | 0600, me).st_ino;
+  uint64_t const link = m->symlink(root_inode, "l", "x", me).st_ino;
+  m->rmdir(root_inode, "d");
+  m->unlink(root_inode, "p");
+  m->unlink(root_inode, "l");
+  m->unlink(root_inode, "f");
+  for (uint64_t ino : {dir, fifo, link}) {
+    struct stat const st = m->getattr(ino);
+    EXPECT_EQ(st.st_nlink, 0u) << ino;
+    EXPECT_EQ(st.st_ino, ino);
+  }
+  EXPECT_TRUE(S_ISDIR(m->getattr(dir).st_mode));
+  EXPECT_TRUE(m->readdir(dir).empty());
+  EXPECT_THROW(m->getattr(f.ino), store_error);
+  for (uint64_t ino : {dir, fifo, link}) {
+    m->forget(ino);
+    EXPECT_THROW(m->getattr(ino), store_error) << ino;
+  }
+  m->forget(root_inode);  // a live inode: nothing to drop
+  EXPECT_TRUE(S_ISDIR(m->getattr(root_inode).st_mode));
 }
 
 }  // namespace
