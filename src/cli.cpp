@@ -151,9 +151,11 @@ int run_cli(int argc, char** argv) {
                          "Output file (one input only; - = stdout)");
     compress->add_flag("-c,--stdout", copt.to_stdout, "Write to stdout");
     compress->add_flag("-k,--keep", keep,
-                       "Keep the input (the default; for compatibility)");
-    compress->add_flag("--rm", copt.remove_input,
-                       "Delete the input after it was compressed successfully");
+                       "Keep the input (the default; overrides --rm)");
+    compress->add_flag(
+        "--rm", copt.remove_input,
+        "Delete the input once its archive is written and synced (not when "
+        "the output is stdout, a device or a FIFO)");
     compress->add_flag(
         "--verify", copt.verify,
         "Decode every chunk back before writing it, falling back to zstd on "
@@ -214,9 +216,11 @@ int run_cli(int argc, char** argv) {
                            "Output file (one input only; - = stdout)");
     decompress->add_flag("-c,--stdout", dopt.to_stdout, "Write to stdout");
     decompress->add_flag("-k,--keep", keep,
-                         "Keep the input (the default; for compatibility)");
-    decompress->add_flag("--rm", dopt.remove_input,
-                         "Delete the archive after successful decompression");
+                         "Keep the input (the default; overrides --rm)");
+    decompress->add_flag(
+        "--rm", dopt.remove_input,
+        "Delete the archive once its file is written and synced (not when "
+        "the output is stdout, a device or a FIFO)");
     add_common(*decompress, common, true);
   }
 
@@ -400,11 +404,13 @@ int run_cli(int argc, char** argv) {
     copt.common = resolved;
     if (!resolve_chunk_size(chunk_size_text, copt.chunk_size)) return 1;
     if (!default_to_stdin(copt.inputs)) return 1;
+    if (keep) copt.remove_input = false;
     return run_compress(copt);
   }
   if (parsed(decompress)) {
     dopt.common = resolved;
     if (!default_to_stdin(dopt.inputs)) return 1;
+    if (keep) dopt.remove_input = false;
     return run_decompress(dopt);
   }
   if (parsed(inspect)) {

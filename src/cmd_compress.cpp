@@ -69,6 +69,9 @@ void compress_one(compress_options const& opt,
 
   // Checks the output name before the expensive part.
   output_file out(out_path, force, in.is_regular ? &in.st : nullptr);
+  // The input goes only once its archive is a file of its own, on disk.
+  bool const remove = opt.remove_input && out.is_new_file();
+  if (remove) out.sync_on_commit();
 
   uint32_t const chunk_size =
       opt.chunk_size ? opt.chunk_size : codec::default_chunk_size;
@@ -111,7 +114,7 @@ void compress_one(compress_options const& opt,
   out.commit();
   bar.finish();
 
-  if (opt.remove_input) remove_input(path, out_path);
+  if (remove) remove_input(in);
   if (opt.common.verbosity >= 2) {
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -161,6 +164,12 @@ int run_compress(compress_options const& opt) {
   share_main_arena();
   if (!opt.output.empty() && opt.inputs.size() > 1) {
     report_error(opt.output, "-o takes exactly one input file");
+    return 1;
+  }
+  if (opt.to_stdout && opt.inputs.size() > 1) {
+    // Archives do not concatenate (each ends in its index), unlike zstd's
+    // frames: the result would not decompress.
+    report_error("-c", "takes exactly one input file (an archive holds one)");
     return 1;
   }
   if (opt.reproducible && opt.search_ms > 0) {

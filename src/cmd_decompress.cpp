@@ -46,6 +46,9 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
   }
   codec::archive_reader reader = open_archive(in);
   output_file out(out_path, opt.common.force, in.is_regular ? &in.st : nullptr);
+  // The archive goes only once its file is a file of its own, on disk.
+  bool const remove = opt.remove_input && out.is_new_file();
+  if (remove) out.sync_on_commit();
   out.reserve(reader.original_size());
   progress bar(path == "-" ? "stdin" : path, reader.original_size(),
                opt.common.verbosity < 1);
@@ -55,7 +58,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
   out.commit();
   bar.finish();
 
-  if (opt.remove_input) remove_input(path, out_path);
+  if (remove) remove_input(in);
   if (opt.common.verbosity >= 2) {
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

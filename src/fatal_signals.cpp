@@ -48,11 +48,36 @@ extern "C" void on_fatal_signal(int sig) {
   std::raise(sig);
 }
 
+// Every signal whose default action ends the process, so that none leaves
+// the temporary behind (SIGXFSZ: a file size limit; SIGPIPE: a closed
+// stdout).
+constexpr std::array ending_signals = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT,
+                                       SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2,
+                                       SIGXFSZ, SIGXCPU, SIGVTALRM, SIGPROF};
+
 }  // namespace
 
 void install_fatal_signal_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGBUS}) {
+  // One the caller ignores stays ignored (nohup, a shell's background
+  // jobs), as zstd and gzip leave it. SIGBUS always: a mapped input's fault
+  // cannot be ignored.
+  for (int sig : ending_signals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) {
+      continue;
+    }
     std::signal(sig, on_fatal_signal);
+  }
+  std::signal(SIGBUS, on_fatal_signal);
+}
+
+void restore_default_signal_handlers() {
+  for (int sig : ending_signals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 &&
+        old.sa_handler == on_fatal_signal) {
+      std::signal(sig, SIG_DFL);
+    }
   }
 }
 

@@ -99,6 +99,14 @@ input load_input(std::string const& path, input_use use) {
   }
   in.is_regular = true;
   in.st = st;
+  // Read as a stream, not by size: a file whose size says nothing of its
+  // bytes (/proc's say 0), and stdin left part read by the caller (its
+  // bytes start where it stands, as zstd reads them).
+  off_t const at = in.is_stdin ? ::lseek(fd.get(), 0, SEEK_CUR) : 0;
+  if (st.st_size == 0 || at > 0) {
+    read_stream(fd.get(), in.buffer);
+    return in;
+  }
   auto const size = static_cast<size_t>(st.st_size);
   if (use == input_use::stream) {
     in.file = std::move(fd);
@@ -141,9 +149,21 @@ std::string base_name(std::string const& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void remove_input(std::string const& path, std::string const& out_path) {
-  if (path == "-" || out_path == "-") return;
-  if (::unlink(path.c_str()) != 0) {
+void remove_input(input const& in) {
+  if (in.is_stdin) return;
+  // Only the file that was read: a name given to another file meanwhile
+  // (a rename over it) keeps it, as xz does.
+  struct stat now {};
+  if (!in.is_regular) {
+    codec::fail(codec::errc::io, "not a regular file; not removed");
+  }
+  if (::lstat(in.path.c_str(), &now) != 0 || now.st_dev != in.st.st_dev ||
+      now.st_ino != in.st.st_ino) {
+    codec::fail(codec::errc::io,
+                "now names another file (moved while it was read); not "
+                "removed");
+  }
+  if (::unlink(in.path.c_str()) != 0) {
     codec::fail(codec::errc::io,
                 std::string("cannot remove input: ") + std::strerror(errno));
   }

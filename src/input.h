@@ -5,7 +5,8 @@
 // ~0.25 ms/MB (the kernel clears each page, then copies into it).
 // stdin ("-"), pipes and other non-seekable files are always read in whole
 // (an archive's index sits at its end, and compression parses the whole
-// file first).
+// file first), as are files that report a size of 0 (/proc's) and stdin
+// not at its start.
 // Errors: load_input throws codec::error(errc::io) with the system's message.
 
 #include <sys/stat.h>
@@ -80,9 +81,11 @@ void check_unchanged(input const& in);
 /// Thread-safe (pread).
 void read_at(input const& in, uint64_t offset, size_t length, uint8_t* out);
 
-/// Deletes an input after its output was committed (--rm). Nothing happens
-/// for stdin or when the output went to stdout. Throws codec::error(errc::io).
-void remove_input(std::string const& path, std::string const& out_path);
+/// Deletes an input after its output was committed to a file (--rm; the
+/// caller checks that). Nothing happens for stdin. Throws
+/// codec::error(errc::io), deleting nothing, for an input that is not a
+/// regular file or whose name now points to another file.
+void remove_input(input const& in);
 
 /// "dir/name.safetensors" -> "name.safetensors"; "-" stays "-".
 std::string base_name(std::string const& path);

@@ -160,8 +160,20 @@ void output_file::commit() {
     return;
   }
   if (has_like_) {
-    // Best effort, as zstd: the input's permission bits and times.
-    (void)::fchmod(fd_, like_.st_mode & 07777);
+    // Best effort, as zstd: the input's owner, group, permission bits and
+    // times. The owner first (a change of owner clears setuid). Bits that
+    // mean something only with the input's owner or group are dropped where
+    // those could not be kept: a setuid file of another user's must not
+    // become the caller's, nor a group's permissions go to another group.
+    (void)::fchown(fd_, like_.st_uid, like_.st_gid);
+    mode_t mode = like_.st_mode & 07777;
+    struct stat now {};
+    bool const known = ::fstat(fd_, &now) == 0;
+    if (!known || now.st_uid != like_.st_uid) mode &= ~mode_t{S_ISUID};
+    if (!known || now.st_gid != like_.st_gid) {
+      mode &= ~mode_t{S_ISGID | S_IRWXG};
+    }
+    (void)::fchmod(fd_, mode);
     struct timespec times[2] = {like_.st_atim, like_.st_mtim};
     (void)::futimens(fd_, times);
   } else {
@@ -169,6 +181,7 @@ void output_file::commit() {
     ::umask(mask);
     (void)::fchmod(fd_, 0666 & ~mask);
   }
+  if (sync_ && ::fsync(fd_) != 0) fail_io(path_, "cannot sync");
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail_io(path_, "write failed");
@@ -181,6 +194,21 @@ void output_file::commit() {
   }
   set_signal_temporary("");
   committed_ = true;
+  if (sync_) sync_directory();
+}
+
+void output_file::sync_directory() const {
+  size_t const slash = path_.find_last_of('/');
+  std::string const dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path_.substr(0, slash);
+  int const fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_io(dir, "cannot open to sync");
+  int const r = ::fsync(fd);
+  int const e = errno;
+  ::close(fd);
+  errno = e;
+  if (r != 0) fail_io(dir, "cannot sync");
 }
 
 }  // namespace brevis::cli

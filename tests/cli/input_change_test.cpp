@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/cli/helpers.h"
 
@@ -25,12 +28,20 @@ std::string const& weights() {
   return data;
 }
 
-// Starts `compress -T1 IN -o OUT` and returns once its temporary output
-// exists (the input is mapped by then), or the program ended first.
+// Starts `compress -T1 IN -o OUT EXTRA...` (from `sh -c` after `prelude`,
+// when given) and returns once its temporary output exists (the input is
+// mapped by then), or the program ended first.
 void start_compress(started_program& p, fs::path const& dir, fs::path const& in,
-                    fs::path const& out) {
-  start_program(
-      p, {brevis_binary(), "compress", "-T1", in.string(), "-o", out.string()});
+                    fs::path const& out, std::vector<std::string> extra = {},
+                    std::string const& prelude = "") {
+  std::vector<std::string> argv = {brevis_binary(), "compress", "-T1",
+                                   in.string(),     "-o",       out.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!prelude.empty()) {
+    argv.insert(argv.begin(),
+                {"/bin/sh", "-c", prelude + "; exec \"$0\" \"$@\""});
+  }
+  start_program(p, argv);
   ASSERT_GT(p.pid, 0);
   auto const give_up =
       std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -98,6 +109,61 @@ TEST(cli_input_change_test, unchanged_input_compresses) {
                                (dir / "back.bin").string()});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(read_file(dir / "back.bin") == weights().substr(0, 1u << 20));
+}
+
+// --rm deletes only the file it read: a new file renamed over the input's
+// name meanwhile stays, and the run fails saying so (the archive, of the
+// old bytes, is kept).
+TEST(cli_input_change_test, rm_keeps_a_file_moved_over_the_input) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  fs::path const out = dir / "weights.brv";
+  write_file(in, weights());
+  started_program p;
+  start_compress(p, dir.path(), in, out, {"--rm"});
+  write_file(dir / "new", "a newer file");
+  ASSERT_EQ(::rename((dir / "new").c_str(), in.c_str()), 0);
+  run_result const r = finish_program(p);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("now names another file"), std::string::npos) << r.err;
+  ASSERT_TRUE(fs::exists(in));
+  EXPECT_EQ(read_file(in), "a newer file");
+  run_result const d =
+      brevis({"decompress", out.string(), "-o", (dir / "back.bin").string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(read_file(dir / "back.bin") == weights());
+}
+
+// A signal the caller ignores (nohup, a shell's background job) stays
+// ignored: SIGINT does not stop the run.
+TEST(cli_input_change_test, an_ignored_interrupt_stays_ignored) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  fs::path const out = dir / "weights.brv";
+  write_file(in, weights());
+  started_program p;
+  start_compress(p, dir.path(), in, out, {}, "trap '' INT");
+  ASSERT_EQ(::kill(p.pid, SIGINT), 0);
+  run_result const r = finish_program(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
+}
+
+// A signal that ends the process by default other than SIGINT, SIGTERM and
+// SIGHUP (here SIGXFSZ, a file size limit) also removes the temporary.
+TEST(cli_input_change_test, a_file_size_limit_leaves_no_temporary) {
+  temp_dir dir;
+  fs::path const in = dir / "weights.bin";
+  fs::path const out = dir / "weights.brv";
+  write_file(in, weights());
+  run_result const r = run_program(
+      {"/bin/sh", "-c", "ulimit -f 2048; exec \"$0\" \"$@\"", brevis_binary(),
+       "compress", in.string(), "-o", out.string()});
+  EXPECT_EQ(r.exit_code, 128 + SIGXFSZ) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(temp_leftovers(dir.path()).empty());
 }
 
 }  // namespace

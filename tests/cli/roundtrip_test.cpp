@@ -237,6 +237,108 @@ TEST(cli_roundtrip_test, rm_removes_input_after_success) {
   EXPECT_TRUE(read_file(dir / "x") == data);
 }
 
+// --rm deletes a regular input only, once its output is a file of its own:
+// with -k, to stdout or a device, the input stays; a FIFO input is refused
+// (the run fails saying so, its archive written).
+TEST(cli_roundtrip_test, rm_keeps_what_it_may_not_remove) {
+  temp_dir dir;
+  std::string const data = bf16_weights(20000, 3);
+  std::string const x = (dir / "x").string();
+  write_file(x, data);
+  run_result const k = brevis({"compress", "--rm", "-k", x});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_TRUE(fs::exists(x)) << "-k overrides --rm";
+  for (std::vector<std::string> to : {std::vector<std::string>{"-c"},
+                                      {"-o", "/dev/stdout"},
+                                      {"-o", "/dev/null"}}) {
+    std::vector<std::string> args = {"compress", "-f", "--rm", x};
+    args.insert(args.end(), to.begin(), to.end());
+    run_result const r = brevis(args, "/dev/null", "/dev/null");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(x)) << to.back();
+  }
+  fs::path const fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { write_file(fifo, data); });
+  run_result const f = brevis(
+      {"compress", "--rm", fifo.string(), "-o", (dir / "f.brv").string()});
+  writer.join();
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_EQ(f.err_lines(), 1u) << f.err;
+  EXPECT_NE(f.err.find("not a regular file"), std::string::npos) << f.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  run_result const d = brevis({"decompress", "-c", (dir / "f.brv").string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(d.out == data);
+}
+
+// Bytes come from where they are: stdin from where the caller left it (as
+// zstd reads it), and a file whose size says 0 (/proc's) by reading it.
+TEST(cli_roundtrip_test, stdin_part_read_and_files_sized_zero) {
+  temp_dir dir;
+  std::string const data = bf16_weights(20000, 4);
+  std::string const in = (dir / "in").string();
+  write_file(in, data);
+  std::string const b = brevis_binary();
+  run_result const r = run_program(
+      {"/bin/sh", "-c",
+       "{ dd bs=1000 count=1 of=/dev/null status=none; \"$0\" compress -c "
+       "-; } < \"$1\" | \"$0\" decompress -c -",
+       b, in});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out == data.substr(1000));
+  std::string const version = read_file("/proc/version");
+  ASSERT_FALSE(version.empty());
+  std::string const v = (dir / "version.brv").string();
+  ASSERT_EQ(brevis({"compress", "/proc/version", "-o", v}).exit_code, 0);
+  run_result const d = brevis({"decompress", "-c", v});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out, version);
+}
+
+// Archives do not concatenate: -c takes one input.
+TEST(cli_roundtrip_test, several_inputs_to_stdout_are_refused) {
+  temp_dir dir;
+  write_file(dir / "a", random_bytes(1000, 1));
+  write_file(dir / "b", random_bytes(1000, 2));
+  run_result const r =
+      brevis({"compress", "-c", (dir / "a").string(), (dir / "b").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+// The output gets the input's owner and group where it may, and the setuid
+// and setgid bits and group permissions only with them: a setuid file of
+// root's compressed by another user does not become a setuid file of
+// theirs. (As root: run as nobody through setpriv.)
+TEST(cli_roundtrip_test, the_output_keeps_the_owner_or_loses_setuid) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to own files as others";
+  temp_dir dir;
+  ::chmod(dir.path().c_str(), 0777);
+  std::string const x = (dir / "x").string();
+  write_file(x, random_bytes(3000, 5));
+  ASSERT_EQ(::chown(x.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(x.c_str(), 04750), 0);
+  ASSERT_EQ(brevis({"compress", x}).exit_code, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((x + ".brv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 65534u);
+  EXPECT_EQ(st.st_mode & 07777, 04750u);
+
+  std::string const y = (dir / "y").string();
+  write_file(y, random_bytes(3000, 6));
+  ASSERT_EQ(::chmod(y.c_str(), 06755), 0);  // root's
+  run_result const r = run_program(
+      {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+       brevis_binary(), "compress", y, "-o", (dir / "y.brv").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(::stat((dir / "y.brv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_mode & 07777, 0705u);
+}
+
 // The count -v reports of chunks compress decoded back before writing.
 size_t chunks_decoded_back(std::string const& err) {
   size_t const end = err.find(" chunks decoded back");
