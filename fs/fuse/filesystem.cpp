@@ -404,7 +404,7 @@ std::string mount_fs::readlink(uint64_t ino) { return store_.read_link(ino); }
 
 void mount_fs::after_unlink(store::unlink_result const& r) {
   if (r.ino == 0) return;
-  if (r.dropped && !S_ISREG(r.attr.mode)) {
+  if (r.dropped) {
     struct stat const st = to_stat(r.attr);
     std::lock_guard lk(removed_mu_);
     removed_[r.ino] = st;

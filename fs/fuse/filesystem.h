@@ -132,9 +132,11 @@ class mount_fs {
   /// Stops taking work and cancels what is running (left staged).
   void shutdown();
 
-  /// Also of a directory, symlink, FIFO or socket whose last name went
-  /// while the kernel may still hold it (an open directory, a cwd, an open
-  /// FIFO): nlink 0, until forget().
+  /// Also of an inode whose last name went while the kernel may still hold
+  /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor, a
+  /// file a rename replaced while being looked up): nlink 0, until
+  /// forget(). (A regular file open through the mount stays whole, an
+  /// orphan, until its last release.)
   struct stat getattr(uint64_t ino);
   /// The kernel dropped its last reference to `ino` (FUSE's forget).
   void forget(uint64_t ino);
@@ -285,10 +287,10 @@ class mount_fs {
   options opt_;
   std::mutex nodes_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<node>> nodes_;
-  // Removed inodes other than regular files (those are kept as orphans
-  // while open), as they went, until the kernel forgets them: it still
+  // Removed inodes, as they went, until the kernel forgets them: it still
   // stats an open directory, a cwd or an open FIFO after the last name goes.
-  // A leaf lock. Inode numbers are never reused.
+  // Only their attributes: the bytes of a regular file go with it unless it
+  // is open (an orphan). A leaf lock. Inode numbers are never reused.
   std::mutex removed_mu_;
   std::unordered_map<uint64_t, struct stat> removed_;
   /// The attributes of removed `ino`, if it is kept in removed_.

@@ -87,8 +87,17 @@ caller caller_of(fuse_req_t req) {
   return caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
 }
 
+// Whom an operation is about: a name in a directory, or an inode by its
+// number. An inode the store no longer has (its last name went by unlink
+// or by a rename over it while the kernel still held it) is ESTALE, not
+// ENOENT: the kernel then looks the name up again and retries. A name
+// replaced by rename must never look missing (open, stat and getxattr of
+// it, racing the rename of a new file over it, failed with ENOENT).
+enum class subject { name, inode };
+
 template <typename F>
-void reply_errno(fuse_req_t req, char const* op, F&& body) noexcept {
+void reply_errno(fuse_req_t req, char const* op, F&& body,
+                 subject about = subject::name) noexcept {
   int err = 0;
   try {
     err = body();
@@ -106,6 +115,7 @@ void reply_errno(fuse_req_t req, char const* op, F&& body) noexcept {
   } catch (...) {
     err = EIO;
   }
+  if (err == ENOENT && about == subject::inode) err = ESTALE;
   if (err != 0) fuse_reply_err(req, err);
 }
 
@@ -163,8 +173,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
 }
 
 // Inode numbers are the store's and live as long as the file; a forget
-// ends only what the mount keeps of removed directories, symlinks, FIFOs
-// and sockets (mount_fs::getattr).
+// ends only what the mount keeps of removed inodes (mount_fs::getattr).
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t) {
   fs_of(req).forget(ino);
   fuse_reply_none(req);
@@ -176,10 +185,13 @@ void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  reply_errno(req, "getattr", [&] {
-    struct stat const st = fs_of(req).getattr(ino);
-    return fuse_reply_attr(req, &st, attr_timeout), 0;
-  });
+  reply_errno(
+      req, "getattr",
+      [&] {
+        struct stat const st = fs_of(req).getattr(ino);
+        return fuse_reply_attr(req, &st, attr_timeout), 0;
+      },
+      subject::inode);
 }
 
 int64_t ts_ns(timespec const& ts) {
@@ -188,32 +200,38 @@ int64_t ts_ns(timespec const& ts) {
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                 fuse_file_info*) {
-  reply_errno(req, "setattr", [&] {
-    setattr_request r;
-    if (to_set & FUSE_SET_ATTR_MODE) r.mode = attr->st_mode;
-    if (to_set & FUSE_SET_ATTR_UID) r.uid = attr->st_uid;
-    if (to_set & FUSE_SET_ATTR_GID) r.gid = attr->st_gid;
-    if (to_set & FUSE_SET_ATTR_SIZE) {
-      r.size = static_cast<uint64_t>(attr->st_size);
-    }
-    if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
-      timespec ts{};
-      ::clock_gettime(CLOCK_REALTIME, &ts);
-      r.mtime_ns = ts_ns(ts);
-    } else if (to_set & FUSE_SET_ATTR_MTIME) {
-      r.mtime_ns = ts_ns(attr->st_mtim);
-    }
-    // atime is not kept (reads report mtime); ctime always moves.
-    struct stat const st = fs_of(req).setattr(ino, r);
-    return fuse_reply_attr(req, &st, attr_timeout), 0;
-  });
+  reply_errno(
+      req, "setattr",
+      [&] {
+        setattr_request r;
+        if (to_set & FUSE_SET_ATTR_MODE) r.mode = attr->st_mode;
+        if (to_set & FUSE_SET_ATTR_UID) r.uid = attr->st_uid;
+        if (to_set & FUSE_SET_ATTR_GID) r.gid = attr->st_gid;
+        if (to_set & FUSE_SET_ATTR_SIZE) {
+          r.size = static_cast<uint64_t>(attr->st_size);
+        }
+        if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+          timespec ts{};
+          ::clock_gettime(CLOCK_REALTIME, &ts);
+          r.mtime_ns = ts_ns(ts);
+        } else if (to_set & FUSE_SET_ATTR_MTIME) {
+          r.mtime_ns = ts_ns(attr->st_mtim);
+        }
+        // atime is not kept (reads report mtime); ctime always moves.
+        struct stat const st = fs_of(req).setattr(ino, r);
+        return fuse_reply_attr(req, &st, attr_timeout), 0;
+      },
+      subject::inode);
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
-  reply_errno(req, "readlink", [&] {
-    std::string const target = fs_of(req).readlink(ino);
-    return fuse_reply_readlink(req, target.c_str()), 0;
-  });
+  reply_errno(
+      req, "readlink",
+      [&] {
+        std::string const target = fs_of(req).readlink(ino);
+        return fuse_reply_readlink(req, target.c_str()), 0;
+      },
+      subject::inode);
 }
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
@@ -280,26 +298,32 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, char const* name,
 
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
              char const* newname) {
-  reply_errno(req, "link", [&] {
-    fuse_entry_param const e =
-        entry_of(fs_of(req).link(ino, newparent, entry_name(newname)));
-    return fuse_reply_entry(req, &e), 0;
-  });
+  reply_errno(
+      req, "link",
+      [&] {
+        fuse_entry_param const e =
+            entry_of(fs_of(req).link(ino, newparent, entry_name(newname)));
+        return fuse_reply_entry(req, &e), 0;
+      },
+      subject::inode);
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  reply_errno(req, "open", [&] {
-    mount_fs& fs = fs_of(req);
-    bool const writer = fs.open(ino, fi->flags);
-    fi->fh = writer ? 1 : 0;
-    // Contents change only through this mount, so cached pages stay valid:
-    // writes and truncates go through the kernel's page cache itself, and
-    // compressing or restaging a file keeps its bytes, so no page ever needs
-    // invalidating (mount_read_test checks held and fresh readers).
-    fi->keep_cache = 1;
-    if (fuse_reply_open(req, fi) != 0) fs.release(ino, writer);
-    return 0;
-  });
+  reply_errno(
+      req, "open",
+      [&] {
+        mount_fs& fs = fs_of(req);
+        bool const writer = fs.open(ino, fi->flags);
+        fi->fh = writer ? 1 : 0;
+        // Contents change only through this mount, so cached pages stay valid:
+        // writes and truncates go through the kernel's page cache itself, and
+        // compressing or restaging a file keeps its bytes, so no page ever
+        // needs invalidating (mount_read_test checks held and fresh readers).
+        fi->keep_cache = 1;
+        if (fuse_reply_open(req, fi) != 0) fs.release(ino, writer);
+        return 0;
+      },
+      subject::inode);
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
@@ -317,37 +341,43 @@ void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
              fuse_file_info*) {
-  reply_errno(req, "read", [&] {
-    // Straight from the decoded chunks (kept alive until the reply is
-    // written): no buffer to fill and copy again.
-    mount_fs::read_data const d =
-        fs_of(req).read_view(ino, static_cast<uint64_t>(off), size);
-    if (d.pieces.empty()) return fuse_reply_buf(req, nullptr, 0), 0;
-    if (d.pieces.size() <= max_reply_pieces) {
-      return fuse_reply_iov(req, d.pieces.data(),
-                            static_cast<int>(d.pieces.size())),
-             0;
-    }
-    // Many tiny chunks (small tensors): writev takes at most IOV_MAX
-    // pieces, and a reply that fails to go out leaves the reader hanging.
-    std::unique_ptr<char[]> buf(new char[d.size]);
-    size_t at = 0;
-    for (iovec const& p : d.pieces) {
-      std::memcpy(buf.get() + at, p.iov_base, p.iov_len);
-      at += p.iov_len;
-    }
-    return fuse_reply_buf(req, buf.get(), at), 0;
-  });
+  reply_errno(
+      req, "read",
+      [&] {
+        // Straight from the decoded chunks (kept alive until the reply is
+        // written): no buffer to fill and copy again.
+        mount_fs::read_data const d =
+            fs_of(req).read_view(ino, static_cast<uint64_t>(off), size);
+        if (d.pieces.empty()) return fuse_reply_buf(req, nullptr, 0), 0;
+        if (d.pieces.size() <= max_reply_pieces) {
+          return fuse_reply_iov(req, d.pieces.data(),
+                                static_cast<int>(d.pieces.size())),
+                 0;
+        }
+        // Many tiny chunks (small tensors): writev takes at most IOV_MAX
+        // pieces, and a reply that fails to go out leaves the reader hanging.
+        std::unique_ptr<char[]> buf(new char[d.size]);
+        size_t at = 0;
+        for (iovec const& p : d.pieces) {
+          std::memcpy(buf.get() + at, p.iov_base, p.iov_len);
+          at += p.iov_len;
+        }
+        return fuse_reply_buf(req, buf.get(), at), 0;
+      },
+      subject::inode);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, char const* data, size_t size,
               off_t off, fuse_file_info*) {
-  reply_errno(req, "write", [&] {
-    size_t const n =
-        fs_of(req).write(ino, static_cast<uint64_t>(off),
-                         reinterpret_cast<uint8_t const*>(data), size);
-    return fuse_reply_write(req, n), 0;
-  });
+  reply_errno(
+      req, "write",
+      [&] {
+        size_t const n =
+            fs_of(req).write(ino, static_cast<uint64_t>(off),
+                             reinterpret_cast<uint8_t const*>(data), size);
+        return fuse_reply_write(req, n), 0;
+      },
+      subject::inode);
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
@@ -355,17 +385,23 @@ void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  reply_errno(req, "release", [&] {
-    fs_of(req).release(ino, fi->fh == 1);
-    return fuse_reply_err(req, 0), 0;
-  });
+  reply_errno(
+      req, "release",
+      [&] {
+        fs_of(req).release(ino, fi->fh == 1);
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
-  reply_errno(req, "fsync", [&] {
-    fs_of(req).fsync(ino, datasync != 0);
-    return fuse_reply_err(req, 0), 0;
-  });
+  reply_errno(
+      req, "fsync",
+      [&] {
+        fs_of(req).fsync(ino, datasync != 0);
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
 }
 
 // An open directory: offsets index a listing of it, so they stay stable
@@ -379,14 +415,17 @@ struct dir_handle {
 };
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  reply_errno(req, "opendir", [&] {
-    auto h = std::make_unique<dir_handle>();
-    h->entries = fs_of(req).readdir(ino);
-    fi->fh = reinterpret_cast<uint64_t>(h.get());
-    // The kernel's handle owns it from here, until releasedir.
-    if (fuse_reply_open(req, fi) == 0) (void)h.release();
-    return 0;
-  });
+  reply_errno(
+      req, "opendir",
+      [&] {
+        auto h = std::make_unique<dir_handle>();
+        h->entries = fs_of(req).readdir(ino);
+        fi->fh = reinterpret_cast<uint64_t>(h.get());
+        // The kernel's handle owns it from here, until releasedir.
+        if (fuse_reply_open(req, fi) == 0) (void)h.release();
+        return 0;
+      },
+      subject::inode);
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
@@ -463,13 +502,16 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
 
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, char const* name,
                  char const* value, size_t size, int flags) {
-  reply_errno(req, "setxattr", [&] {
-    int f = 0;
-    if (flags & XATTR_CREATE) f |= store::xattr_create;
-    if (flags & XATTR_REPLACE) f |= store::xattr_replace;
-    fs_of(req).setxattr(ino, sv(name), std::string_view(value, size), f);
-    return fuse_reply_err(req, 0), 0;
-  });
+  reply_errno(
+      req, "setxattr",
+      [&] {
+        int f = 0;
+        if (flags & XATTR_CREATE) f |= store::xattr_create;
+        if (flags & XATTR_REPLACE) f |= store::xattr_replace;
+        fs_of(req).setxattr(ino, sv(name), std::string_view(value, size), f);
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
 }
 
 // getxattr and listxattr: size 0 asks for the length.
@@ -481,36 +523,48 @@ int reply_sized(fuse_req_t req, std::string const& v, size_t size) {
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, char const* name,
                  size_t size) {
-  reply_errno(req, "getxattr", [&] {
-    return reply_sized(req, fs_of(req).getxattr(ino, sv(name)), size);
-  });
+  reply_errno(
+      req, "getxattr",
+      [&] {
+        return reply_sized(req, fs_of(req).getxattr(ino, sv(name)), size);
+      },
+      subject::inode);
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-  reply_errno(req, "listxattr", [&] {
-    std::string all;
-    for (std::string const& n : fs_of(req).listxattr(ino)) {
-      all += n;
-      all += '\0';
-    }
-    return reply_sized(req, all, size);
-  });
+  reply_errno(
+      req, "listxattr",
+      [&] {
+        std::string all;
+        for (std::string const& n : fs_of(req).listxattr(ino)) {
+          all += n;
+          all += '\0';
+        }
+        return reply_sized(req, all, size);
+      },
+      subject::inode);
 }
 
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, char const* name) {
-  reply_errno(req, "removexattr", [&] {
-    fs_of(req).removexattr(ino, sv(name));
-    return fuse_reply_err(req, 0), 0;
-  });
+  reply_errno(
+      req, "removexattr",
+      [&] {
+        fs_of(req).removexattr(ino, sv(name));
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
 }
 
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                   off_t length, fuse_file_info*) {
-  reply_errno(req, "fallocate", [&] {
-    fs_of(req).fallocate(ino, mode, static_cast<uint64_t>(offset),
-                         static_cast<uint64_t>(length));
-    return fuse_reply_err(req, 0), 0;
-  });
+  reply_errno(
+      req, "fallocate",
+      [&] {
+        fs_of(req).fallocate(ino, mode, static_cast<uint64_t>(offset),
+                             static_cast<uint64_t>(length));
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
 }
 
 fuse_lowlevel_ops make_ops() {

@@ -6,7 +6,8 @@
 // default_permissions enforces mode bits for other users), directory
 // listings that follow the directory, setgid directories, names longer
 // than NAME_MAX, FIFOs and sockets, removed directories, FIFOs and symlinks
-// still held open, and fsync.
+// still held open, a name replaced by rename while readers open it, and
+// fsync.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -579,11 +581,12 @@ TEST_F(mount_edge, fifos_and_sockets) {
   fsck_clean();
 }
 
-// A directory, FIFO or symlink whose last name goes while a process holds
-// it behaves as on a local filesystem: fstat says nlink 0 (it said ENOENT),
-// a removed directory lists empty, also as the cwd, and nothing can be made
-// in it; the FIFO still carries data. Once let go, nothing is left.
-TEST_F(mount_edge, removed_directories_fifos_and_symlinks_still_held) {
+// A directory, FIFO, symlink or file whose last name goes while a process
+// holds it (an O_PATH descriptor for the file, which the mount never sees
+// opened) behaves as on a local filesystem: fstat says nlink 0 (it said
+// ENOENT), a removed directory lists empty, also as the cwd, and nothing can
+// be made in it; the FIFO still carries data. Once let go, nothing is left.
+TEST_F(mount_edge, removed_inodes_still_held) {
   ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
   fs::path const dir = mnt() / "d";
   ASSERT_EQ(::mkdir(dir.c_str(), 0750), 0);
@@ -649,9 +652,80 @@ TEST_F(mount_edge, removed_directories_fifos_and_symlinks_still_held) {
   EXPECT_EQ(st.st_nlink, 0u);
   ::close(lfd);
 
-  for (fs::path const& p : {dir, cwd, fifo, link}) {
+  fs::path const file = mnt() / "file";
+  write_file(file, "bytes");
+  int const pfd = ::open(file.c_str(), O_PATH | O_CLOEXEC);
+  ASSERT_GE(pfd, 0) << std::strerror(errno);
+  ASSERT_EQ(::unlink(file.c_str()), 0);
+  ASSERT_EQ(::fstat(pfd, &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_nlink, 0u);
+  EXPECT_EQ(st.st_size, 5);
+  ::close(pfd);
+
+  for (fs::path const& p : {dir, cwd, fifo, link, file}) {
     EXPECT_FALSE(fs::exists(fs::symlink_status(p))) << p;
   }
+  fsck_clean();
+}
+
+// Checkpoint writers save by writing a temporary and renaming it over the
+// name. A reader opening, stat-ing or reading the xattrs of that name
+// meanwhile finds the old file or the new one, never ENOENT: the kernel,
+// still holding the replaced inode, got ENOENT for it (now ESTALE, on which
+// it looks the name up again).
+TEST_F(mount_edge, a_name_replaced_by_rename_never_looks_missing) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "200"}), "");
+  fs::path const target = mnt() / "ckpt";
+  fs::path const tmp = mnt() / "ckpt.tmp";
+  write_file(target, std::string(5000, 'A'));
+  std::atomic<bool> stop{false};
+  std::atomic<int> renames{0}, opens{0}, missing{0}, wrong{0};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      write_file(tmp, std::string(7000, i % 2 ? 'B' : 'C'));
+      if (::rename(tmp.c_str(), target.c_str()) == 0) ++renames;
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int k = 0; k < 3; ++k) {
+    readers.emplace_back([&, k] {
+      while (!stop) {
+        if (k == 2) {
+          struct stat st {};
+          char v[64];
+          if ((::stat(target.c_str(), &st) != 0 && errno == ENOENT) ||
+              (::getxattr(target.c_str(), "user.brevis.state", v, sizeof v) <
+                   0 &&
+               errno == ENOENT)) {
+            ++missing;
+          }
+          continue;
+        }
+        int const fd =
+            ::open(target.c_str(), (k == 0 ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+        if (fd < 0) {
+          if (errno == ENOENT) ++missing;
+          continue;
+        }
+        std::string const got = pread_at(fd, 0, 8000);
+        ::close(fd);
+        ++opens;
+        bool const whole = (got.size() == 5000 || got.size() == 7000) &&
+                           got.find_first_not_of(got.empty() ? 'A' : got[0]) ==
+                               std::string::npos;
+        if (!whole) ++wrong;
+      }
+    });
+  }
+  std::this_thread::sleep_for(4s);
+  stop = true;
+  writer.join();
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(missing.load(), 0) << renames.load() << " renames";
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(renames.load(), 10);
+  EXPECT_GT(opens.load(), 100);
   fsck_clean();
 }
 

@@ -484,9 +484,9 @@ TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
   m->shutdown();
 }
 
-// What the mount keeps of a removed directory, FIFO or symlink (for the
-// kernel's fstat of one still held) lasts until the kernel forgets it; a
-// removed regular file is not kept this way (an orphan while open).
+// What the mount keeps of a removed inode (for the kernel's fstat of one
+// still held) lasts until the kernel forgets it: its attributes, not a
+// regular file's bytes.
 TEST(mount_fs_names, removed_inodes_are_kept_until_forgotten) {
   fixture f;
   auto m = f.mount(1 << 20, 0);
@@ -499,15 +499,17 @@ TEST(mount_fs_names, removed_inodes_are_kept_until_forgotten) {
   m->unlink(root_inode, "p");
   m->unlink(root_inode, "l");
   m->unlink(root_inode, "f");
-  for (uint64_t ino : {dir, fifo, link}) {
+  for (uint64_t ino : {dir, fifo, link, f.ino}) {
     struct stat const st = m->getattr(ino);
     EXPECT_EQ(st.st_nlink, 0u) << ino;
     EXPECT_EQ(st.st_ino, ino);
   }
   EXPECT_TRUE(S_ISDIR(m->getattr(dir).st_mode));
+  EXPECT_TRUE(S_ISREG(m->getattr(f.ino).st_mode));
+  EXPECT_EQ(m->getattr(f.ino).st_size, static_cast<off_t>(f.data.size()));
   EXPECT_TRUE(m->readdir(dir).empty());
-  EXPECT_THROW(m->getattr(f.ino), store_error);
-  for (uint64_t ino : {dir, fifo, link}) {
+  EXPECT_THROW(m->open(f.ino, O_RDONLY), store_error);
+  for (uint64_t ino : {dir, fifo, link, f.ino}) {
     m->forget(ino);
     EXPECT_THROW(m->getattr(ino), store_error) << ino;
   }
