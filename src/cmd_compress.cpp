@@ -54,10 +54,11 @@ void compress_one(compress_options const& opt,
                 "anyway)");
   }
   std::string const out_path = output_for(opt, path);
-  if (out_path == "-" && ::isatty(STDOUT_FILENO) == 1 && !force) {
+  if (names_stdout(out_path) && ::isatty(STDOUT_FILENO) == 1 && !force) {
     codec::fail(codec::errc::io,
                 "refusing to write compressed data to a terminal (use -f)");
   }
+  if (opt.remove_input) check_removable(path);
   input in = load_input(path, input_use::whole);
   // Reading the input (its pages mapped in) is neither choosing nor
   // encoding: the second share of -v leaves it out.

@@ -40,6 +40,7 @@ void decompress_one(decompress_options const& opt, std::string const& path) {
   // Each payload is read into one reused buffer: less CPU than mapping the
   // archive (blazepose-heavy bf16, 19 MB: MAP_POPULATE ~15 ms, pread ~8 ms)
   // and memory bounded by a few chunks.
+  if (opt.remove_input) check_removable(path);
   input in = load_input(path, input_use::stream);
   if (out_path != "-" && path != "-" && same_file(path, out_path)) {
     codec::fail(codec::errc::io, "input and output are the same file");

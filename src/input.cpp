@@ -105,6 +105,17 @@ input load_input(std::string const& path, input_use use) {
   off_t const at = in.is_stdin ? ::lseek(fd.get(), 0, SEEK_CUR) : 0;
   if (st.st_size == 0 || at > 0) {
     read_stream(fd.get(), in.buffer);
+    // Changed while read, as check_unchanged() judges a mapped file: a size
+    // reported must be what was read (a file empty when opened grew), and
+    // size and time are checked again before the output is committed.
+    if (::fstat(fd.get(), &in.st) != 0) fail_errno("");
+    if (in.st.st_size != 0 &&
+        static_cast<uint64_t>(in.st.st_size) !=
+            static_cast<uint64_t>(at) + in.buffer.size()) {
+      codec::fail(codec::errc::io,
+                  "changed while it was read (size); no output written");
+    }
+    in.source = std::move(fd);
     return in;
   }
   auto const size = static_cast<size_t>(st.st_size);
@@ -125,7 +136,7 @@ input load_input(std::string const& path, input_use use) {
 }
 
 void check_unchanged(input const& in) {
-  if (!in.mapped) return;
+  if (in.source.get() < 0) return;
   struct stat now {};
   if (::fstat(in.source.get(), &now) != 0) fail_errno("");
   if (now.st_size != in.st.st_size ||
@@ -147,6 +158,16 @@ void read_at(input const& in, uint64_t offset, size_t length, uint8_t* out) {
 std::string base_name(std::string const& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void check_removable(std::string const& path) {
+  if (path == "-") return;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    codec::fail(codec::errc::io,
+                "--rm takes regular files only, not a symlink, FIFO or "
+                "device; nothing written");
+  }
 }
 
 void remove_input(input const& in) {

@@ -58,7 +58,8 @@ struct input {
   bool mapped = false;
   codec::page_buffer buffer;  // read in: size() bytes
   file_descriptor file;       // input_use::stream of a regular file
-  file_descriptor source;     // a mapped file's, for check_unchanged()
+  /// A mapped file's, or one read in whole, for check_unchanged().
+  file_descriptor source;
 
   codec::byte_view data() const {
     return mapped ? map.data() : codec::byte_view(buffer.data(), buffer.size());
@@ -73,13 +74,19 @@ input load_input(std::string const& path, input_use use = input_use::map);
 /// Throws codec::error(errc::io) if a mapped input's size or modification
 /// time differ from when it was loaded: its pages are read live, so bytes
 /// written meanwhile may have been read in part (an archive of them would
-/// not match its own checksums). Other inputs were copied whole: no check.
+/// not match its own checksums). A regular file read in whole is checked
+/// the same way against the end of its read; pipes cannot be.
 void check_unchanged(input const& in);
 
 /// Reads exactly `length` bytes at `offset` of a streamed input into `out`;
 /// throws codec::error(errc::truncated) if the file ends before them.
 /// Thread-safe (pread).
 void read_at(input const& in, uint64_t offset, size_t length, uint8_t* out);
+
+/// Throws codec::error(errc::io) unless `path` ("-" aside) names a regular
+/// file itself, not a symlink, FIFO or device: --rm deletes nothing else,
+/// and refuses before any output is written.
+void check_removable(std::string const& path);
 
 /// Deletes an input after its output was committed to a file (--rm; the
 /// caller checks that). Nothing happens for stdin. Throws

@@ -51,6 +51,11 @@ void rename_noreplace(std::string const& from, std::string const& to) {
 
 }  // namespace
 
+bool names_stdout(std::string const& path) {
+  return path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" ||
+         path == "/proc/self/fd/1";
+}
+
 bool same_file(std::string const& a, std::string const& b) {
   struct stat sa {
   }, sb{};
@@ -64,7 +69,10 @@ output_file::output_file(std::string path, bool force, struct stat const* like)
     has_like_ = true;
     like_ = *like;
   }
-  if (path_ == "-") {
+  // Names of stdout itself are stdout: a temporary renamed over
+  // /dev/stdout would replace the system's link (and a file it points to
+  // would be reopened at offset 0, not where the shell's >> put it).
+  if (names_stdout(path_)) {
     fd_ = STDOUT_FILENO;
     return;
   }
@@ -165,7 +173,9 @@ void output_file::commit() {
     // mean something only with the input's owner or group are dropped where
     // those could not be kept: a setuid file of another user's must not
     // become the caller's, nor a group's permissions go to another group.
-    (void)::fchown(fd_, like_.st_uid, like_.st_gid);
+    if (::fchown(fd_, like_.st_uid, like_.st_gid) != 0) {
+      (void)::fchown(fd_, static_cast<uid_t>(-1), like_.st_gid);  // chgrp
+    }
     mode_t mode = like_.st_mode & 07777;
     struct stat now {};
     bool const known = ::fstat(fd_, &now) == 0;
@@ -203,12 +213,18 @@ void output_file::sync_directory() const {
                           : slash == 0               ? "/"
                                                      : path_.substr(0, slash);
   int const fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail_io(dir, "cannot open to sync");
+  if (fd < 0) {
+    fail_io(path_, "written, but its directory cannot be opened to sync it");
+  }
   int const r = ::fsync(fd);
   int const e = errno;
   ::close(fd);
   errno = e;
-  if (r != 0) fail_io(dir, "cannot sync");
+  // EINVAL: a filesystem that has no directory sync (its renames are as
+  // durable as it makes them).
+  if (r != 0 && e != EINVAL) {
+    fail_io(path_, "written, but its directory cannot be synced");
+  }
 }
 
 }  // namespace brevis::cli

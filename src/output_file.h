@@ -82,4 +82,8 @@ class output_file {
 /// True if `a` and `b` name the same existing file.
 bool same_file(std::string const& a, std::string const& b);
 
+/// Whether `path` names stdout itself: "-", /dev/stdout, /dev/fd/1 or
+/// /proc/self/fd/1 (written to descriptor 1, never replaced by a rename).
+bool names_stdout(std::string const& path);
+
 }  // namespace brevis::cli

@@ -211,9 +211,20 @@ void mount_fs::forget_node(uint64_t ino) {
 }
 
 void mount_fs::drop_orphan(node& n) {
+  // Its attributes stay for the kernel, which may hold it still (an O_PATH
+  // descriptor), as those of an inode dropped at its unlink do.
+  std::optional<struct stat> last;
+  try {
+    last = to_stat(store_.stat(n.ino));
+  } catch (store_error const&) {  // already gone: nothing to keep
+  }
   store_.drop_orphan(n.ino);
   ::unlink(store_.staging_path(n.ino).c_str());
   forget_node(n.ino);
+  if (last && !store_.exists_settled(n.ino)) {
+    std::lock_guard lk(removed_mu_);
+    removed_[n.ino] = *last;
+  }
 }
 
 void mount_fs::requeue(node& n) {
@@ -485,6 +496,21 @@ std::vector<mount_fs::entry> mount_fs::readdir(uint64_t ino) {
 // ------------------------------------------------------------ attributes
 
 struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
+  // A removed inode the kernel still holds (an open directory, a cwd) takes
+  // a chmod, chown or utimes into what the mount keeps of it, as a local
+  // filesystem's would; its size cannot change (no bytes are kept).
+  if (!r.size) {
+    std::lock_guard lk(removed_mu_);
+    if (auto it = removed_.find(ino); it != removed_.end()) {
+      struct stat& st = it->second;
+      if (r.mode) st.st_mode = (st.st_mode & S_IFMT) | (*r.mode & 07777);
+      if (r.uid) st.st_uid = *r.uid;
+      if (r.gid) st.st_gid = *r.gid;
+      if (r.mtime_ns) st.st_mtim = st.st_atim = to_ts(*r.mtime_ns);
+      st.st_ctim = to_ts(now_ns());
+      return st;
+    }
+  }
   std::shared_ptr<node> n;
   if (r.size || r.mtime_ns) n = get(ino);
   if (r.size) {

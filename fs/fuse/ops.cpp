@@ -174,7 +174,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
 
 // Inode numbers are the store's and live as long as the file; a forget
 // ends only what the mount keeps of removed inodes (mount_fs::getattr).
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t) {
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t /*nlookup*/) {
   fs_of(req).forget(ino);
   fuse_reply_none(req);
 }

@@ -9,3 +9,8 @@ add_dependencies(cli_test brevis)
 brevis_add_test(output_file_test cli/output_file_test.cpp
   ${PROJECT_SOURCE_DIR}/src/output_file.cpp
   ${PROJECT_SOURCE_DIR}/src/fatal_signals.cpp)
+# The CLI's input reading, compiled in.
+brevis_add_test(input_test cli/input_test.cpp
+  ${PROJECT_SOURCE_DIR}/src/input.cpp
+  ${PROJECT_SOURCE_DIR}/src/mapped_file.cpp
+  ${PROJECT_SOURCE_DIR}/src/fatal_signals.cpp)

@@ -51,18 +51,29 @@ void start_compress(started_program& p, fs::path const& dir, fs::path const& in,
   }
 }
 
+// 48 MiB of weights in a fresh directory, being compressed (start_compress)
+// once this is made.
+struct compress_run {
+  temp_dir dir;
+  fs::path in = dir / "weights.bin";
+  fs::path out = dir / "weights.brv";
+  started_program p;
+
+  explicit compress_run(std::vector<std::string> extra = {},
+                        std::string const& prelude = "") {
+    write_file(in, weights());
+    start_compress(p, dir.path(), in, out, std::move(extra), prelude);
+  }
+};
+
 // Compresses 48 MiB of weights, runs `change` on the input once compress is
 // reading it, and checks the failure: an error line naming the input (and
 // `message`), no output, no temporary left.
 void expect_failure_when_changed(
     std::function<void(fs::path const&)> const& change,
     std::string const& message) {
-  temp_dir dir;
-  fs::path const in = dir / "weights.bin";
-  fs::path const out = dir / "weights.brv";
-  write_file(in, weights());
-  started_program p;
-  start_compress(p, dir.path(), in, out);
+  compress_run run;
+  auto& [dir, in, out, p] = run;
   change(in);
   run_result const r = finish_program(p);
   EXPECT_NE(r.exit_code, 0);
@@ -115,12 +126,8 @@ TEST(cli_input_change_test, unchanged_input_compresses) {
 // name meanwhile stays, and the run fails saying so (the archive, of the
 // old bytes, is kept).
 TEST(cli_input_change_test, rm_keeps_a_file_moved_over_the_input) {
-  temp_dir dir;
-  fs::path const in = dir / "weights.bin";
-  fs::path const out = dir / "weights.brv";
-  write_file(in, weights());
-  started_program p;
-  start_compress(p, dir.path(), in, out, {"--rm"});
+  compress_run run({"--rm"});
+  auto& [dir, in, out, p] = run;
   write_file(dir / "new", "a newer file");
   ASSERT_EQ(::rename((dir / "new").c_str(), in.c_str()), 0);
   run_result const r = finish_program(p);
@@ -138,12 +145,8 @@ TEST(cli_input_change_test, rm_keeps_a_file_moved_over_the_input) {
 // A signal the caller ignores (nohup, a shell's background job) stays
 // ignored: SIGINT does not stop the run.
 TEST(cli_input_change_test, an_ignored_interrupt_stays_ignored) {
-  temp_dir dir;
-  fs::path const in = dir / "weights.bin";
-  fs::path const out = dir / "weights.brv";
-  write_file(in, weights());
-  started_program p;
-  start_compress(p, dir.path(), in, out, {}, "trap '' INT");
+  compress_run run({}, "trap '' INT");
+  auto& [dir, in, out, p] = run;
   ASSERT_EQ(::kill(p.pid, SIGINT), 0);
   run_result const r = finish_program(p);
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -238,8 +238,8 @@ TEST(cli_roundtrip_test, rm_removes_input_after_success) {
 }
 
 // --rm deletes a regular input only, once its output is a file of its own:
-// with -k, to stdout or a device, the input stays; a FIFO input is refused
-// (the run fails saying so, its archive written).
+// with -k, to stdout or a device, the input stays; a FIFO or a symlink is
+// refused before anything is written.
 TEST(cli_roundtrip_test, rm_keeps_what_it_may_not_remove) {
   temp_dir dir;
   std::string const data = bf16_weights(20000, 3);
@@ -257,19 +257,33 @@ TEST(cli_roundtrip_test, rm_keeps_what_it_may_not_remove) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(x)) << to.back();
   }
+  // A name of stdout itself, stdout being a file: written there, the input
+  // kept (a temporary renamed over it would have replaced the link).
+  std::string const piped = (dir / "piped.brv").string();
+  run_result const s =
+      brevis({"compress", "-f", "--rm", x, "-o", "/proc/self/fd/1"},
+             "/dev/null", piped);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(fs::exists(x));
+  run_result const back = brevis({"decompress", "-c", piped});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_TRUE(back.out == data);
+
   fs::path const fifo = dir / "fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::thread writer([&] { write_file(fifo, data); });
-  run_result const f = brevis(
-      {"compress", "--rm", fifo.string(), "-o", (dir / "f.brv").string()});
-  writer.join();
-  EXPECT_NE(f.exit_code, 0);
-  EXPECT_EQ(f.err_lines(), 1u) << f.err;
-  EXPECT_NE(f.err.find("not a regular file"), std::string::npos) << f.err;
-  EXPECT_TRUE(fs::is_fifo(fifo));
-  run_result const d = brevis({"decompress", "-c", (dir / "f.brv").string()});
-  ASSERT_EQ(d.exit_code, 0) << d.err;
-  EXPECT_TRUE(d.out == data);
+  fs::path const link = dir / "link";
+  fs::create_symlink(x, link);
+  for (fs::path const& p : {fifo, link}) {
+    fs::path const out = dir / "refused.brv";
+    run_result const r =
+        brevis({"compress", "--rm", p.string(), "-o", out.string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    EXPECT_NE(r.err.find("regular files only"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << p;
+    EXPECT_TRUE(fs::exists(fs::symlink_status(p))) << p;
+  }
+  EXPECT_TRUE(read_file(x) == data);
 }
 
 // Bytes come from where they are: stdin from where the caller left it (as
@@ -337,6 +351,20 @@ TEST(cli_roundtrip_test, the_output_keeps_the_owner_or_loses_setuid) {
   ASSERT_EQ(::stat((dir / "y.brv").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
   EXPECT_EQ(st.st_mode & 07777, 0705u);
+
+  // The group alone, where the caller may give the file to it.
+  std::string const z = (dir / "z").string();
+  write_file(z, random_bytes(3000, 7));
+  ASSERT_EQ(::chown(z.c_str(), 1000, 1234), 0);
+  ASSERT_EQ(::chmod(z.c_str(), 0664), 0);
+  run_result const g = run_program(
+      {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--groups=1234",
+       brevis_binary(), "compress", z, "-o", (dir / "z.brv").string()});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  ASSERT_EQ(::stat((dir / "z.brv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 1234u);
+  EXPECT_EQ(st.st_mode & 07777, 0664u);
 }
 
 // The count -v reports of chunks compress decoded back before writing.

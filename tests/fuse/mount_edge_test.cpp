@@ -606,6 +606,9 @@ TEST_F(mount_edge, removed_inodes_still_held) {
   ::closedir(listing);
   EXPECT_LT(::openat(dfd, "x", O_CREAT | O_WRONLY | O_CLOEXEC, 0600), 0);
   EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(::fchmod(dfd, 0700), 0) << std::strerror(errno);
+  ASSERT_EQ(::fstat(dfd, &st), 0) << std::strerror(errno);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
   ::close(dfd);
 
   int const here = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -663,7 +666,22 @@ TEST_F(mount_edge, removed_inodes_still_held) {
   EXPECT_EQ(st.st_size, 5);
   ::close(pfd);
 
-  for (fs::path const& p : {dir, cwd, fifo, link, file}) {
+  // Open through the mount when unlinked (kept whole until its release),
+  // then let go while an O_PATH descriptor still holds it.
+  fs::path const held = mnt() / "held";
+  write_file(held, "bytes");
+  int const hfd = ::open(held.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(hfd, 0) << std::strerror(errno);
+  int const hpath = ::open(held.c_str(), O_PATH | O_CLOEXEC);
+  ASSERT_GE(hpath, 0) << std::strerror(errno);
+  ASSERT_EQ(::unlink(held.c_str()), 0);
+  ::close(hfd);
+  std::this_thread::sleep_for(1500ms);  // past the kernel's attribute cache
+  ASSERT_EQ(::fstat(hpath, &st), 0) << std::strerror(errno);
+  EXPECT_EQ(st.st_nlink, 0u);
+  ::close(hpath);
+
+  for (fs::path const& p : {dir, cwd, fifo, link, file, held}) {
     EXPECT_FALSE(fs::exists(fs::symlink_status(p))) << p;
   }
   fsck_clean();
