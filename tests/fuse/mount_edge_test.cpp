@@ -645,26 +645,29 @@ TEST_F(mount_edge, removed_inodes_still_held) {
   ::close(w);
   ::close(r);
 
+  // fstat through an O_PATH descriptor (the mount never sees it opened)
+  // of `p`, unlinked after it was taken.
+  auto fstat_after_unlink = [&](fs::path const& p) {
+    int const fd = ::open(p.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << std::strerror(errno);
+    EXPECT_EQ(::unlink(p.c_str()), 0);
+    bool const ok = ::fstat(fd, &st) == 0;
+    EXPECT_TRUE(ok) << std::strerror(errno);
+    ::close(fd);
+    return ok;
+  };
   fs::path const link = mnt() / "link";
   ASSERT_EQ(::symlink("somewhere", link.c_str()), 0);
-  int const lfd = ::open(link.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  ASSERT_GE(lfd, 0) << std::strerror(errno);
-  ASSERT_EQ(::unlink(link.c_str()), 0);
-  ASSERT_EQ(::fstat(lfd, &st), 0) << std::strerror(errno);
+  ASSERT_TRUE(fstat_after_unlink(link));
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   EXPECT_EQ(st.st_nlink, 0u);
-  ::close(lfd);
 
   fs::path const file = mnt() / "file";
   write_file(file, "bytes");
-  int const pfd = ::open(file.c_str(), O_PATH | O_CLOEXEC);
-  ASSERT_GE(pfd, 0) << std::strerror(errno);
-  ASSERT_EQ(::unlink(file.c_str()), 0);
-  ASSERT_EQ(::fstat(pfd, &st), 0) << std::strerror(errno);
+  ASSERT_TRUE(fstat_after_unlink(file));
   EXPECT_TRUE(S_ISREG(st.st_mode));
   EXPECT_EQ(st.st_nlink, 0u);
   EXPECT_EQ(st.st_size, 5);
-  ::close(pfd);
 
   // Open through the mount when unlinked (kept whole until its release),
   // then let go while an O_PATH descriptor still holds it.
