@@ -221,10 +221,7 @@ void mount_fs::drop_orphan(node& n) {
   store_.drop_orphan(n.ino);
   ::unlink(store_.staging_path(n.ino).c_str());
   forget_node(n.ino);
-  if (last && !store_.exists_settled(n.ino)) {
-    std::lock_guard lk(removed_mu_);
-    removed_[n.ino] = *last;
-  }
+  if (last && !store_.exists_settled(n.ino)) keep_removed(n.ino, *last);
 }
 
 void mount_fs::requeue(node& n) {
@@ -301,7 +298,18 @@ std::optional<struct stat> mount_fs::removed_attr(uint64_t ino) {
   return it->second;
 }
 
-void mount_fs::forget(uint64_t ino) {
+void mount_fs::keep_removed(uint64_t ino, struct stat const& st) {
+  // Decided under removed_mu_, which forget() takes after its count: an
+  // entry made here is erased by the forget that ends the kernel's last
+  // reference, or not made at all (an inode the kernel never held, such
+  // as one a rename dropped from a name it had not looked up, would stay
+  // until unmount).
+  std::lock_guard lk(removed_mu_);
+  if (lookups_.held(ino)) removed_[ino] = st;
+}
+
+void mount_fs::forget(uint64_t ino, uint64_t nlookup) {
+  if (!lookups_.drop(ino, nlookup)) return;
   std::lock_guard lk(removed_mu_);
   removed_.erase(ino);
 }
@@ -416,11 +424,7 @@ std::string mount_fs::readlink(uint64_t ino) { return store_.read_link(ino); }
 void mount_fs::after_unlink(store::unlink_result const& r) {
   if (r.ino == 0) return;
   if (r.dropped) {
-    struct stat const st = to_stat(r.attr);
-    std::lock_guard lk(removed_mu_);
-    removed_[r.ino] = st;
-  }
-  if (r.dropped) {
+    keep_removed(r.ino, to_stat(r.attr));
     queue_->cancel(r.ino);
     if (r.state == file_state::staged) {
       ::unlink(store_.staging_path(r.ino).c_str());

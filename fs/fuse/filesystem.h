@@ -69,6 +69,7 @@
 #include "fs/cache/chunk_buffers.h"
 #include "fs/cache/chunk_cache.h"
 #include "fs/cache/decode_slots.h"
+#include "fs/fuse/lookup_counts.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
@@ -138,8 +139,13 @@ class mount_fs {
   /// forget(). (A regular file open through the mount stays whole, an
   /// orphan, until its last release.)
   struct stat getattr(uint64_t ino);
-  /// The kernel dropped its last reference to `ino` (FUSE's forget).
-  void forget(uint64_t ino);
+  /// The kernel is given a reference to `ino` (an entry reply): counted
+  /// before the reply goes out, since its FORGET may follow at once.
+  void looked_up(uint64_t ino) { lookups_.add(ino); }
+  /// The kernel gave back `nlookup` references to `ino` (FUSE's forget, or
+  /// an entry reply that did not go out); with none left, what the mount
+  /// kept of a removed `ino` goes.
+  void forget(uint64_t ino, uint64_t nlookup);
   /// Throws not_found.
   struct stat lookup(uint64_t parent, std::string_view name);
   struct stat setattr(uint64_t ino, setattr_request const& r);
@@ -295,6 +301,9 @@ class mount_fs {
   std::unordered_map<uint64_t, struct stat> removed_;
   /// The attributes of removed `ino`, if it is kept in removed_.
   std::optional<struct stat> removed_attr(uint64_t ino);
+  /// Keeps removed `ino`'s attributes while the kernel holds it.
+  void keep_removed(uint64_t ino, struct stat const& st);
+  lookup_counts lookups_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};

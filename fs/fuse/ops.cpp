@@ -129,6 +129,16 @@ fuse_entry_param entry_of(struct stat const& st) {
   return e;
 }
 
+// Replies an entry, giving the kernel a reference to its inode: counted
+// first (the kernel's FORGET may come at once), and given back when the
+// reply did not go out (an interrupted request), as the kernel then holds
+// nothing. A negative entry (inode 0) gives no reference.
+void reply_entry(fuse_req_t req, fuse_entry_param const& e) {
+  mount_fs& fs = fs_of(req);
+  if (e.ino != 0) fs.looked_up(e.ino);
+  if (fuse_reply_entry(req, &e) != 0 && e.ino != 0) fs.forget(e.ino, 1);
+}
+
 std::string_view sv(char const* s) { return s ? std::string_view(s) : ""; }
 
 // A directory entry's name. The kernel passes FUSE names of up to 1024
@@ -161,26 +171,29 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, char const* name) {
     try {
       fuse_entry_param const e =
           entry_of(fs_of(req).lookup(parent, entry_name(name)));
-      return fuse_reply_entry(req, &e), 0;
+      return reply_entry(req, e), 0;
     } catch (store_error const& err) {
       if (err.code() != store_errc::not_found) throw;
       // A negative entry the kernel may cache.
       fuse_entry_param e{};
       e.entry_timeout = attr_timeout;
-      return fuse_reply_entry(req, &e), 0;
+      return reply_entry(req, e), 0;
     }
   });
 }
 
 // Inode numbers are the store's and live as long as the file; a forget
-// ends only what the mount keeps of removed inodes (mount_fs::getattr).
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t /*nlookup*/) {
-  fs_of(req).forget(ino);
+// gives back references (reply_entry), and the last one ends what the
+// mount keeps of a removed inode (mount_fs::getattr).
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  fs_of(req).forget(ino, nlookup);
   fuse_reply_none(req);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
-  for (size_t i = 0; i < count; ++i) fs_of(req).forget(forgets[i].ino);
+  for (size_t i = 0; i < count; ++i) {
+    fs_of(req).forget(forgets[i].ino, forgets[i].nlookup);
+  }
   fuse_reply_none(req);
 }
 
@@ -241,13 +254,13 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
     if (!S_ISREG(mode)) {
       fuse_entry_param const e = entry_of(
           fs.mknod_special(parent, entry_name(name), mode, caller_of(req)));
-      return fuse_reply_entry(req, &e), 0;
+      return reply_entry(req, e), 0;
     }
     struct stat const st =
         fs.create(parent, entry_name(name), mode, O_WRONLY, caller_of(req));
     fs.release(st.st_ino, true);
     fuse_entry_param const e = entry_of(fs.getattr(st.st_ino));
-    return fuse_reply_entry(req, &e), 0;
+    return reply_entry(req, e), 0;
   });
 }
 
@@ -256,7 +269,7 @@ void op_mkdir(fuse_req_t req, fuse_ino_t parent, char const* name,
   reply_errno(req, "mkdir", [&] {
     fuse_entry_param const e = entry_of(
         fs_of(req).mkdir(parent, entry_name(name), mode, caller_of(req)));
-    return fuse_reply_entry(req, &e), 0;
+    return reply_entry(req, e), 0;
   });
 }
 
@@ -279,7 +292,7 @@ void op_symlink(fuse_req_t req, char const* link, fuse_ino_t parent,
   reply_errno(req, "symlink", [&] {
     fuse_entry_param const e = entry_of(
         fs_of(req).symlink(parent, entry_name(name), sv(link), caller_of(req)));
-    return fuse_reply_entry(req, &e), 0;
+    return reply_entry(req, e), 0;
   });
 }
 
@@ -303,7 +316,7 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
       [&] {
         fuse_entry_param const e =
             entry_of(fs_of(req).link(ino, newparent, entry_name(newname)));
-        return fuse_reply_entry(req, &e), 0;
+        return reply_entry(req, e), 0;
       },
       subject::inode);
 }
@@ -334,7 +347,11 @@ void op_create(fuse_req_t req, fuse_ino_t parent, char const* name, mode_t mode,
         fs.create(parent, entry_name(name), mode, fi->flags, caller_of(req)));
     fi->fh = 1;
     fi->keep_cache = 1;
-    if (fuse_reply_create(req, &e, fi) != 0) fs.release(e.ino, true);
+    fs.looked_up(e.ino);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+      fs.release(e.ino, true);
+      fs.forget(e.ino, 1);
+    }
     return 0;
   });
 }
@@ -443,6 +460,9 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     mount_fs& fs = fs_of(req);
     std::vector<char> buf(size);
     size_t pos = 0;
+    // The inodes of the entries given (readdirplus): each is a reference
+    // the kernel takes, as a lookup's.
+    std::vector<uint64_t> given;
     {
       // Released before the reply: once it is out, the kernel may close
       // the directory, and releasedir frees the handle.
@@ -452,6 +472,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       for (auto i = static_cast<size_t>(off); i < h.entries.size(); ++i) {
         mount_fs::entry const& en = h.entries[i];
         size_t need = 0;
+        uint64_t held = 0;  // the inode given a reference
         auto const next = static_cast<off_t>(i + 1);
         if (plus) {
           fuse_entry_param e = entry_of(en.st);
@@ -471,15 +492,21 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
           }
           need = fuse_add_direntry_plus(req, buf.data() + pos, size - pos,
                                         en.name.c_str(), &e, next);
+          held = e.ino;
         } else {
           need = fuse_add_direntry(req, buf.data() + pos, size - pos,
                                    en.name.c_str(), &en.st, next);
         }
         if (need > size - pos) break;
         pos += need;
+        if (held != 0) given.push_back(held);
       }
     }
-    return fuse_reply_buf(req, buf.data(), pos), 0;
+    for (uint64_t i : given) fs.looked_up(i);
+    if (fuse_reply_buf(req, buf.data(), pos) != 0) {
+      for (uint64_t i : given) fs.forget(i, 1);
+    }
+    return 0;
   });
 }
 
