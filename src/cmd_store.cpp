@@ -89,6 +89,12 @@ int store_add(store_cli_options const& opt) {
                    static_cast<unsigned long long>(r.dedup_chunks),
                    static_cast<unsigned long long>(r.chunks));
     }
+    if (r.healed > 0) {
+      std::fprintf(stderr,
+                   "brevis: %s: stored %llu payloads anew whose stored copies "
+                   "were damaged or missing (run brevis fsck for the rest)\n",
+                   name.c_str(), static_cast<unsigned long long>(r.healed));
+    }
   });
 }
 

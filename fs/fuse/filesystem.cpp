@@ -1210,6 +1210,13 @@ void mount_fs::compress_job(uint64_t ino) {
       out.choose_seconds, out.chunk_seconds, out.choose_cpu_seconds,
       out.chunk_cpu_seconds);
   log_event(log_level::info, "compressed " + label + ": " + line);
+  if (r.healed > 0) {
+    log_event(log_level::error,
+              "compressing " + label + " stored " + std::to_string(r.healed) +
+                  " payloads anew whose stored copies were damaged or "
+                  "missing: the files naming them read whole again (run "
+                  "brevis fsck for the rest)");
+  }
 }
 
 void mount_fs::report_queue(uint64_t running, std::string const& name) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstdio>
@@ -95,6 +96,37 @@ caller caller_of(fuse_req_t req) {
 // it, racing the rename of a new file over it, failed with ENOENT).
 enum class subject { name, inode };
 
+// Logs an operation that failed with EIO (damage found, or a fault of
+// ours): to the mount's log, which a daemon's stderr is not. At most a few
+// lines a second: a damaged file read in a loop (readahead, retries) must
+// not flood it; the next line says how many were left out.
+void log_failure(char const* op, char const* what) {
+  constexpr unsigned lines_per_second = 10;
+  static std::mutex mu;
+  static int64_t second = -1;
+  static unsigned lines = 0;
+  static uint64_t left_out = 0;
+  int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  std::string line;
+  {
+    std::lock_guard lk(mu);
+    if (now != second) second = now, lines = 0;
+    if (lines == lines_per_second) {
+      ++left_out;
+      return;
+    }
+    ++lines;
+    line = std::string(op) + ": " + what;
+    if (left_out > 0) {
+      line += " (" + std::to_string(left_out) + " more errors left out)";
+      left_out = 0;
+    }
+  }
+  log_event(log_level::error, line);
+}
+
 template <typename F>
 void reply_errno(fuse_req_t req, char const* op, F&& body,
                  subject about = subject::name) noexcept {
@@ -103,16 +135,16 @@ void reply_errno(fuse_req_t req, char const* op, F&& body,
     err = body();
   } catch (store_error const& e) {
     err = e.errno_value();
-    if (err == EIO)
-      std::fprintf(stderr, "brevis mount: %s: %s\n", op, e.what());
+    if (err == EIO) log_failure(op, e.what());
   } catch (std::system_error const& e) {
     err = e.code().value();
   } catch (std::bad_alloc const&) {
     err = ENOMEM;
   } catch (std::exception const& e) {
-    std::fprintf(stderr, "brevis mount: %s: %s\n", op, e.what());
+    log_failure(op, e.what());
     err = EIO;
   } catch (...) {
+    log_failure(op, "unknown exception");
     err = EIO;
   }
   if (err == ENOENT && about == subject::inode) err = ESTALE;

@@ -58,6 +58,8 @@ struct staged_commit::state {
   struct use {
     placement where;
     uint64_t refs = 0;
+    // The stored copy was damaged or missing: ours replaces it.
+    bool heals = false;
   };
   std::unordered_map<payload_key, use, payload_key_hash> uses;
   std::unordered_map<uint64_t, chunk_rec> by_offset;   // for ref chunks
@@ -146,6 +148,13 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
           if (!v) return std::nullopt;
           return decode_payload(*v);
         });
+    // Named again only if it reads back: a damaged copy named by a new
+    // file made it unreadable too, while its good bytes were at hand.
+    bool heals = false;
+    if (known && !c.s.payload_intact(*known, cr.payload)) {
+      known.reset();
+      heals = true;
+    }
     if (known) {
       p.pack = known->pack;
       p.offset = known->offset;
@@ -176,7 +185,7 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
       c.written += payload.size();
       c.s.hit("pack_write");
     }
-    it = c.uses.emplace(cr.payload, state::use{p, 0}).first;
+    it = c.uses.emplace(cr.payload, state::use{p, 0, heals}).first;
   }
   if (it->second.refs > 0 || !it->second.where.written) ++c.dedup;
   // A payload the file names again (a repeated chunk) is stored once.
@@ -222,11 +231,17 @@ add_result staged_commit::commit(file_info const& f) {
       auto v = t.get(s.payloads, key.b);
       if (v) {
         payload_rec pr = decode_payload(*v);
+        if (u.heals) {
+          live -= std::min(live,
+                           s.repoint_payload(t, pr, c.pack_id, u.where.offset));
+          ++res.healed;
+        } else if (u.where.written) {
+          // Stored meanwhile by no one (the append lock): only a payload
+          // we did not write is found here. Ours would be a dead copy.
+          live -= record_size(u.where.length);
+        }
         pr.refs += u.refs;
         t.put(s.payloads, key.b, encode(pr));
-        // Stored meanwhile by no one (the append lock): only a payload we
-        // did not write is found here. Ours would be a dead copy.
-        if (u.where.written) live -= record_size(u.where.length);
       } else if (u.where.written) {
         payload_rec pr{c.pack_id, u.where.offset, u.where.length, u.refs};
         t.put(s.payloads, key.b, encode(pr));

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -171,6 +172,16 @@ store::impl::impl(std::string d, store_options o)
                    dir + ": store version is not supported");
       }
     } else {
+      // A new index is made only for a new store. Packs or staged files
+      // beside an index without a store in it mean the index was lost or
+      // damaged: a fresh one would name none of them, and recovery would
+      // then delete every pack as uncommitted.
+      if (!list_dir(packs_dir()).empty() || !list_dir(staging_dir()).empty()) {
+        store_fail(store_errc::bad_store,
+                   "the index (" + index_dir() +
+                       ") holds no store, but packs/ or staging/ hold data: "
+                       "the index is missing or damaged; nothing was changed");
+      }
       codec::bytes vb;
       codec::put_le(vb, store_version);
       t.put(meta, vkey, vb);
@@ -366,6 +377,23 @@ void store::impl::recover() {
     }
     return 0;
   });
+  // The packs payload records point into, found on first need (one scan,
+  // only when a pack has no record, as after a crash).
+  std::optional<std::unordered_set<uint64_t>> in_use;
+  auto const payload_packs = [&]() -> std::unordered_set<uint64_t> const& {
+    if (!in_use) {
+      in_use.emplace();
+      read_txn([&](txn& t) {
+        cursor c(t, payloads);
+        for (bool ok = c.first(); ok; ok = c.next()) {
+          if (c.value().size() != payload_rec_size) continue;
+          in_use->insert(decode_payload(c.value()).pack);
+        }
+        return 0;
+      });
+    }
+    return *in_use;
+  };
   std::unordered_set<uint64_t> seen;
   std::vector<std::pair<uint64_t, uint64_t>> long_packs;  // id, file size
   for (std::string const& n : list_dir(packs_dir())) {
@@ -383,7 +411,15 @@ void store::impl::recover() {
     auto it = committed.find(id);
     if (it == committed.end()) {
       // Created by an add or gc that never committed, or left by a gc
-      // that committed but was stopped before deleting it.
+      // that committed but was stopped before deleting it: no payload is
+      // in it. One that payloads point into lost its record (a damaged
+      // index), and its bytes are all there is of them: kept.
+      if (payload_packs().contains(id)) {
+        seen.insert(id);
+        report.damaged_packs.push_back(
+            n + ": no index record, but payloads are stored in it (kept)");
+        continue;
+      }
       if (::unlink(path.c_str()) != 0)
         store_fail_errno(errno, "unlink " + path);
       report.removed_packs.push_back(n);
@@ -498,6 +534,39 @@ std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
   return p;
 }
 
+std::vector<uint64_t> store::impl::pack_files() const {
+  std::vector<uint64_t> ids;
+  for (std::string const& n : list_dir(packs_dir())) {
+    uint64_t id = 0;
+    if (parse_pack_name(n, id)) ids.push_back(id);
+  }
+  return ids;
+}
+
+bool store::impl::payload_intact(payload_rec const& pr,
+                                 payload_key const& key) const {
+  thread_local codec::bytes buf;  // reused: no page faults per record
+  try {
+    pack_for_read(pr.pack)->read_record(pr.offset, key, pr.length, buf);
+    return true;
+  } catch (store_error const&) {
+    return false;
+  }
+}
+
+uint64_t store::impl::repoint_payload(txn& t, payload_rec& pr, uint64_t pack,
+                                      uint64_t offset) {
+  uint64_t const dead = record_size(pr.length);
+  uint64_t const old_pack = pr.pack;
+  pr.pack = pack;
+  pr.offset = offset;
+  if (old_pack == pack) return dead;
+  if (t.get(packs, pack_key(old_pack))) {
+    add_live(t, old_pack, -static_cast<int64_t>(dead));
+  }
+  return 0;
+}
+
 void store::impl::forget_pack(uint64_t id) const {
   std::lock_guard lk(pack_mu);
   pack_cache.erase(id);
@@ -567,7 +636,13 @@ void store::impl::drop_chunks(txn& t, uint64_t ino) {
     for (bool ok = c.seek(chunk_key(ino, 0)); ok; ok = c.next()) {
       if (c.key().size() != 16 || key_u64(c.key()) != ino) break;
       std::memcpy(keys.emplace_back().data(), c.key().data(), 16);
-      refs.push_back(decode_chunk(c.value()).payload);
+      // A record that does not decode (a damaged index) goes too, so that
+      // its file can still be removed; its payload's count is fsck's to
+      // mend (--repair recounts them).
+      try {
+        refs.push_back(decode_chunk(c.value()).payload);
+      } catch (store_error const&) {
+      }
     }
   }
   for (auto const& k : keys) t.del(chunks, k);
@@ -697,8 +772,26 @@ void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
           cr.payload = hash_payload(c.payload);
           cr.checksum = e.checksum;
           payload_len = c.payload.size();
-          if (auto v = t.get(s.payloads, cr.payload.b)) {
-            payload_rec pr = decode_payload(*v);
+          auto v = t.get(s.payloads, cr.payload.b);
+          std::optional<payload_rec> known;
+          if (v) known = decode_payload(*v);
+          if (known && !named.contains(cr.payload) &&
+              !s.payload_intact(*known, cr.payload)) {
+            // Damaged or missing: stored anew, for every file naming it
+            // (as staged_commit::add_chunk does).
+            payload_rec pr = *known;
+            uint64_t const at = pa.pos;
+            pa.pos = pa.pack->write_record(pa.pos, cr.payload, c.payload);
+            pa.prec.live += record_size(c.payload.size());
+            pa.prec.live -=
+                std::min(pa.prec.live, s.repoint_payload(t, pr, pa.id, at));
+            ++pr.refs;
+            res.written += c.payload.size();
+            ++res.healed;
+            t.put(s.payloads, cr.payload.b, encode(pr));
+            s.hit("pack_write");
+          } else if (known) {
+            payload_rec pr = *known;
             ++pr.refs;
             t.put(s.payloads, cr.payload.b, encode(pr));
             ++res.dedup_chunks;
@@ -920,9 +1013,16 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
     if (offset >= size || length == 0) return 0;
     size_t const n =
         static_cast<size_t>(std::min<uint64_t>(length, size - offset));
+    std::atomic<bool> missing_pack{false};
     try {
       auto decode = [&](piece const& p) {
-        std::shared_ptr<pack_file> pack = s.pack_for_read(p.payload.pack);
+        std::shared_ptr<pack_file> pack;
+        try {
+          pack = s.pack_for_read(p.payload.pack);
+        } catch (store_error const& e) {
+          if (e.code() == store_errc::not_found) missing_pack = true;
+          throw;
+        }
         // Record buffers stay with their thread: a fresh one per chunk
         // costs zeroing and page faults, measured at ~8% of a read. Taken
         // out while in use, so a nested read on this thread gets its own.
@@ -975,8 +1075,15 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
       return n;
     } catch (store_error const& e) {
       // gc may have moved a payload and deleted its old pack after our
-      // snapshot: look again once.
-      if (e.code() != store_errc::not_found || attempt > 0) throw;
+      // snapshot: look again once. A pack missing still is damage (EIO),
+      // not a file that went (ENOENT, which the mount answers ESTALE).
+      if (e.code() != store_errc::not_found) throw;
+      if (attempt > 0 && missing_pack) {
+        store_fail(store_errc::corrupt,
+                   std::string(e.what()) + " (inode " + std::to_string(ino) +
+                       " names it: a damaged store, run brevis fsck)");
+      }
+      if (attempt > 0) throw;
     }
   }
 }
@@ -999,6 +1106,23 @@ std::vector<store::chunk_span> store::chunk_map(uint64_t ino,
         sp.program = s.program(t, ch.program);
       }
       out.push_back(std::move(sp));
+    }
+    // A compressed file's chunks tile it: a gap, or a map short of its
+    // size at either end, is a damaged index, whose missing bytes a reader
+    // would otherwise get as zeros (a short read past the last chunk).
+    if (r.state == static_cast<uint32_t>(file_state::compressed)) {
+      uint64_t end = 0;
+      for (chunk_span const& sp : out) {
+        if (sp.offset != end) break;
+        end += sp.length;
+      }
+      if (end != r.size) {
+        store_fail(store_errc::corrupt,
+                   "inode " + std::to_string(ino) +
+                       ": its chunk records do not cover its " +
+                       std::to_string(r.size) +
+                       " bytes (a damaged index: run brevis fsck)");
+      }
     }
     return out;
   });

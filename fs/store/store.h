@@ -112,7 +112,10 @@ struct add_result {
   uint64_t written = 0;  // payload bytes newly appended to packs
   uint64_t chunks = 0;
   uint64_t dedup_chunks = 0;  // chunks whose payload was already stored
-  bool replaced = false;      // an earlier file of that name was dropped
+  // Payloads stored already but damaged or missing, stored anew: every
+  // file naming one reads it from the new copy.
+  uint64_t healed = 0;
+  bool replaced = false;  // an earlier file of that name was dropped
 };
 
 /// One finished compression of the mount, kept in a ring of the last

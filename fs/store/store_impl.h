@@ -152,6 +152,20 @@ struct store::impl {
   std::shared_ptr<codec::node const> program(detail::txn const& t,
                                              uint64_t hash) const;
   std::shared_ptr<detail::pack_file> pack_for_read(uint64_t id) const;
+  /// The ids of the pack files in packs/, in order.
+  std::vector<uint64_t> pack_files() const;
+  /// Whether the stored copy `pr` of payload `key` reads back whole (its
+  /// record's framing and hash): false when it is damaged or its pack is
+  /// missing or unreadable. A new file naming that payload then stores it
+  /// again and repoints it (repoint_payload), healing every file naming it.
+  bool payload_intact(detail::payload_rec const& pr,
+                      detail::payload_key const& key) const;
+  /// Points payload record `pr` at a fresh copy at `offset` of pack `pack`.
+  /// The old copy's bytes stop counting as live in its pack (when that pack
+  /// has a record); returned instead when it is `pack`, whose Live the
+  /// caller counts.
+  uint64_t repoint_payload(detail::txn& t, detail::payload_rec& pr,
+                           uint64_t pack, uint64_t offset);
   void forget_pack(uint64_t id) const;
   /// Closes the cached descriptors of packs another process removed (gc).
   void forget_removed_packs() const;

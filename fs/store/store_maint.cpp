@@ -93,6 +93,15 @@ fsck_report store::fsck(fsck_options const& opt) {
                                " bytes, not " + std::to_string(pack_rec_size));
       }
     }
+    // A pack without a record that recovery kept: payloads are stored in
+    // it (the index lost its record). Scanned like a damaged record's.
+    for (uint64_t const id : s.pack_files()) {
+      if (packs.contains(id)) continue;
+      bad_pack_records.insert(id);
+      packs[id] = {};
+      rep.problems.push_back(pack_name(id) +
+                             ": no index record, though payloads are in it");
+    }
     for (auto& entry : packs) {
       uint64_t const id = entry.first;  // captured below: not a binding
       pack_rec& pr = entry.second;
@@ -181,8 +190,24 @@ fsck_report store::fsck(fsck_options const& opt) {
       ++rep.chunks;
       uint64_t const ino = key_u64(c.key());
       uint64_t const off = key_u64(c.key(), 8);
-      chunk_rec const cr = decode_chunk(c.value());
       auto it = inodes.find(ino);
+      chunk_rec cr;
+      try {
+        cr = decode_chunk(c.value());
+      } catch (store_error const& e) {
+        // Its file is damaged (the gap it leaves shows too); a record of
+        // no file is dropped with the others by --repair.
+        if (it == inodes.end()) {
+          std::memcpy(dangling_chunks.emplace_back().data(), c.key().data(),
+                      16);
+          rep.problems.push_back("chunk record of missing " + ino_name(ino) +
+                                 ": " + e.what());
+        } else {
+          it->second.fail("bytes " + std::to_string(off) + ": " + e.what(),
+                          true);
+        }
+        continue;
+      }
       if (it == inodes.end()) {
         std::memcpy(dangling_chunks.emplace_back().data(), c.key().data(), 16);
         rep.problems.push_back("chunk record of missing " + ino_name(ino));

@@ -135,6 +135,35 @@ TEST(compress_graph, tiny_memory_limit_and_shared_payloads) {
   EXPECT_EQ(f.s->recent_jobs().size(), 3u);
 }
 
+// A payload damaged on disk, then named by a file staged with the same
+// bytes: the job stores it anew and repoints it, so both files read whole
+// (it named the damaged copy, and both were unreadable, the staged copy
+// deleted); the store's Live counts stay true (fsck).
+TEST(compress_graph, a_damaged_payload_is_stored_anew_when_named_again) {
+  fixture f;
+  uint64_t const a = f.stage("a", f.data);
+  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(a, "a")).ok);
+  for (auto const& e :
+       std::filesystem::directory_iterator(f.dir / "s" / "packs")) {
+    std::string p = cli_test::read_file(e.path());
+    p[p.size() / 3] ^= 0x10;
+    cli_test::write_file(e.path(), p);
+  }
+  std::string back(f.data.size(), '\0');
+  EXPECT_THROW(
+      f.s->read(a, 0, back.size(), reinterpret_cast<uint8_t*>(back.data())),
+      store_error);
+  uint64_t const b = f.stage("b", f.data);
+  compress_outcome const ob =
+      compress_staged_file(*f.s, *f.chooser, f.request(b, "b"));
+  ASSERT_TRUE(ob.ok) << ob.error;
+  EXPECT_EQ(ob.result.healed, 1u);
+  EXPECT_TRUE(f.read_all(b) == f.data);
+  EXPECT_TRUE(f.read_all(a) == f.data);
+  fsck_report const rep = f.s->fsck({});
+  EXPECT_TRUE(rep.clean()) << (rep.problems.empty() ? "" : rep.problems[0]);
+}
+
 TEST(compress_graph, cancelled_leaves_the_file_staged) {
   fixture f;
   uint64_t const ino = f.stage("f", f.data);

@@ -404,6 +404,221 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
       << r.out << r.err;
 }
 
+// Deletes the records of `db` whose key `doomed` picks, as a disk fault or a
+// damaged page would lose them.
+void delete_records(std::filesystem::path const& st, char const* db,
+                    std::function<bool(codec::bytes const&)> const& doomed) {
+  edit_index(st, [&](MDB_txn* t) {
+    MDB_dbi const d = open_db(t, db);
+    for (auto& [key, value] : records_of(t, d)) {
+      if (!doomed(key)) continue;
+      MDB_val k{key.size(), key.data()};
+      ASSERT_EQ(mdb_del(t, d, &k, nullptr), 0);
+    }
+  });
+}
+
+// The bytes of every pack file of the store in `st`, by name.
+std::map<std::string, std::string> pack_files(std::filesystem::path const& st) {
+  std::map<std::string, std::string> out;
+  for (auto const& e : std::filesystem::directory_iterator(st / "packs")) {
+    out[e.path().filename().string()] = read_file(e.path());
+  }
+  return out;
+}
+
+// An index lost or damaged so that it holds no store (its files deleted,
+// or the page naming its databases unreadable) beside packs: opening the
+// store must not start a new index over them, since recovery would then
+// delete every pack as uncommitted. Every command refuses, nothing is
+// changed, and the index put back reads the file again.
+TEST(store_cli_test, a_lost_index_is_refused_and_its_packs_kept) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(81);
+  ASSERT_TRUE(add_as_a(d, st, a));
+  auto const packs = pack_files(d / "st");
+  ASSERT_FALSE(packs.empty());
+  std::filesystem::path const index = d / "st" / "index";
+  std::filesystem::rename(index / "data.mdb", d / "data.mdb");
+  std::filesystem::remove(index / "lock.mdb");
+  for (std::vector<std::string> const& args :
+       {std::vector<std::string>{"store", "ls", st},
+        std::vector<std::string>{"fsck", st},
+        std::vector<std::string>{"fsck", "--repair", st},
+        std::vector<std::string>{"store", "add", st, (d / "a").string(), "--as",
+                                 "b"}}) {
+    run_result const r = brevis(args);
+    EXPECT_NE(r.exit_code, 0) << args[0] << " " << args[1];
+    EXPECT_NE(r.err.find("the index is missing or damaged"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(pack_files(d / "st"), packs) << args[0] << " " << args[1];
+  }
+  std::filesystem::remove(index / "lock.mdb");
+  std::filesystem::rename(d / "data.mdb", index / "data.mdb");
+  run_result const r =
+      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(d / "out"), a);
+}
+
+// A pack whose index record was lost while payloads still point into it:
+// recovery keeps it (it deleted it as an uncommitted append's, with every
+// payload in it), the file reads back, fsck reports it, and --repair
+// rebuilds the record as it was.
+TEST(store_cli_test, a_pack_that_lost_its_record_is_kept_and_rebuilt) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(82);
+  ASSERT_TRUE(add_as_a(d, st, a));
+  codec::bytes original;
+  edit_index(d / "st", [&](MDB_txn* t) {
+    std::vector<record> const records = records_of(t, open_db(t, "packs"));
+    ASSERT_EQ(records.size(), 1u);
+    original = records[0].second;
+  });
+  delete_records(d / "st", "packs", [](codec::bytes const&) { return true; });
+  {
+    store s(st);
+    EXPECT_TRUE(s.report().removed_packs.empty());
+    ASSERT_EQ(s.report().damaged_packs.size(), 1u);
+    EXPECT_NE(s.report().damaged_packs[0].find("no index record"),
+              std::string::npos);
+    EXPECT_EQ(stored(s, "a"), a);
+  }
+  run_result r = brevis({"fsck", st});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no index record"), std::string::npos) << r.out;
+  r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  edit_index(d / "st", [&](MDB_txn* t) {
+    std::vector<record> const records = records_of(t, open_db(t, "packs"));
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].second, original);
+  });
+  store s(st);
+  EXPECT_EQ(stored(s, "a"), a);
+}
+
+// A stored payload damaged on disk, then named by a new file with the same
+// bytes: the new file stores it anew rather than naming the damaged copy
+// (it was unreadable, its good bytes lost), and the old file reads whole
+// again through the new copy. Both ways in: `brevis store add` here, the
+// mount's staged commit in pipeline_test.
+TEST(store_cli_test, a_damaged_payload_is_stored_anew_when_named_again) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(83);
+  ASSERT_TRUE(add_as_a(d, st, a));
+  for (auto const& e :
+       std::filesystem::directory_iterator(d / "st" / "packs")) {
+    std::string p = read_file(e.path());
+    p[p.size() / 2] ^= 0x10;
+    write_file(e.path(), p);
+  }
+  {
+    store s(st);
+    EXPECT_THROW((void)stored(s, "a"), store_error);
+  }
+  run_result r = brevis({"store", "add", st, (d / "a").string(), "--as", "b"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stored 1 payloads anew"), std::string::npos) << r.err;
+  {
+    store s(st);
+    EXPECT_EQ(stored(s, "a"), a);
+    EXPECT_EQ(stored(s, "b"), a);
+  }
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// Chunk records that stop short of a compressed file's size, at its end or
+// its start: the missing bytes are damage, not zeros (the mount's reads
+// take the map, and a short reply is zero-filled by the kernel).
+TEST(store_cli_test, chunk_records_short_of_the_file_are_damage) {
+  for (bool const last : {true, false}) {
+    temp_dir d;
+    std::string const st = (d / "st").string();
+    ASSERT_TRUE(add_as_a(d, st, ckpt(84)));
+    uint64_t ino = 0;
+    {
+      store s(st);
+      ino = *s.lookup(root_inode, "a");
+      ASSERT_GT(s.chunk_map(ino).size(), 1u);
+    }
+    codec::bytes doomed;
+    edit_index(d / "st", [&](MDB_txn* t) {
+      std::vector<record> const records = records_of(t, open_db(t, "chunks"));
+      doomed = last ? records.back().first : records.front().first;
+    });
+    delete_records(d / "st", "chunks",
+                   [&](codec::bytes const& k) { return k == doomed; });
+    store s(st);
+    try {
+      (void)s.chunk_map(ino);
+      ADD_FAILURE() << "a map short of the file, last " << last;
+    } catch (store_error const& e) {
+      EXPECT_EQ(e.code(), store_errc::corrupt) << e.what();
+      EXPECT_NE(std::string(e.what()).find("do not cover"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// A chunk record that does not decode (a damaged length) neither stops
+// fsck nor keeps its file from being removed: rm drops it, and --repair
+// then mends the reference counts it could not.
+TEST(store_cli_test, a_chunk_record_that_does_not_decode_can_be_removed) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  ASSERT_TRUE(add_as_a(d, st, ckpt(85)));
+  edit_index(d / "st", [](MDB_txn* t) {
+    MDB_dbi const chunks = open_db(t, "chunks");
+    std::vector<record> records = records_of(t, chunks);
+    records.resize(1);
+    codec::store_le<uint32_t>(records[0].second.data(), 0);  // Length
+    put_all(t, chunks, std::move(records));
+  });
+  std::filesystem::copy(d / "st", d / "st2",
+                        std::filesystem::copy_options::recursive);
+  run_result r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("cannot be read"), std::string::npos) << r.out;
+  r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("removed unreadable inode"), std::string::npos) << r.out;
+  EXPECT_EQ(brevis({"fsck", st}).exit_code, 0);
+  std::string const st2 = (d / "st2").string();
+  r = brevis({"store", "rm", st2, "a"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(brevis({"fsck", "--repair", st2}).exit_code, 0);
+  r = brevis({"fsck", st2});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// A pack file missing under a file's records is damage (EIO through the
+// mount), not a file that went (not_found, which the mount answers
+// ESTALE, "Stale file handle").
+TEST(store_cli_test, a_missing_pack_is_damage_not_a_missing_file) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  ASSERT_TRUE(add_as_a(d, st, ckpt(86)));
+  for (auto const& e :
+       std::filesystem::directory_iterator(d / "st" / "packs")) {
+    std::filesystem::remove(e.path());
+  }
+  store s(st);
+  try {
+    (void)stored(s, "a");
+    ADD_FAILURE() << "read a file whose pack is gone";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::corrupt) << e.what();
+    EXPECT_EQ(e.errno_value(), EIO);
+  }
+}
+
 // Index keys and directory values of the wrong size are a damaged store,
 // named as such, and never read past their end: an inode key of 3 bytes
 // (fsck and gc read 8), and a directory entry whose value is 5 bytes (an

@@ -858,5 +858,36 @@ TEST_F(mount_edge, gc_beside_the_mount_frees_the_packs_it_removes) {
   fsck_clean();
 }
 
+// Damage found by a read (here a pack gone from under a compressed file)
+// is EIO for the reader, never zeros or ESTALE, and a line in the mount's
+// --log, which a daemon's stderr is not; the mount keeps serving.
+TEST_F(mount_edge, damage_is_eio_and_goes_to_the_log) {
+  fs::path const events = dir_ / "events.log";
+  std::vector<std::string> const args = {"--quiet-ms", "50", "--log",
+                                         events.string()};
+  ASSERT_EQ(d_.start(args), "");
+  std::string const a =
+      make_safetensors({{"w", "BF16", {300000}, bf16_weights(300000, 23)}});
+  write_file(mnt() / "a", a);
+  ASSERT_TRUE(wait_compressed({mnt() / "a"}));
+  ASSERT_EQ(d_.stop(SIGTERM), 0) << d_.log();
+  for (auto const& e : fs::directory_iterator(d_.store() / "packs")) {
+    fs::remove(e.path());
+  }
+  ASSERT_EQ(d_.start(args), "");
+  int const fd = ::open((mnt() / "a").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::string buf(a.size(), '\0');
+  errno = 0;
+  EXPECT_EQ(::pread(fd, buf.data(), buf.size(), 0), -1);
+  EXPECT_EQ(errno, EIO);
+  ::close(fd);
+  write_file(mnt() / "b", "still serving");
+  EXPECT_EQ(read_file(mnt() / "b"), "still serving");
+  std::string const log = read_file(events);
+  EXPECT_NE(log.find("error: read: "), std::string::npos) << log;
+  EXPECT_NE(log.find("no such pack"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace brevis::cli_test
