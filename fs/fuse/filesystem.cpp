@@ -84,6 +84,15 @@ struct mount_fs::node {
   // once is enough for its entry (a copy staged again is renamed into
   // place with a sync).
   std::atomic<bool> entry_synced{false};
+  // The first failed write of the staged copy (an errno; 0: none). With the
+  // kernel's writeback cache, write() has long returned when the kernel
+  // writes its pages here, and the kernel reports a failure to the first
+  // close or fsync of any descriptor of the file (a forked child's, a
+  // reader's) and then forgets it: the writer's own close succeeded, and
+  // the bytes lost were compressed as the file. Kept, it is the answer to
+  // every flush and fsync, and keeps the file from being compressed, until
+  // the file is truncated to nothing (rewritten whole) or goes.
+  std::atomic<int> write_error{0};
 
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
   bool staged = false;
@@ -220,6 +229,7 @@ void mount_fs::drop_orphan(node& n) {
   }
   store_.drop_orphan(n.ino);
   ::unlink(store_.staging_path(n.ino).c_str());
+  store_.keep_reserve();
   forget_node(n.ino);
   if (last && !store_.exists_settled(n.ino)) keep_removed(n.ino, *last);
 }
@@ -228,7 +238,10 @@ void mount_fs::requeue(node& n) {
   if (!opt_.compress || stopping_) return;
   {
     std::scoped_lock lk(n.mu, n.io);
-    if (!n.staged || n.writers > 0 || n.orphan || n.gone) return;
+    if (!n.staged || n.writers > 0 || n.orphan || n.gone ||
+        n.write_error != 0) {
+      return;
+    }
   }
   queue_->schedule(n.ino, std::chrono::milliseconds(opt_.quiet_ms));
 }
@@ -430,6 +443,7 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
       ::unlink(store_.staging_path(r.ino).c_str());
     }
     forget_node(r.ino);
+    store_.keep_reserve();  // if this unlink took it, space is back now
     return;
   }
   if (r.nlink == 0) {
@@ -533,6 +547,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
         if (::ftruncate(n->fd, static_cast<off_t>(*r.size)) != 0) {
           sys_fail(errno, "truncate");
         }
+        if (*r.size == 0) n->write_error = 0;  // nothing lost is left
       } catch (...) {
         --n->writers;
         --n->opens;
@@ -699,6 +714,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
     if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
       sys_fail(errno, "truncate");
     }
+    if (flags & O_TRUNC) n->write_error = 0;  // nothing lost is left
   } catch (...) {
     --n->opens;
     if (w) --n->writers;
@@ -1002,14 +1018,33 @@ size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
     ssize_t const r = ::pwrite(n->fd, data + done, size - done,
                                static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) sys_fail(errno, "write the staged copy");
+    if (r < 0) {
+      int const e = errno;
+      int none = 0;
+      if (n->write_error.compare_exchange_strong(none, e)) {
+        log_error(ino, std::string("a write of the staged copy failed (") +
+                           std::strerror(e) +
+                           "): every close and fsync of the file says so, "
+                           "and it is not compressed until it is truncated "
+                           "to nothing or removed");
+      }
+      sys_fail(e, "write the staged copy");
+    }
     done += static_cast<size_t>(r);
   }
   return done;
 }
 
+int mount_fs::flush(uint64_t ino) {
+  std::shared_ptr<node> n = find_node(ino);
+  return n ? n->write_error.load() : 0;
+}
+
 void mount_fs::fsync(uint64_t ino, bool datasync) {
   std::shared_ptr<node> n = get(ino);
+  if (int const e = n->write_error.load()) {
+    sys_fail(e, "an earlier write of the file failed");
+  }
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) return;  // committed data is synced
   if ((datasync ? ::fdatasync(n->fd) : ::fsync(n->fd)) != 0) {
@@ -1061,7 +1096,8 @@ void mount_fs::written(node& n) {
           if (e.code() != store_errc::not_found) log_error(n.ino, e.what());
         }
       }
-      queue = !n.orphan;
+      // Bytes a write lost would be compressed as the file's.
+      queue = !n.orphan && n.write_error == 0;
     }
     if (n.opens == 0 && n.fd >= 0) {
       ::close(n.fd);
@@ -1194,6 +1230,7 @@ void mount_fs::compress_job(uint64_t ino) {
     }
     ::unlink(req.staged_path.c_str());
   }
+  store_.keep_reserve();
   if (opt_.attributes_changed) opt_.attributes_changed(ino);
   add_result const& r = out.result;
   char line[200];

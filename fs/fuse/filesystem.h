@@ -188,6 +188,10 @@ class mount_fs {
   };
   read_data read_view(uint64_t ino, uint64_t offset, size_t size);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
+  /// What a close of a descriptor of `ino` answers (FUSE's flush): the
+  /// errno of the first write of its staged copy that failed, else 0.
+  int flush(uint64_t ino);
+  /// Throws that error too, before syncing.
   void fsync(uint64_t ino, bool datasync);
   /// `writer`: what open() returned; create() handles are writers.
   void release(uint64_t ino, bool writer);

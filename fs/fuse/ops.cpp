@@ -429,8 +429,10 @@ void op_write(fuse_req_t req, fuse_ino_t ino, char const* data, size_t size,
       subject::inode);
 }
 
-void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
-  fuse_reply_err(req, 0);  // release() records and queues
+// release() records and queues; a close is told of a failed write here,
+// whichever descriptor the kernel gave the failure to first.
+void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  fuse_reply_err(req, fs_of(req).flush(ino));
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
@@ -209,6 +210,7 @@ store::impl::impl(std::string d, store_options o)
     throw;
   }
   recover();
+  keep_reserve();
 }
 
 store::impl::~impl() {
@@ -533,6 +535,40 @@ std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
   pack_cache.emplace(id, p);
   return p;
 }
+
+void store::impl::keep_reserve() const {
+  if (opt.read_only || ::access(reserve_path().c_str(), F_OK) == 0) return;
+  std::string const tmp = reserve_path() + ".new";
+  int const fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  // Whole or not at all: a partial reserve would be taken for one. A
+  // 64th of a small filesystem (1 MiB at least): a test's or a USB stick's
+  // disk is not to be filled by it.
+  off_t bytes = reserve_bytes;
+  struct statvfs fs {};
+  if (::fstatvfs(fd, &fs) == 0) {
+    off_t const disk = static_cast<off_t>(fs.f_blocks * fs.f_frsize);
+    bytes = std::clamp(disk / 64, off_t{1} << 20, reserve_bytes);
+  }
+  bool const made = ::posix_fallocate(fd, 0, bytes) == 0;
+  ::close(fd);
+  if (!made || ::rename(tmp.c_str(), reserve_path().c_str()) != 0) {
+    ::unlink(tmp.c_str());
+  }
+}
+
+bool store::impl::disk_full() const {
+  struct statvfs fs {};
+  return ::statvfs(index_dir().c_str(), &fs) == 0 &&
+         fs.f_bavail * fs.f_frsize < (uint64_t{1} << 20);
+}
+
+bool store::impl::release_reserve() const {
+  return ::unlink(reserve_path().c_str()) == 0;
+}
+
+void store::keep_reserve() { impl_->keep_reserve(); }
 
 std::vector<uint64_t> store::impl::pack_files() const {
   std::vector<uint64_t> ids;
@@ -1132,7 +1168,7 @@ std::vector<store::chunk_span> store::chunk_map(uint64_t ino,
 
 void store::unlink(uint64_t parent, std::string_view name) {
   impl& s = *impl_;
-  s.write_txn([&](txn& t) {
+  s.freeing_txn([&](txn& t) {
     codec::bytes const dk = dirent_key(parent, name);
     auto v = t.get(s.dirents, dk);
     if (!v) {

@@ -325,6 +325,10 @@ class store {
   // packs; unstage() goes the other way. Nothing else touches staging/.
 
   std::string staging_path(uint64_t ino) const;
+  /// Makes the reserve again if an unlink or rename on a full disk used it
+  /// (16 MiB beside the index that such an operation gives up to commit);
+  /// best effort. The mount calls it once a removal has freed space.
+  void keep_reserve();
   /// Compresses `data` (the staged file's bytes) into staged inode `ino`
   /// and marks it compressed, in one transaction; the caller removes the
   /// staged copy afterwards. `name` helps the parser pick a format.

@@ -202,7 +202,7 @@ store::unlink_result store::remove(uint64_t parent, std::string_view name,
                                    bool dir, keep_fn const& keep,
                                    int64_t time_ns) {
   impl& s = *impl_;
-  return s.write_txn([&](txn& t) {
+  return s.freeing_txn([&](txn& t) {
     ns n{s, t};
     codec::bytes const dk = dirent_key(parent, name);
     auto v = t.get(s.dirents, dk);
@@ -246,7 +246,7 @@ store::unlink_result store::rename(uint64_t parent, std::string_view name,
     store_fail(store_errc::invalid, "rename: conflicting flags");
   }
   impl& s = *impl_;
-  return s.write_txn([&](txn& t) {
+  return s.freeing_txn([&](txn& t) {
     ns n{s, t};
     unlink_result res;
     codec::bytes const dk = dirent_key(parent, name);
@@ -350,7 +350,7 @@ store::unlink_result store::rename(uint64_t parent, std::string_view name,
 
 void store::drop_orphan(uint64_t ino) {
   impl& s = *impl_;
-  s.write_txn([&](txn& t) {
+  s.freeing_txn([&](txn& t) {
     auto v = t.get(s.inodes, inode_key(ino));
     if (v && decode_inode(*v).nlink == 0) s.drop_inode(t, ino);
     return 0;

@@ -132,6 +132,27 @@ struct store::impl {
     return write_txn_locked(f);
   }
   /// Same, for a caller that already holds the writer lock.
+  /// write_txn for an operation that frees space (an unlink, a rename over
+  /// a file): on a full disk it gives up the reserve and tries once more.
+  /// LMDB copies every page a commit changes, so a full disk would fail
+  /// even a removal, and nothing could be freed (ext4's unlink works).
+  template <typename F>
+  auto freeing_txn(F&& f) {
+    try {
+      return write_txn(f);
+    } catch (store_error const& e) {
+      if (e.code() != store_errc::no_space || !release_reserve()) throw;
+    }
+    return write_txn(f);
+  }
+  /// The reserve: up to reserve_bytes kept allocated beside the index for
+  /// freeing_txn. Made when missing (best effort: not on a full disk).
+  std::string reserve_path() const { return index_dir() + "/reserve"; }
+  static constexpr off_t reserve_bytes = off_t{16} << 20;
+  void keep_reserve() const;
+  /// Removes the reserve; whether there was one.
+  bool release_reserve() const;
+
   template <typename F>
   auto write_txn_locked(F&& f) {
     for (;;) {
@@ -145,9 +166,16 @@ struct store::impl {
         grow_map();
       } catch (detail::map_resized const&) {
         adopt_map_size();
+      } catch (store_error const& e) {
+        // LMDB says EIO for a write cut short by a full disk.
+        if (e.code() != store_errc::io || !disk_full()) throw;
+        store_fail(store_errc::no_space,
+                   std::string(e.what()) + " (the disk is full)");
       }
     }
   }
+  /// Whether the index's filesystem has (next to) no space left.
+  bool disk_full() const;
 
   std::shared_ptr<codec::node const> program(detail::txn const& t,
                                              uint64_t hash) const;

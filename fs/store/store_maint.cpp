@@ -262,6 +262,15 @@ fsck_report store::fsck(fsck_options const& opt) {
     if (chunked && (ic.gap || ic.covered != ic.rec.size)) {
       ic.fail("chunk records do not cover the file");
     }
+    // A staged file's bytes are all in its staged copy: without it they are
+    // lost (a live mount may be between making an inode and its copy).
+    bool const staged =
+        S_ISREG(ic.rec.mode) &&
+        ic.rec.state == static_cast<uint32_t>(file_state::staged);
+    if (staged && !opt.mounted &&
+        ::access(staging_path(ino).c_str(), F_OK) != 0 && errno == ENOENT) {
+      ic.fail("its staged copy " + staging_path(ino) + " is missing");
+    }
     if (chunked && ic.chunks != ic.rec.chunk_count) {
       ic.fail("chunk count " + std::to_string(ic.chunks) + ", inode says " +
               std::to_string(ic.rec.chunk_count));

@@ -598,6 +598,34 @@ TEST(store_cli_test, a_chunk_record_that_does_not_decode_can_be_removed) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// A staged file whose staged copy is gone (its bytes were all there) is
+// damage fsck reports, and --repair removes; it said the store was clean
+// while the mount retried compressing it every minute.
+TEST(store_cli_test, a_staged_file_without_its_copy_is_damage) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  {
+    store s(st);
+    store::node_spec spec;
+    spec.mode = S_IFREG | 0644;
+    for (char const* name : {"kept", "lost"}) {
+      uint64_t const ino = s.make_node(root_inode, name, spec).ino;
+      write_file(s.staging_path(ino), ckpt(87));
+    }
+    std::filesystem::remove(s.staging_path(*s.lookup(root_inode, "lost")));
+  }
+  run_result r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("staged copy"), std::string::npos) << r.out;
+  r = brevis({"fsck", "--repair", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = brevis({"fsck", st});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  store s(st);
+  EXPECT_TRUE(s.lookup(root_inode, "kept").has_value());
+  EXPECT_FALSE(s.lookup(root_inode, "lost").has_value());
+}
+
 // A pack file missing under a file's records is damage (EIO through the
 // mount), not a file that went (not_found, which the mount answers
 // ESTALE, "Stale file handle").

@@ -1,0 +1,100 @@
+// The mount with its store on a full disk (a small tmpfs, so root only):
+// a write the kernel hands over after write() returned (the writeback
+// cache) and that fails there reaches the writer's close, whichever
+// descriptor the kernel told first, and fsync; the file is not compressed
+// as if whole; rm still frees the space (LMDB copies the pages a commit
+// changes, so a removal needs space to commit: the store's reserve).
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/cli/helpers.h"
+#include "tests/fuse/mount_harness.h"
+
+namespace brevis::cli_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A tmpfs of `bytes` at `dir` for the test's life.
+class small_disk {
+ public:
+  small_disk(fs::path dir, size_t bytes) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    std::string const opt = "size=" + std::to_string(bytes);
+    ok_ = ::mount("tmpfs", dir_.c_str(), "tmpfs", 0, opt.c_str()) == 0;
+  }
+  ~small_disk() {
+    if (ok_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  small_disk(small_disk const&) = delete;
+  small_disk& operator=(small_disk const&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  fs::path dir_;
+  bool ok_ = false;
+};
+
+TEST(mount_full_disk, writers_are_told_and_rm_frees_space) {
+  if (!fuse_usable()) GTEST_SKIP() << "/dev/fuse is not usable here";
+  temp_dir d;
+  small_disk disk(d / "disk", 16u << 20);
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  mount_daemon m(d / "disk" / "store", d / "mnt", d / "mount.log");
+  ASSERT_EQ(m.start({"--quiet-ms", "50"}), "");
+  fs::path const big = m.mnt() / "big";
+
+  // More than the disk holds, in writes that all return at once.
+  std::string const chunk(1u << 20, 'w');
+  int const fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 24; ++i) {
+    if (::write(fd, chunk.data(), chunk.size()) < 0) break;
+  }
+  // Another descriptor closed first takes the kernel's one report of the
+  // failed writeback (as a forked child's inherited copy, or `head`).
+  int const other = ::open(big.c_str(), O_RDONLY);
+  ASSERT_GE(other, 0);
+  ::close(other);
+  errno = 0;
+  EXPECT_EQ(::close(fd), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  int const again = ::open(big.c_str(), O_RDONLY);
+  ASSERT_GE(again, 0);
+  errno = 0;
+  EXPECT_EQ(::fsync(again), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  ::close(again);
+  std::this_thread::sleep_for(300ms);  // six quiet periods
+  EXPECT_EQ(brevis_state(big), "staged");
+  EXPECT_NE(m.log().find("a write of the staged copy failed"),
+            std::string::npos)
+      << m.log();
+
+  errno = 0;
+  EXPECT_EQ(::unlink(big.c_str()), 0) << std::strerror(errno);
+  std::string const small =
+      make_safetensors({{"w", "BF16", {100000}, bf16_weights(100000, 31)}});
+  write_file(m.mnt() / "small", small);
+  auto const end = std::chrono::steady_clock::now() + 30s;
+  while (brevis_state(m.mnt() / "small") != "compressed" &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(brevis_state(m.mnt() / "small"), "compressed");
+  EXPECT_EQ(read_file(m.mnt() / "small"), small);
+  ASSERT_EQ(m.stop(SIGTERM), 0) << m.log();
+  run_result const r = brevis({"fsck", m.store().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace brevis::cli_test
