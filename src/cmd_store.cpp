@@ -13,8 +13,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "codec/choose/chooser.h"
 #include "codec/container/archive.h"
@@ -98,6 +100,36 @@ int store_add(store_cli_options const& opt) {
   });
 }
 
+namespace {
+
+// A staged file (written through a mount, not compressed yet): its bytes
+// are its staged copy.
+void copy_staged(std::string const& path, output_file& out) {
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw fs::store_error(
+        errno == ENOENT ? fs::store_errc::corrupt : fs::store_errc::io,
+        "staged copy " + path + ": " + std::strerror(errno) +
+            " (run brevis fsck)");
+  }
+  std::vector<uint8_t> buf(1u << 20);
+  for (;;) {
+    ssize_t const n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int const e = errno;
+      ::close(fd);
+      throw fs::store_error(fs::store_errc::io,
+                            "read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    out.write(codec::byte_view(buf.data(), static_cast<size_t>(n)));
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 int store_get(store_cli_options const& opt) {
   return for_each_input(opt.files, [&](std::string const& name) {
     auto s = open_store(opt, false);
@@ -118,6 +150,11 @@ int store_get(store_cli_options const& opt) {
     like.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
     like.st_atim = like.st_mtim;
     output_file out(out_path, opt.common.force, &like);
+    if (a.state == fs::file_state::staged) {
+      copy_staged(s->staging_path(*ino), out);
+      out.commit();
+      return;
+    }
     // Chunks decode in parallel while the in-order stage hashes and writes
     // the previous ones, at most 2 per thread in flight (as decompress).
     std::vector<fs::store::chunk_span> const spans = s->chunk_map(*ino);
@@ -338,7 +375,8 @@ int store_fsck(store_cli_options const& opt) {
 }
 
 int store_gc(store_cli_options const& opt) {
-  return for_each_input({opt.store}, [&](std::string const&) {
+  int status = 0;
+  int const r = for_each_input({opt.store}, [&](std::string const&) {
     auto s = open_store(opt, false);
     fs::gc_report const g = s->gc(opt.threshold);
     std::printf(
@@ -350,7 +388,16 @@ int store_gc(store_cli_options const& opt) {
         human_size(g.bytes_moved).c_str(),
         human_size(g.bytes_reclaimed).c_str(),
         static_cast<unsigned long long>(g.programs_removed));
+    // Left as they are: what was damaged, and the exit status, say so.
+    for (std::string const& d : g.damaged) {
+      report_error(opt.store,
+                   "gc left a pack as it is, a live record in it "
+                   "is damaged: " +
+                       d + " (run brevis fsck)");
+      status = 1;
+    }
   });
+  return r ? r : status;
 }
 
 // Random reads of one stored file, after dropping the packs from the page

@@ -497,6 +497,7 @@ gc_report store::gc(double threshold) {
         found != live_of.end() ? found->second : no_records;
     std::vector<std::pair<payload_key, uint64_t>> moved;  // key, new offset
     bool unreadable = false;
+    uint64_t copied = 0;  // counted as moved once committed
     if (!live.empty()) {
       pack_file src(s.pack_path(id), false, false);
       if (!dest) {
@@ -513,11 +514,12 @@ gc_report store::gc(double threshold) {
         } catch (store_error const& e) {
           if (e.code() != store_errc::corrupt) throw;
           unreadable = true;  // fsck --repair decides about it
+          rep.damaged.push_back(e.what());
           break;
         }
         moved.emplace_back(k, pos);
         pos = dest->write_record(pos, k, payload);
-        rep.bytes_moved += payload.size();
+        copied += payload.size();
       }
       if (unreadable) {
         dest->truncate(dest_rec.end);
@@ -545,6 +547,7 @@ gc_report store::gc(double threshold) {
         return next;
       });
       rep.records_moved += moved.size();
+      rep.bytes_moved += copied;
       ++rep.packs_rewritten;
     } else {
       s.write_txn_locked([&](txn& t) { return t.del(s.packs, pack_key(id)); });
@@ -562,6 +565,11 @@ gc_report store::gc(double threshold) {
     rep.bytes_reclaimed += size;
   }
   if (dest) rep.bytes_reclaimed -= std::min(rep.bytes_reclaimed, dest_rec.end);
+  if (dest && dest_rec.end == pack_header_size) {
+    // Made for records it never got (their pack was damaged): no commit
+    // names it.
+    ::unlink(s.pack_path(dest_id).c_str());
+  }
 
   // Programs no chunk uses any more.
   rep.programs_removed = s.write_txn_locked([&](txn& t) {
@@ -569,7 +577,12 @@ gc_report store::gc(double threshold) {
     {
       cursor c(t, s.chunks);
       for (bool ok = c.first(); ok; ok = c.next()) {
-        used.insert(decode_chunk(c.value()).program);
+        try {
+          used.insert(decode_chunk(c.value()).program);
+        } catch (store_error const&) {
+          // A damaged record's program is unknown: none is dropped.
+          return uint64_t{0};
+        }
       }
     }
     std::vector<uint64_t> drop;

@@ -626,6 +626,46 @@ TEST(store_cli_test, a_staged_file_without_its_copy_is_damage) {
   EXPECT_FALSE(s.lookup(root_inode, "lost").has_value());
 }
 
+// `store get` of a staged file (written through a mount, not compressed
+// yet) gives its staged copy (it said the chunk records were damaged).
+TEST(store_cli_test, get_of_a_staged_file_gives_its_staged_copy) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(88);
+  {
+    store s(st);
+    store::node_spec spec;
+    spec.mode = S_IFREG | 0644;
+    write_file(s.staging_path(s.make_node(root_inode, "a", spec).ino), a);
+  }
+  run_result const r =
+      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(d / "out"), a);
+}
+
+// gc leaves a pack with a damaged live record as it is (fsck --repair
+// decides), and says so with a failing exit status, rather than reporting
+// nothing moved and exiting 0; no empty pack is left behind for it.
+TEST(store_cli_test, gc_says_which_damaged_pack_it_left) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  ASSERT_TRUE(add_as_a(d, st, ckpt(89)));
+  write_file(d / "b", ckpt(90));
+  ASSERT_EQ(brevis({"store", "add", st, (d / "b").string()}).exit_code, 0);
+  auto packs = pack_files(d / "st");
+  ASSERT_EQ(packs.size(), 1u);
+  std::string p = packs.begin()->second;
+  p[p.size() / 4] ^= 0x10;  // in a's payloads, which stay live
+  write_file(d / "st" / "packs" / packs.begin()->first, p);
+  ASSERT_EQ(brevis({"store", "rm", st, "b"}).exit_code, 0);
+  run_result const r = brevis({"gc", st, "--threshold", "0.99"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("a live record in it is damaged"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(pack_files(d / "st").size(), 1u);
+}
+
 // A pack file missing under a file's records is damage (EIO through the
 // mount), not a file that went (not_found, which the mount answers
 // ESTALE, "Stale file handle").
