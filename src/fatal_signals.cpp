@@ -40,8 +40,12 @@ extern "C" void on_fatal_signal(int sig) {
   if (sig == SIGBUS) {
     say("brevis: ");
     if (g_input.set) say(g_input.path.data()), say(": ");
-    say("cut short by another process while it was read, or an I/O "
-        "error under it (SIGBUS)\n");
+    // Without an input, a mapping of the store's: LMDB maps its index.
+    say(g_input.set ? "cut short by another process while it was read, or "
+                      "an I/O error under it (SIGBUS)\n"
+                    : "a mapped file was cut short while it was read: a "
+                      "store index truncated or damaged, a full disk, or "
+                      "an I/O error (SIGBUS)\n");
     ::_exit(1);
   }
   std::signal(sig, SIG_DFL);
