@@ -675,8 +675,19 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
     store_.unstage(n.ino, size);
   } catch (...) {
     ::close(fd);
-    // Still compressed (or dropped meanwhile): no copy of ours stays.
-    ::unlink((renamed ? path : tmp).c_str());
+    // Still compressed (or dropped meanwhile): no copy of ours stays. A
+    // failed unstage may have committed all the same (a sync failing after
+    // the write): the copy goes only once the store says it still holds
+    // the compressed file, or none, and stays when it cannot tell.
+    bool drop = !renamed;
+    if (renamed) {
+      try {
+        drop = store_.stat(n.ino).state == file_state::compressed;
+      } catch (store_error const& e) {
+        drop = e.code() == store_errc::not_found;
+      }
+    }
+    if (drop) ::unlink((renamed ? path : tmp).c_str());
     throw;
   }
   if (n.fd >= 0) ::close(n.fd);
