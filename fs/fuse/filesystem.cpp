@@ -1222,9 +1222,15 @@ void mount_fs::compress_job(uint64_t ino) {
     } catch (std::exception const&) {
     }
     if (unlinked) return;  // unlinked meanwhile: nothing left to keep
+    // A full disk needs the user: it does not pass by waiting.
+    std::string const hint =
+        out.code == store_errc::no_space
+            ? " (the store's disk is full: free space there; brevis gc "
+              "reclaims what removed files left in its packs)"
+            : "";
     log_event(log_level::error, label + " left staged, tried again in " +
                                     std::to_string(retry_delay_s) +
-                                    " s: " + out.error);
+                                    " s: " + out.error + hint);
     if (!stopping_) {
       queue_->schedule(ino, std::chrono::seconds(retry_delay_s));
     }
