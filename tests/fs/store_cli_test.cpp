@@ -404,6 +404,15 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
       << r.out << r.err;
 }
 
+// `brevis store get` of "a" from the store `st` gives `want`.
+void expect_get_gives(temp_dir const& d, std::string const& st,
+                      std::string const& want) {
+  run_result const r =
+      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(d / "out"), want);
+}
+
 // Deletes the records of `db` whose key `doomed` picks, as a disk fault or a
 // damaged page would lose them.
 void delete_records(std::filesystem::path const& st, char const* db,
@@ -456,10 +465,7 @@ TEST(store_cli_test, a_lost_index_is_refused_and_its_packs_kept) {
   }
   std::filesystem::remove(index / "lock.mdb");
   std::filesystem::rename(d / "data.mdb", index / "data.mdb");
-  run_result const r =
-      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(d / "out"), a);
+  expect_get_gives(d, st, a);
 }
 
 // A pack whose index record was lost while payloads still point into it:
@@ -638,10 +644,7 @@ TEST(store_cli_test, get_of_a_staged_file_gives_its_staged_copy) {
     spec.mode = S_IFREG | 0644;
     write_file(s.staging_path(s.make_node(root_inode, "a", spec).ino), a);
   }
-  run_result const r =
-      brevis({"store", "get", st, "a", "-o", (d / "out").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(d / "out"), a);
+  expect_get_gives(d, st, a);
 }
 
 // gc leaves a pack with a damaged live record as it is (fsck --repair
