@@ -232,8 +232,9 @@ add_result staged_commit::commit(file_info const& f) {
       if (v) {
         payload_rec pr = decode_payload(*v);
         if (u.heals) {
-          live -= std::min(live,
-                           s.repoint_payload(t, pr, c.pack_id, u.where.offset));
+          live -=
+              std::min(live, s.repoint_payload(t, pr, c.pack_id, u.where.offset,
+                                               u.where.length));
           ++res.healed;
         } else if (u.where.written) {
           // Stored meanwhile by no one (the append lock): only a payload

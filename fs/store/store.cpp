@@ -591,11 +591,12 @@ bool store::impl::payload_intact(payload_rec const& pr,
 }
 
 uint64_t store::impl::repoint_payload(txn& t, payload_rec& pr, uint64_t pack,
-                                      uint64_t offset) {
-  uint64_t const dead = record_size(pr.length);
+                                      uint64_t offset, uint64_t length) {
+  uint64_t const dead = record_size(pr.length);  // as Live counted it
   uint64_t const old_pack = pr.pack;
   pr.pack = pack;
   pr.offset = offset;
+  pr.length = length;
   if (old_pack == pack) return dead;
   if (t.get(packs, pack_key(old_pack))) {
     add_live(t, old_pack, -static_cast<int64_t>(dead));
@@ -820,7 +821,8 @@ void store::impl::write_chunks(txn& t, encode_plan const& plan, uint64_t ino,
             pa.pos = pa.pack->write_record(pa.pos, cr.payload, c.payload);
             pa.prec.live += record_size(c.payload.size());
             pa.prec.live -=
-                std::min(pa.prec.live, s.repoint_payload(t, pr, pa.id, at));
+                std::min(pa.prec.live,
+                         s.repoint_payload(t, pr, pa.id, at, c.payload.size()));
             ++pr.refs;
             res.written += c.payload.size();
             ++res.healed;

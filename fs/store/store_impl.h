@@ -188,12 +188,13 @@ struct store::impl {
   /// again and repoints it (repoint_payload), healing every file naming it.
   bool payload_intact(detail::payload_rec const& pr,
                       detail::payload_key const& key) const;
-  /// Points payload record `pr` at a fresh copy at `offset` of pack `pack`.
-  /// The old copy's bytes stop counting as live in its pack (when that pack
-  /// has a record); returned instead when it is `pack`, whose Live the
-  /// caller counts.
+  /// Points payload record `pr` at a fresh copy of `length` bytes at
+  /// `offset` of pack `pack` (the length too: a damaged one made the copy
+  /// look damaged). The old copy's bytes stop counting as live in its pack
+  /// (when that pack has a record); returned instead when it is `pack`,
+  /// whose Live the caller counts.
   uint64_t repoint_payload(detail::txn& t, detail::payload_rec& pr,
-                           uint64_t pack, uint64_t offset);
+                           uint64_t pack, uint64_t offset, uint64_t length);
   void forget_pack(uint64_t id) const;
   /// Closes the cached descriptors of packs another process removed (gc).
   void forget_removed_packs() const;

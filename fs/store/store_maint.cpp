@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -93,10 +94,22 @@ fsck_report store::fsck(fsck_options const& opt) {
                                " bytes, not " + std::to_string(pack_rec_size));
       }
     }
-    // A pack without a record that recovery kept: payloads are stored in
-    // it (the index lost its record). Scanned like a damaged record's.
+    // A pack without a record that payloads point into lost its record
+    // (recovery kept it): scanned like a damaged record's. Others are an
+    // append not committed yet (a live mount's) or a leftover the next
+    // open removes.
+    std::optional<std::unordered_set<uint64_t>> in_use;
     for (uint64_t const id : s.pack_files()) {
       if (packs.contains(id)) continue;
+      if (!in_use) {
+        in_use.emplace();
+        cursor c(t, s.payloads);
+        for (bool ok = c.first(); ok; ok = c.next()) {
+          if (c.value().size() != payload_rec_size) continue;
+          in_use->insert(decode_payload(c.value()).pack);
+        }
+      }
+      if (!in_use->contains(id)) continue;
       bad_pack_records.insert(id);
       packs[id] = {};
       rep.problems.push_back(pack_name(id) +
@@ -426,6 +439,20 @@ fsck_report store::fsck(fsck_options const& opt) {
         pr.end = end;
         pr.live = new_live[id];
         t.put(s.packs, pack_key(id), encode(pr));
+        if (rebuilt) {
+          // Its id is taken: a pack made later under it would replace it
+          // (a record lost with next_pack's bump may leave it that low).
+          uint64_t next = 1;
+          if (auto v = t.get(s.meta, as_bytes_view("next_pack"));
+              v && v->size() == 8) {
+            next = codec::load_le<uint64_t>(v->data());
+          }
+          if (next <= id) {
+            codec::bytes nb;
+            codec::put_le<uint64_t>(nb, id + 1);
+            t.put(s.meta, as_bytes_view("next_pack"), nb);
+          }
+        }
         repairs.push_back(pack_name(id) + (rebuilt ? ": rebuilt its record"
                                                    : ": fixed its record"));
       }
