@@ -62,6 +62,19 @@ void log_error(uint64_t ino, std::string const& what) {
   log_event(log_level::error, "inode " + std::to_string(ino) + ": " + what);
 }
 
+// A staged copy that lost a write carries the sticky bit (which Linux
+// ignores on files), so the loss outlives the mount (FORMAT.md S.1): an
+// fchmod needs no space, where a record or a marker file could not be
+// written on the full disk that caused it.
+constexpr mode_t staged_mode = S_IRUSR | S_IWUSR;
+void mark_lost_write(int fd, bool lost) {
+  (void)::fchmod(fd, staged_mode | (lost ? S_ISVTX : 0));
+}
+bool lost_a_write(std::string const& staged_path) {
+  struct stat st {};
+  return ::stat(staged_path.c_str(), &st) == 0 && (st.st_mode & S_ISVTX) != 0;
+}
+
 }  // namespace
 
 struct mount_fs::node {
@@ -147,6 +160,13 @@ void mount_fs::start() {
   }
   if (!opt_.compress) return;
   for (uint64_t ino : store_.staged_inodes()) {
+    if (lost_a_write(store_.staging_path(ino))) {
+      log_error(ino,
+                "a write of its staged copy was lost before (its "
+                "writer was told): it is not compressed until it is "
+                "truncated to nothing or removed");
+      continue;
+    }
     queue_->schedule(ino, std::chrono::milliseconds(0));
   }
 }
@@ -183,6 +203,7 @@ std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
   inode_attr const a = store_.stat(ino);
   auto n = std::make_shared<node>(ino);
   n->staged = S_ISREG(a.mode) && a.state == file_state::staged;
+  if (n->staged && lost_a_write(store_.staging_path(ino))) n->write_error = EIO;
   n->gen = next_gen_++;
   std::lock_guard lk(nodes_mu_);
   return nodes_.try_emplace(ino, std::move(n)).first->second;
@@ -547,7 +568,9 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
         if (::ftruncate(n->fd, static_cast<off_t>(*r.size)) != 0) {
           sys_fail(errno, "truncate");
         }
-        if (*r.size == 0) n->write_error = 0;  // nothing lost is left
+        if (*r.size == 0 && n->write_error.exchange(0) != 0) {
+          mark_lost_write(n->fd, false);  // nothing lost is left
+        }
       } catch (...) {
         --n->writers;
         --n->opens;
@@ -725,7 +748,9 @@ bool mount_fs::open(uint64_t ino, int flags) {
     if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
       sys_fail(errno, "truncate");
     }
-    if (flags & O_TRUNC) n->write_error = 0;  // nothing lost is left
+    if ((flags & O_TRUNC) && n->fd >= 0 && n->write_error.exchange(0) != 0) {
+      mark_lost_write(n->fd, false);  // nothing lost is left
+    }
   } catch (...) {
     --n->opens;
     if (w) --n->writers;
@@ -1033,6 +1058,7 @@ size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
       int const e = errno;
       int none = 0;
       if (n->write_error.compare_exchange_strong(none, e)) {
+        mark_lost_write(n->fd, true);
         log_error(ino, std::string("a write of the staged copy failed (") +
                            std::strerror(e) +
                            "): every close and fsync of the file says so, "
@@ -1176,7 +1202,10 @@ void mount_fs::compress_job(uint64_t ino) {
   std::string name;
   {
     std::lock_guard lk(n->mu);
-    if (n->writers > 0 || n->orphan || n->gone || n->compressing) return;
+    if (n->writers > 0 || n->orphan || n->gone || n->compressing ||
+        n->write_error != 0) {
+      return;  // a file that lost a write: not as if whole
+    }
     std::shared_lock io(n->io);
     if (!n->staged) return;
     n->compressing = true;

@@ -280,9 +280,15 @@ fsck_report store::fsck(fsck_options const& opt) {
     bool const staged =
         S_ISREG(ic.rec.mode) &&
         ic.rec.state == static_cast<uint32_t>(file_state::staged);
-    if (staged && !opt.mounted &&
-        ::access(staging_path(ino).c_str(), F_OK) != 0 && errno == ENOENT) {
+    struct stat copy {};
+    bool const have_copy =
+        staged && ::stat(staging_path(ino).c_str(), &copy) == 0;
+    bool const no_copy = staged && !have_copy && errno == ENOENT;
+    if (no_copy && !opt.mounted) {
       ic.fail("its staged copy " + staging_path(ino) + " is missing");
+    } else if (have_copy && (copy.st_mode & S_ISVTX) != 0) {
+      // The mount's mark (FORMAT.md S.1): its writer was told at close.
+      ic.fail("a write of its staged copy was lost (a full disk?)");
     }
     if (chunked && ic.chunks != ic.rec.chunk_count) {
       ic.fail("chunk count " + std::to_string(ic.chunks) + ", inode says " +

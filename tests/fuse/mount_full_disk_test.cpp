@@ -2,8 +2,9 @@
 // a write the kernel hands over after write() returned (the writeback
 // cache) and that fails there reaches the writer's close, whichever
 // descriptor the kernel told first, and fsync; the file is not compressed
-// as if whole; rm still frees the space (LMDB copies the pages a commit
-// changes, so a removal needs space to commit: the store's reserve).
+// as if whole, across a remount too, and fsck reports it; rm still frees
+// the space (LMDB copies the pages a commit changes, so a removal needs
+// space to commit: the store's reserve).
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -37,6 +38,12 @@ class small_disk {
   small_disk(small_disk const&) = delete;
   small_disk& operator=(small_disk const&) = delete;
   bool ok() const { return ok_; }
+  /// Makes it `bytes` large (space freed, as far as the store can tell).
+  bool resize(size_t bytes) {
+    std::string const opt = "size=" + std::to_string(bytes);
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT, opt.c_str()) ==
+           0;
+  }
 
  private:
   fs::path dir_;
@@ -51,6 +58,8 @@ TEST(mount_full_disk, writers_are_told_and_rm_frees_space) {
   mount_daemon m(d / "disk" / "store", d / "mnt", d / "mount.log");
   ASSERT_EQ(m.start({"--quiet-ms", "50"}), "");
   fs::path const big = m.mnt() / "big";
+  fs::path const filler = m.mnt() / "filler";
+  write_file(filler, std::string(8u << 20, 'f'));
 
   // More than the disk holds, in writes that all return at once.
   std::string const chunk(1u << 20, 'w');
@@ -78,6 +87,19 @@ TEST(mount_full_disk, writers_are_told_and_rm_frees_space) {
   EXPECT_NE(m.log().find("a write of the staged copy failed"),
             std::string::npos)
       << m.log();
+  // The disk still full, rm frees space.
+  errno = 0;
+  EXPECT_EQ(::unlink(filler.c_str()), 0) << std::strerror(errno);
+  // The loss outlives the mount: fsck reports it, and the next mount does
+  // not compress the file as if whole either.
+  ASSERT_EQ(m.stop(SIGTERM), 0) << m.log();
+  run_result const lost = brevis({"fsck", m.store().string()});
+  EXPECT_EQ(lost.exit_code, 1) << lost.out << lost.err;
+  EXPECT_NE(lost.out.find("was lost"), std::string::npos) << lost.out;
+  ASSERT_TRUE(disk.resize(64u << 20));  // room to compress it now
+  ASSERT_EQ(m.start({"--quiet-ms", "50"}), "");
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(brevis_state(big), "staged");
 
   errno = 0;
   EXPECT_EQ(::unlink(big.c_str()), 0) << std::strerror(errno);
