@@ -103,14 +103,14 @@ int store_add(store_cli_options const& opt) {
 namespace {
 
 // A staged file (written through a mount, not compressed yet): its bytes
-// are its staged copy.
-void copy_staged(std::string const& path, output_file& out) {
+// are its staged copy. False when there is none (a live mount may just
+// have compressed the file).
+bool copy_staged(std::string const& path, output_file& out) {
   int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return false;
   if (fd < 0) {
-    throw fs::store_error(
-        errno == ENOENT ? fs::store_errc::corrupt : fs::store_errc::io,
-        "staged copy " + path + ": " + std::strerror(errno) +
-            " (run brevis fsck)");
+    throw fs::store_error(fs::store_errc::io,
+                          "staged copy " + path + ": " + std::strerror(errno));
   }
   std::vector<uint8_t> buf(1u << 20);
   for (;;) {
@@ -126,6 +126,7 @@ void copy_staged(std::string const& path, output_file& out) {
     out.write(codec::byte_view(buf.data(), static_cast<size_t>(n)));
   }
   ::close(fd);
+  return true;
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ int store_get(store_cli_options const& opt) {
       throw fs::store_error(fs::store_errc::not_found,
                             "no such file in " + opt.store);
     }
-    fs::inode_attr const a = s->stat(*ino);
+    fs::inode_attr a = s->stat(*ino);
     if (!S_ISREG(a.mode)) {
       throw fs::store_error(fs::store_errc::invalid,
                             name + " is not a regular file");
@@ -151,9 +152,16 @@ int store_get(store_cli_options const& opt) {
     like.st_atim = like.st_mtim;
     output_file out(out_path, opt.common.force, &like);
     if (a.state == fs::file_state::staged) {
-      copy_staged(s->staging_path(*ino), out);
-      out.commit();
-      return;
+      if (copy_staged(s->staging_path(*ino), out)) {
+        out.commit();
+        return;
+      }
+      a = s->stat(*ino);  // compressed meanwhile, or damage
+      if (a.state == fs::file_state::staged) {
+        throw fs::store_error(fs::store_errc::corrupt,
+                              "its staged copy " + s->staging_path(*ino) +
+                                  " is missing (run brevis fsck)");
+      }
     }
     // Chunks decode in parallel while the in-order stage hashes and writes
     // the previous ones, at most 2 per thread in flight (as decompress).

@@ -287,7 +287,7 @@ add_result staged_commit::commit(file_info const& f) {
     }
     c.committing = true;
     s.hit("commit");  // tests: a commit whose outcome is unknown
-    t.commit();
+    s.commit(t);
     return 0;
   });
   c.done = true;

@@ -536,21 +536,35 @@ std::shared_ptr<pack_file> store::impl::pack_for_read(uint64_t id) const {
   return p;
 }
 
+namespace {
+
+// Bytes free on the filesystem of `fs` to this process (root may use the
+// blocks kept for it).
+uint64_t free_bytes(struct statvfs const& fs) {
+  return (::geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * fs.f_frsize;
+}
+
+}  // namespace
+
 void store::impl::keep_reserve() const {
   if (opt.read_only || ::access(reserve_path().c_str(), F_OK) == 0) return;
-  std::string const tmp = reserve_path() + ".new";
+  // A 64th of a small filesystem (1 MiB at least): a test's or a USB
+  // stick's disk is not to be filled by it. Made only with room to spare:
+  // taking the last of the space would fail writes meanwhile.
+  struct statvfs fs {};
+  if (::statvfs(index_dir().c_str(), &fs) != 0) return;
+  off_t const disk = static_cast<off_t>(fs.f_blocks * fs.f_frsize);
+  off_t const bytes = std::clamp(disk / 64, off_t{1} << 20, reserve_bytes);
+  if (free_bytes(fs) < 4 * static_cast<uint64_t>(bytes)) return;
+  // One at a time in this process, under a name of its own among
+  // processes; whole or not at all (a partial one would be taken for one).
+  static std::mutex making;
+  std::lock_guard lk(making);
+  if (::access(reserve_path().c_str(), F_OK) == 0) return;
+  std::string const tmp = reserve_path() + ".new." + std::to_string(::getpid());
   int const fd =
       ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  // Whole or not at all: a partial reserve would be taken for one. A
-  // 64th of a small filesystem (1 MiB at least): a test's or a USB stick's
-  // disk is not to be filled by it.
-  off_t bytes = reserve_bytes;
-  struct statvfs fs {};
-  if (::fstatvfs(fd, &fs) == 0) {
-    off_t const disk = static_cast<off_t>(fs.f_blocks * fs.f_frsize);
-    bytes = std::clamp(disk / 64, off_t{1} << 20, reserve_bytes);
-  }
   bool const made = ::posix_fallocate(fd, 0, bytes) == 0;
   ::close(fd);
   if (!made || ::rename(tmp.c_str(), reserve_path().c_str()) != 0) {
@@ -561,7 +575,7 @@ void store::impl::keep_reserve() const {
 bool store::impl::disk_full() const {
   struct statvfs fs {};
   return ::statvfs(index_dir().c_str(), &fs) == 0 &&
-         fs.f_bavail * fs.f_frsize < (uint64_t{1} << 20);
+         free_bytes(fs) < (uint64_t{1} << 20);
 }
 
 bool store::impl::release_reserve() const {
@@ -975,7 +989,7 @@ add_result store::add_file(uint64_t parent, std::string_view name,
     s.hit("pack_synced");
     pa.committing = true;
     s.hit("commit");  // tests: a commit whose outcome is unknown
-    t.commit();
+    s.commit(t);
     pa.done = true;
     s.hit("committed");
     res.ino = ino;

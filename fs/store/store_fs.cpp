@@ -497,7 +497,7 @@ add_result store::compress_staged(uint64_t ino, std::string_view name,
     s.hit("pack_synced");
     pa.committing = true;
     s.hit("commit");  // tests: a commit whose outcome is unknown
-    t.commit();
+    s.commit(t);
     pa.done = true;
     s.hit("committed");
     return res;

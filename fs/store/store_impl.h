@@ -141,7 +141,11 @@ struct store::impl {
     try {
       return write_txn(f);
     } catch (store_error const& e) {
-      if (e.code() != store_errc::no_space || !release_reserve()) throw;
+      // Only for a full disk (not a map at its maximum size).
+      if (e.code() != store_errc::no_space || !disk_full() ||
+          !release_reserve()) {
+        throw;
+      }
     }
     return write_txn(f);
   }
@@ -160,22 +164,29 @@ struct store::impl {
         std::shared_lock lk(env_lock);
         detail::txn t(env, true);
         auto r = f(t);
-        if (t.get()) t.commit();  // f may commit itself
+        if (t.get()) commit(t);  // f may commit itself
         return r;
       } catch (detail::map_full const&) {
         grow_map();
       } catch (detail::map_resized const&) {
         adopt_map_size();
-      } catch (store_error const& e) {
-        // LMDB says EIO for a write cut short by a full disk.
-        if (e.code() != store_errc::io || !disk_full()) throw;
-        store_fail(store_errc::no_space,
-                   std::string(e.what()) + " (the disk is full)");
       }
     }
   }
   /// Whether the index's filesystem has (next to) no space left.
   bool disk_full() const;
+  /// Commits `t`; LMDB's EIO for a write a full disk cut short is ENOSPC.
+  void commit(detail::txn& t) const {
+    try {
+      t.commit();
+    } catch (detail::map_resized const&) {
+      throw;  // the caller adopts the new size and runs it again
+    } catch (store_error const& e) {
+      if (e.code() != store_errc::io || !disk_full()) throw;
+      store_fail(store_errc::no_space,
+                 std::string(e.what()) + " (the disk is full)");
+    }
+  }
 
   std::shared_ptr<codec::node const> program(detail::txn const& t,
                                              uint64_t hash) const;
