@@ -92,10 +92,10 @@ int store_add(store_cli_options const& opt) {
                    static_cast<unsigned long long>(r.chunks));
     }
     if (r.healed > 0) {
-      std::fprintf(stderr,
-                   "brevis: %s: stored %llu payloads anew whose stored copies "
-                   "were damaged or missing (run brevis fsck for the rest)\n",
-                   name.c_str(), static_cast<unsigned long long>(r.healed));
+      report_error(name, "stored " + std::to_string(r.healed) +
+                             " payloads anew whose stored copies were "
+                             "damaged or missing (run brevis fsck for the "
+                             "rest)");
     }
   });
 }
@@ -106,6 +106,7 @@ namespace {
 // are its staged copy. False when there is none (a live mount may just
 // have compressed the file).
 bool copy_staged(std::string const& path, output_file& out) {
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) return false;
   if (fd < 0) {

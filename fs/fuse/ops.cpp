@@ -431,7 +431,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, char const* data, size_t size,
 
 // release() records and queues; a close is told of a failed write here,
 // whichever descriptor the kernel gave the failure to first.
-void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
   fuse_reply_err(req, fs_of(req).flush(ino));
 }
 

@@ -553,7 +553,7 @@ void store::impl::keep_reserve() const {
   // taking the last of the space would fail writes meanwhile.
   struct statvfs fs {};
   if (::statvfs(index_dir().c_str(), &fs) != 0) return;
-  off_t const disk = static_cast<off_t>(fs.f_blocks * fs.f_frsize);
+  auto const disk = static_cast<off_t>(fs.f_blocks * fs.f_frsize);
   off_t const bytes = std::clamp(disk / 64, off_t{1} << 20, reserve_bytes);
   if (free_bytes(fs) < 4 * static_cast<uint64_t>(bytes)) return;
   // One at a time in this process, under a name of its own among
@@ -562,8 +562,8 @@ void store::impl::keep_reserve() const {
   std::lock_guard lk(making);
   if (::access(reserve_path().c_str(), F_OK) == 0) return;
   std::string const tmp = reserve_path() + ".new." + std::to_string(::getpid());
-  int const fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int const fd = ::open(  // NOLINT(cppcoreguidelines-pro-type-vararg)
+      tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   bool const made = ::posix_fallocate(fd, 0, bytes) == 0;
   ::close(fd);

@@ -547,7 +547,7 @@ gc_report store::gc(double threshold) {
         } catch (store_error const& e) {
           if (e.code() != store_errc::corrupt) throw;
           unreadable = true;  // fsck --repair decides about it
-          rep.damaged.push_back(e.what());
+          rep.damaged.emplace_back(e.what());
           break;
         }
         moved.emplace_back(k, pos);
