@@ -261,9 +261,26 @@ store::impl::append_guard::~append_guard() {
   unlock_both(s_.append_mu, s_.append_fd);
 }
 
-std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id) {
+std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id, txn const* t) {
   std::string const path = pack_path(id);
   if (::access(path.c_str(), F_OK) == 0) {
+    auto const holds_payloads = [&](txn const& tx) {
+      cursor c(tx, payloads);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        if (c.value().size() == payload_rec_size &&
+            decode_payload(c.value()).pack == id) {
+          return true;
+        }
+      }
+      return false;
+    };
+    if (t ? holds_payloads(*t)
+          : read_txn([&](txn& tx) { return holds_payloads(tx); })) {
+      store_fail(store_errc::bad_store,
+                 path +
+                     " holds stored payloads, but the index gives its id "
+                     "to a new pack: not replaced (run brevis fsck)");
+    }
     if (::unlink(path.c_str()) != 0) store_fail_errno(errno, "unlink " + path);
     report.removed_packs.push_back(pack_name(id));
   }
@@ -898,7 +915,7 @@ store::impl::pack_append::pack_append(impl& s, txn& t) {
   }
   if (fresh) {
     id = s.next_counter(t, "next_pack", 1);
-    pack = s.create_pack(id);
+    pack = s.create_pack(id, &t);
     prec = {pack_header_size, 0};
   }
   path = s.pack_path(id);

@@ -121,8 +121,12 @@ struct store::impl {
   };
   /// Creates pack `id`, which no committed record names. With the append
   /// lock held: a file of that name is a leftover of an append that never
-  /// committed (when crash recovery was skipped) and is replaced.
-  std::unique_ptr<detail::pack_file> create_pack(uint64_t id);
+  /// committed (when crash recovery was skipped) and is replaced -- unless
+  /// payloads are stored in it (looked up in `t`, the caller's transaction,
+  /// or a read of its own): then the index lost its record and next_pack's
+  /// bump, and the file is all there is of them (bad_store).
+  std::unique_ptr<detail::pack_file> create_pack(
+      uint64_t id, detail::txn const* t = nullptr);
 
   /// Runs f(txn&) in a write transaction under the writer lock and commits
   /// it; grows the map and runs f again when it fills.

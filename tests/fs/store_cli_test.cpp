@@ -550,6 +550,39 @@ TEST(store_cli_test, fsck_leaves_an_append_not_committed_yet) {
   EXPECT_TRUE(std::filesystem::exists(d / "st" / "packs" / "00000002.pack"));
 }
 
+// An index that lost a pack's record and next_pack's bump past it hands
+// the pack's id out again: the new pack must not replace the file, whose
+// payloads are all there is of the files stored in it (recovery, which
+// would keep it, skipped: another process held the append lock).
+TEST(store_cli_test, a_new_pack_never_replaces_one_holding_payloads) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  std::string const a = ckpt(93);
+  ASSERT_TRUE(add_as_a(d, st, a));
+  delete_records(d / "st", "packs", [](codec::bytes const&) { return true; });
+  edit_index(d / "st", [](MDB_txn* t) {
+    codec::bytes one(8, 0);
+    one[0] = 1;
+    put_all(t, open_db(t, "meta"),
+            {{codec::bytes{'n', 'e', 'x', 't', '_', 'p', 'a', 'c', 'k'}, one}});
+  });
+  int const lock =
+      ::open((d / "st" / "index" / "append.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  store s(st);
+  EXPECT_FALSE(s.report().recovered);
+  ::close(lock);
+  auto const chooser = codec::make_store_chooser();
+  try {
+    s.add_file(root_inode, "b", codec::as_bytes(ckpt(94)), *chooser, 0644, 0);
+    ADD_FAILURE() << "a new pack replaced one holding payloads";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::bad_store) << e.what();
+  }
+  EXPECT_EQ(stored(s, "a"), a);
+}
+
 // A stored payload damaged on disk, then named by a new file with the same
 // bytes: the new file stores it anew rather than naming the damaged copy
 // (it was unreadable, its good bytes lost), and the old file reads whole
