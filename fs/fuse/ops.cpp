@@ -766,8 +766,16 @@ int run_mount(mount_options const& opt) {
     std::fprintf(stderr, "brevis: mount: cannot start a FUSE session\n");
     return 1;
   }
-  // libfuse installs its handlers only over the defaults.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
+  // libfuse installs its handlers only over the defaults. SIGINT and
+  // SIGTERM stop the mount even where they came ignored (a script's
+  // background job ignores SIGINT); SIGHUP ignored stays ignored, as nohup
+  // asks (a terminal's hangup unmounted a `nohup brevis mount -f`).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction now {};
+    bool const ignored =
+        ::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+    if (sig != SIGHUP || !ignored) std::signal(sig, SIG_DFL);
+  }
   if (fuse_set_signal_handlers(se) != 0 ||
       fuse_session_mount(se, mountpoint.c_str()) != 0) {
     std::fprintf(stderr, "brevis: mount: cannot mount on %s\n",

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/vfs.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -100,6 +101,30 @@ TEST(mount_signal, only_the_loop_thread_takes_stop_signals) {
   ASSERT_EQ(d.start({"--quiet-ms", "0"}), "");
   for (auto const& f : files) EXPECT_EQ(brevis_state(f), "compressed") << f;
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.log();
+}
+
+// A mount started with SIGHUP ignored (nohup) keeps ignoring it: a
+// terminal's hangup must not unmount it. SIGTERM still stops it.
+TEST(mount_signal, sighup_ignored_at_start_stays_ignored) {
+  if (!fuse_usable()) GTEST_SKIP() << "/dev/fuse is not usable here";
+  temp_dir d;
+  mount_daemon m(d / "store", d / "mnt", d / "mount.log");
+  struct sigaction ignore {};
+  struct sigaction before {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGHUP, &ignore, &before), 0);
+  std::string const started = m.start();  // inherits SIGHUP ignored
+  ASSERT_EQ(::sigaction(SIGHUP, &before, nullptr), 0);
+  ASSERT_EQ(started, "");
+  ASSERT_EQ(::kill(m.pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(300ms);
+  // Still the mount: not its directory, which a gone mount leaves behind.
+  struct statfs sf {};
+  ASSERT_EQ(::statfs(m.mnt().c_str(), &sf), 0);
+  EXPECT_EQ(sf.f_type, 0x65735546) << "FUSE_SUPER_MAGIC";
+  write_file(m.mnt() / "still", "mounted");
+  EXPECT_EQ(read_file(m.mnt() / "still"), "mounted");
+  EXPECT_EQ(m.stop(SIGTERM), 0) << m.log();
 }
 
 }  // namespace
