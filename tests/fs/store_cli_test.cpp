@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <thread>
 #include <utility>
@@ -427,6 +428,28 @@ void delete_records(std::filesystem::path const& st, char const* db,
   });
 }
 
+// Opens the store in `st` while another process holds its append lock (as
+// a live mount appending would): the open skips crash recovery.
+std::unique_ptr<store> open_without_recovery(std::filesystem::path const& st) {
+  int const lock =
+      ::open((st / "index" / "append.lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return nullptr;
+  auto s = std::make_unique<store>(st.string());
+  ::close(lock);
+  EXPECT_FALSE(s->report().recovered);
+  return s;
+}
+
+// Sets the index's next_pack counter, as damage that lost its bumps would.
+void set_next_pack(std::filesystem::path const& st, uint64_t next) {
+  edit_index(st, [&](MDB_txn* t) {
+    codec::bytes v(8, 0);
+    codec::store_le<uint64_t>(v.data(), next);
+    put_all(t, open_db(t, "meta"),
+            {{codec::bytes{'n', 'e', 'x', 't', '_', 'p', 'a', 'c', 'k'}, v}});
+  });
+}
+
 // The bytes of every pack file of the store in `st`, by name.
 std::map<std::string, std::string> pack_files(std::filesystem::path const& st) {
   std::map<std::string, std::string> out;
@@ -498,12 +521,7 @@ TEST(store_cli_test, a_pack_that_lost_its_record_is_kept_and_rebuilt) {
     return next;
   };
   ASSERT_EQ(next_pack(), 2u);
-  edit_index(d / "st", [](MDB_txn* t) {
-    codec::bytes one(8, 0);
-    one[0] = 1;
-    put_all(t, open_db(t, "meta"),
-            {{codec::bytes{'n', 'e', 'x', 't', '_', 'p', 'a', 'c', 'k'}, one}});
-  });
+  set_next_pack(d / "st", 1);
   {
     store s(st);
     EXPECT_TRUE(s.report().removed_packs.empty());
@@ -560,19 +578,10 @@ TEST(store_cli_test, a_new_pack_never_replaces_one_holding_payloads) {
   std::string const a = ckpt(93);
   ASSERT_TRUE(add_as_a(d, st, a));
   delete_records(d / "st", "packs", [](codec::bytes const&) { return true; });
-  edit_index(d / "st", [](MDB_txn* t) {
-    codec::bytes one(8, 0);
-    one[0] = 1;
-    put_all(t, open_db(t, "meta"),
-            {{codec::bytes{'n', 'e', 'x', 't', '_', 'p', 'a', 'c', 'k'}, one}});
-  });
-  int const lock =
-      ::open((d / "st" / "index" / "append.lock").c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(lock, 0);
-  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
-  store s(st);
-  EXPECT_FALSE(s.report().recovered);
-  ::close(lock);
+  set_next_pack(d / "st", 1);
+  std::unique_ptr<store> const opened = open_without_recovery(d / "st");
+  ASSERT_TRUE(opened);
+  store& s = *opened;
   auto const chooser = codec::make_store_chooser();
   try {
     s.add_file(root_inode, "b", codec::as_bytes(ckpt(94)), *chooser, 0644, 0);
@@ -922,13 +931,9 @@ TEST(store_cli_test, an_append_never_goes_past_a_damaged_end) {
   ASSERT_TRUE(add_as_a(d, st, a));
   set_pack_record(d / "st", 16, 0);
   auto const chooser = codec::make_store_chooser();
-  int const lock =
-      ::open((d / "st" / "index" / "append.lock").c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(lock, 0);
-  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
-  store s(st);
-  EXPECT_FALSE(s.report().recovered);
-  ::close(lock);
+  std::unique_ptr<store> const opened = open_without_recovery(d / "st");
+  ASSERT_TRUE(opened);
+  store& s = *opened;
   s.add_file(root_inode, "b", codec::as_bytes(b), *chooser, 0644, 0);
   EXPECT_EQ(stored(s, "a"), a);
   EXPECT_EQ(stored(s, "b"), b);
