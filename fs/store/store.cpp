@@ -265,14 +265,7 @@ std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id, txn const* t) {
   std::string const path = pack_path(id);
   if (::access(path.c_str(), F_OK) == 0) {
     auto const holds_payloads = [&](txn const& tx) {
-      cursor c(tx, payloads);
-      for (bool ok = c.first(); ok; ok = c.next()) {
-        if (c.value().size() == payload_rec_size &&
-            decode_payload(c.value()).pack == id) {
-          return true;
-        }
-      }
-      return false;
+      return payload_pack_ends(tx).contains(id);
     };
     if (t ? holds_payloads(*t)
           : read_txn([&](txn& tx) { return holds_payloads(tx); })) {
@@ -340,19 +333,8 @@ void store::impl::truncate_interrupted_appends(
   // payload record points there: then the end itself is damaged, and
   // truncating would destroy committed data (one scan of the payloads, only
   // when some pack is longer than its end, as after a crash).
-  std::unordered_map<uint64_t, uint64_t> payload_end;
-  for (auto const& [id, size] : long_packs) payload_end[id] = 0;
-  read_txn([&](txn& t) {
-    cursor c(t, payloads);
-    for (bool ok = c.first(); ok; ok = c.next()) {
-      if (c.value().size() != payload_rec_size) continue;  // fsck's to judge
-      payload_rec const r = decode_payload(c.value());
-      auto it = payload_end.find(r.pack);
-      if (it == payload_end.end()) continue;
-      it->second = std::max(it->second, r.offset + record_size(r.length));
-    }
-    return 0;
-  });
+  std::unordered_map<uint64_t, uint64_t> payload_end =
+      read_txn([&](txn& t) { return payload_pack_ends(t); });
   for (auto const& [id, size] : long_packs) {
     uint64_t const end = committed.at(id).end;
     std::string const n = pack_name(id);
@@ -398,18 +380,10 @@ void store::impl::recover() {
   });
   // The packs payload records point into, found on first need (one scan,
   // only when a pack has no record, as after a crash).
-  std::optional<std::unordered_set<uint64_t>> in_use;
-  auto const payload_packs = [&]() -> std::unordered_set<uint64_t> const& {
+  std::optional<std::unordered_map<uint64_t, uint64_t>> in_use;
+  auto const payload_packs = [&]() -> auto const& {
     if (!in_use) {
-      in_use.emplace();
-      read_txn([&](txn& t) {
-        cursor c(t, payloads);
-        for (bool ok = c.first(); ok; ok = c.next()) {
-          if (c.value().size() != payload_rec_size) continue;
-          in_use->insert(decode_payload(c.value()).pack);
-        }
-        return 0;
-      });
+      in_use = read_txn([&](txn& t) { return payload_pack_ends(t); });
     }
     return *in_use;
   };
@@ -608,6 +582,19 @@ std::vector<uint64_t> store::impl::pack_files() const {
     if (parse_pack_name(n, id)) ids.push_back(id);
   }
   return ids;
+}
+
+std::unordered_map<uint64_t, uint64_t> store::impl::payload_pack_ends(
+    txn const& t) const {
+  std::unordered_map<uint64_t, uint64_t> ends;
+  cursor c(t, payloads);
+  for (bool ok = c.first(); ok; ok = c.next()) {
+    if (c.value().size() != payload_rec_size) continue;
+    payload_rec const r = decode_payload(c.value());
+    uint64_t& end = ends[r.pack];
+    end = std::max(end, r.offset + record_size(r.length));
+  }
+  return ends;
 }
 
 bool store::impl::payload_intact(payload_rec const& pr,

@@ -197,6 +197,11 @@ struct store::impl {
   std::shared_ptr<detail::pack_file> pack_for_read(uint64_t id) const;
   /// The ids of the pack files in packs/, in order.
   std::vector<uint64_t> pack_files() const;
+  /// For each pack that payload records point into, where its last such
+  /// record ends (one scan of the payloads). Records of another size are
+  /// fsck's to judge and are left out.
+  std::unordered_map<uint64_t, uint64_t> payload_pack_ends(
+      detail::txn const& t) const;
   /// Whether the stored copy `pr` of payload `key` reads back whole (its
   /// record's framing and hash): false when it is damaged or its pack is
   /// missing or unreadable. A new file naming that payload then stores it

@@ -98,17 +98,10 @@ fsck_report store::fsck(fsck_options const& opt) {
     // (recovery kept it): scanned like a damaged record's. Others are an
     // append not committed yet (a live mount's) or a leftover the next
     // open removes.
-    std::optional<std::unordered_set<uint64_t>> in_use;
+    std::optional<std::unordered_map<uint64_t, uint64_t>> in_use;
     for (uint64_t const id : s.pack_files()) {
       if (packs.contains(id)) continue;
-      if (!in_use) {
-        in_use.emplace();
-        cursor c(t, s.payloads);
-        for (bool ok = c.first(); ok; ok = c.next()) {
-          if (c.value().size() != payload_rec_size) continue;
-          in_use->insert(decode_payload(c.value()).pack);
-        }
-      }
+      if (!in_use) in_use = s.payload_pack_ends(t);
       if (!in_use->contains(id)) continue;
       bad_pack_records.insert(id);
       packs[id] = {};
