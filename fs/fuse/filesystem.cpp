@@ -778,12 +778,22 @@ size_t mount_fs::read(uint64_t ino, uint64_t offset, size_t size,
 }
 
 mount_fs::read_data mount_fs::read_view(uint64_t ino, uint64_t offset,
-                                        size_t size) {
+                                        size_t size, bool from_fd) {
   read_data d;
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged && cache_.budget() != 0) {
     read_compressed(n, offset, size, d);
+    return d;
+  }
+  if (n->staged && from_fd) {
+    // A duplicate, so that the reply, sent with no lock held, reads the
+    // copy even if it is compressed and removed meanwhile.
+    if (n->fd < 0) sys_fail(EBADF, "read of a file that is not open");
+    d.fd = owned_fd(::fcntl(n->fd, F_DUPFD_CLOEXEC, 0));
+    if (d.fd.get() < 0)
+      sys_fail(errno, "duplicate the staged copy's descriptor");
+    d.size = size;
     return d;
   }
   d.staged.reset(new uint8_t[size]);
@@ -1046,16 +1056,26 @@ void mount_fs::drop_behind(node& n, uint64_t gen,
 
 size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
                        size_t size) {
+  return write_with(
+      ino, offset, size, [&](int fd, uint64_t at, size_t len) -> ssize_t {
+        ssize_t const r =
+            ::pwrite(fd, data + (at - offset), len, static_cast<off_t>(at));
+        return r < 0 ? -errno : r;
+      });
+}
+
+size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
+                            write_fn const& put) {
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");
   size_t done = 0;
   while (done < size) {
-    ssize_t const r = ::pwrite(n->fd, data + done, size - done,
-                               static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      int const e = errno;
+    ssize_t const r = put(n->fd, offset + done, size - done);
+    if (r == -EINTR) continue;
+    if (r <= 0) {
+      // No progress without an error would loop forever: a device error.
+      int const e = r < 0 ? static_cast<int>(-r) : EIO;
       int none = 0;
       if (n->write_error.compare_exchange_strong(none, e)) {
         mark_lost_write(n->fd, true);

@@ -70,6 +70,7 @@
 #include "fs/cache/chunk_cache.h"
 #include "fs/cache/decode_slots.h"
 #include "fs/fuse/lookup_counts.h"
+#include "fs/fuse/owned_fd.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
@@ -179,15 +180,27 @@ class mount_fs {
   bool open(uint64_t ino, int flags);
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
   /// A read's bytes for a reply without a copy: `pieces` point into the
-  /// decoded chunks `hold` keeps alive, or into `staged`.
+  /// decoded chunks `hold` keeps alive, or into `staged`. Or, for a staged
+  /// file when the caller can read a descriptor itself (`from_fd`), none of
+  /// those: `fd` is a duplicate of the staged copy's descriptor, from which
+  /// the reply reads up to `size` bytes at the read's offset (FUSE splices
+  /// them: no copy through our memory).
   struct read_data {
     std::vector<chunk_cache::chunk> hold;
     std::unique_ptr<uint8_t[]> staged;
     std::vector<iovec> pieces;
     size_t size = 0;
+    owned_fd fd;
   };
-  read_data read_view(uint64_t ino, uint64_t offset, size_t size);
+  read_data read_view(uint64_t ino, uint64_t offset, size_t size,
+                      bool from_fd = false);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
+  /// Writes `size` bytes at `offset` of a staged file through `put`, which
+  /// writes at most `len` of the rest to descriptor `fd` at `at` and returns
+  /// how many, or -errno (FUSE splices a write's pages this way).
+  using write_fn = std::function<ssize_t(int fd, uint64_t at, size_t len)>;
+  size_t write_with(uint64_t ino, uint64_t offset, size_t size,
+                    write_fn const& put);
   /// What a close of a descriptor of `ino` answers (FUSE's flush): the
   /// errno of the first write of its staged copy that failed, else 0.
   int flush(uint64_t ino);

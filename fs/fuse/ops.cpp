@@ -194,6 +194,14 @@ void op_init(void*, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
     conn->want |= FUSE_CAP_PARALLEL_DIROPS;
   }
+  // Replies from a staged copy's descriptor, and writes into it, go through
+  // a pipe (splice): the bytes are not copied through our memory. libfuse
+  // falls back to copying where the pipe cannot grow to a 1 MiB request
+  // (above /proc/sys/fs/pipe-max-size without CAP_SYS_RESOURCE). Splicing
+  // requests in (SPLICE_READ) is libfuse's default with write_buf.
+  if (conn->capable & FUSE_CAP_SPLICE_WRITE) {
+    conn->want |= FUSE_CAP_SPLICE_WRITE;
+  }
   conn->max_write = 1u << 20;
   conn->max_readahead = readahead_bytes;
 }
@@ -395,8 +403,18 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       [&] {
         // Straight from the decoded chunks (kept alive until the reply is
         // written): no buffer to fill and copy again.
-        mount_fs::read_data const d =
-            fs_of(req).read_view(ino, static_cast<uint64_t>(off), size);
+        mount_fs::read_data const d = fs_of(req).read_view(
+            ino, static_cast<uint64_t>(off), size, /*from_fd=*/true);
+        if (d.fd.get() >= 0) {
+          // libfuse reads it, up to the end of the file (spliced where it
+          // can), and replies with an error if the read fails.
+          fuse_bufvec from = FUSE_BUFVEC_INIT(d.size);
+          from.buf[0].flags =
+              static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+          from.buf[0].fd = d.fd.get();
+          from.buf[0].pos = off;
+          return fuse_reply_data(req, &from, fuse_buf_copy_flags{}), 0;
+        }
         if (d.pieces.empty()) return fuse_reply_buf(req, nullptr, 0), 0;
         if (d.pieces.size() <= max_reply_pieces) {
           return fuse_reply_iov(req, d.pieces.data(),
@@ -416,14 +434,24 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       subject::inode);
 }
 
-void op_write(fuse_req_t req, fuse_ino_t ino, char const* data, size_t size,
-              off_t off, fuse_file_info*) {
+// A write whose pages libfuse may hold in a pipe (spliced from the kernel):
+// they are spliced on into the staged copy.
+void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
+                  fuse_file_info*) {
   reply_errno(
       req, "write",
       [&] {
-        size_t const n =
-            fs_of(req).write(ino, static_cast<uint64_t>(off),
-                             reinterpret_cast<uint8_t const*>(data), size);
+        size_t const n = fs_of(req).write_with(
+            ino, static_cast<uint64_t>(off), fuse_buf_size(in),
+            [&](int fd, uint64_t at, size_t len) -> ssize_t {
+              fuse_bufvec to = FUSE_BUFVEC_INIT(len);
+              to.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD |
+                                                            FUSE_BUF_FD_SEEK);
+              to.buf[0].fd = fd;
+              to.buf[0].pos = static_cast<off_t>(at);
+              // Advances `in` past what it copied, so a retry goes on.
+              return fuse_buf_copy(&to, in, fuse_buf_copy_flags{});
+            });
         return fuse_reply_write(req, n), 0;
       },
       subject::inode);
@@ -647,7 +675,7 @@ fuse_lowlevel_ops make_ops() {
   o.open = op_open;
   o.create = op_create;
   o.read = op_read;
-  o.write = op_write;
+  o.write_buf = op_write_buf;
   o.flush = op_flush;
   o.release = op_release;
   o.fsync = op_fsync;
