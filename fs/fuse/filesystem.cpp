@@ -391,7 +391,8 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
     ++n->opens;
     ++n->writers;
     std::string const path = store_.staging_path(a.ino);
-    n->fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    n->fd = ::open(path.c_str(),
+                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (n->fd < 0) {
       int const e = errno;
       --n->opens;
@@ -647,7 +648,7 @@ void mount_fs::open_fd_locked(node& n) {
     store_fail(store_errc::corrupt,
                "inode " + std::to_string(n.ino) + ": staged copy missing");
   }
-  n.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  n.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (n.fd < 0) sys_fail(errno, "create the staged copy");
   n.entry_synced = false;
   if (!alive(n.ino)) {
@@ -663,7 +664,8 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   uint64_t const size = std::min(keep, a.size);
   std::string const path = store_.staging_path(n.ino);
   std::string const tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = ::open(tmp.c_str(),
+                  O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) sys_fail(errno, "create the staged copy");
   bool renamed = false;
   try {

@@ -711,7 +711,7 @@ class mount_lock {
  public:
   explicit mount_lock(std::string const& store_dir) {
     std::string const path = store_dir + "/mount.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd_ < 0) {
       throw std::system_error(errno, std::generic_category(), path);
     }
@@ -758,6 +758,7 @@ int run_mount(mount_options const& opt) {
     // nothing. The store is checked (and created) before the mount, so its
     // errors reach the terminal; the daemon opens it again after the fork.
     std::filesystem::create_directories(opt.store);
+    secure_store_directory(opt.store);  // before a file is made in it
     lock = std::make_unique<mount_lock>(absolute(opt.store));
     // Opened before the fork, so a bad log path reaches the terminal.
     open_event_log(!opt.log.empty()              ? opt.log

@@ -50,7 +50,7 @@ void open_event_log(std::string const& target) {
     s.kind = sink::to_syslog;
   } else {
     int const fd =
-        ::open(target.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        ::open(target.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) {
       throw std::system_error(errno, std::generic_category(),
                               "open the log " + target);

@@ -32,7 +32,7 @@ namespace {
 constexpr uint64_t store_version = 1;
 
 void make_dir(std::string const& path, bool create) {
-  if (create && ::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     store_fail_errno(errno, "mkdir " + path);
   }
   struct stat st;
@@ -64,7 +64,50 @@ bool parse_pack_name(std::string const& n, uint64_t& id) {
   return end == hex.c_str() + 8;
 }
 
+// Why `path` (lstat'ed as `st`) must not be trusted, or "".
+std::string untrusted_because(struct stat const& st) {
+  if (S_ISLNK(st.st_mode)) return "is a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  if (st.st_uid != ::geteuid()) {
+    return "belongs to uid " + std::to_string(st.st_uid) +
+           ", not to you (uid " + std::to_string(::geteuid()) + ")";
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return "may be written by group or others (chmod go-w it)";
+  }
+  return "";
+}
+
 }  // namespace
+
+void secure_store_directory(std::string const& dir) {
+  auto const refuse = [&](std::string const& path, std::string const& why) {
+    store_fail(store_errc::bad_store,
+               path + " " + why +
+                   ": refused, since whoever can change it could redirect the "
+                   "store's writes (run brevis as the store's owner)");
+  };
+  struct stat st;
+  // The top may be reached through a link (a user's ~/store -> /data/x).
+  if (::stat(dir.c_str(), &st) != 0) store_fail_errno(errno, "stat " + dir);
+  if (std::string const why = untrusted_because(st); !why.empty()) {
+    refuse(dir, why);
+  }
+  for (char const* sub : {"index", "packs", "staging"}) {
+    std::string const path = dir + "/" + sub;
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      store_fail_errno(errno, "lstat " + path);
+    }
+    if (std::string const why = untrusted_because(st); !why.empty()) {
+      refuse(path, why);
+    }
+  }
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
+      ::chmod(dir.c_str(), st.st_mode & 07700) != 0) {
+    store_fail_errno(errno, "chmod go-rwx " + dir);
+  }
+}
 
 void detail::check_name(std::string_view name) {
   if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
@@ -98,6 +141,7 @@ store::impl::impl(std::string d, store_options o)
     : dir(std::move(d)), opt(std::move(o)) {
   bool const create = opt.create && !opt.read_only;
   make_dir(dir, create);
+  if (!opt.read_only) secure_store_directory(dir);
   make_dir(index_dir(), create);
   make_dir(packs_dir(), create);
   make_dir(staging_dir(), create);
@@ -112,10 +156,12 @@ store::impl::impl(std::string d, store_options o)
 
   if (!opt.read_only) {
     std::string const lock_path = index_dir() + "/writer.lock";
-    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock_fd = ::open(lock_path.c_str(),
+                     O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) store_fail_errno(errno, "open " + lock_path);
     std::string const append_path = index_dir() + "/append.lock";
-    append_fd = ::open(append_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    append_fd = ::open(append_path.c_str(),
+                       O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (append_fd < 0) {
       int const e = errno;
       ::close(lock_fd);
@@ -128,7 +174,7 @@ store::impl::impl(std::string d, store_options o)
     lmdb_check(mdb_env_set_maxdbs(env, 8), "set maxdbs");
     lmdb_check(mdb_env_set_mapsize(env, opt.initial_map_size), "set mapsize");
     lmdb_check(mdb_env_open(env, index_dir().c_str(),
-                            MDB_NOTLS | (opt.read_only ? MDB_RDONLY : 0), 0644),
+                            MDB_NOTLS | (opt.read_only ? MDB_RDONLY : 0), 0600),
                "open environment");
     if (opt.read_only) {
       txn t(env, false);

@@ -158,7 +158,10 @@ TEST(store_test, a_new_store_root_belongs_to_its_creator) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
-  store s((d / "s").string());
+  // Read-only: a writer open refuses a store of another user.
+  store_options ro;
+  ro.read_only = true;
+  store s((d / "s").string(), ro);
   inode_attr const root = s.stat(root_inode);
   EXPECT_EQ(root.uid, uid);
   EXPECT_EQ(root.gid, gid);
@@ -166,6 +169,75 @@ TEST(store_test, a_new_store_root_belongs_to_its_creator) {
   // Created now, not at the epoch.
   EXPECT_GE(root.mtime_ns, before - 1000000000);
   EXPECT_EQ(root.ctime_ns, root.mtime_ns);
+}
+
+// The message of the store_error that opening `dir` for writing throws,
+// or "" when it opens.
+std::string writer_open_error(std::string const& dir) {
+  try {
+    store s(dir);
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::bad_store) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(store_test, a_new_store_is_private_to_its_owner) {
+  temp_dir d;
+  std::string const dir = (d / "s").string();
+  store_options o = small_chunks();
+  {
+    store s(dir, o);
+    add(s, "m", checkpoint(1));
+  }
+  auto const mode = [](stdfs::path const& p) {
+    struct stat st;
+    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(dir), 0700u);
+  for (char const* sub : {"index", "packs", "staging"}) {
+    EXPECT_EQ(mode(d / "s" / sub) & 077, 0u) << sub;
+  }
+  for (auto const& e : stdfs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) EXPECT_EQ(mode(e.path()) & 077, 0u) << e.path();
+  }
+  // A store an older brevis made open to all is closed at its next open.
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  { store s(dir, o); }
+  EXPECT_EQ(mode(dir), 0700u);
+}
+
+TEST(store_test, a_store_others_could_change_is_refused_for_writing) {
+  temp_dir d;
+  std::string const dir = (d / "s").string();
+  { store s(dir, small_chunks()); }
+  // Writable by the group: someone else could plant links in it.
+  ASSERT_EQ(::chmod(dir.c_str(), 0770), 0);
+  EXPECT_NE(writer_open_error(dir).find("written by group or others"),
+            std::string::npos);
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  // staging/ a link to elsewhere: the start-up tidy would delete there.
+  stdfs::create_directory(d / "elsewhere");
+  std::ofstream(d / "elsewhere" / "precious") << "keep me";
+  stdfs::rename(d / "s" / "staging", d / "staging.old");
+  stdfs::create_directory_symlink(d / "elsewhere", d / "s" / "staging");
+  EXPECT_NE(writer_open_error(dir).find("symbolic link"), std::string::npos);
+  EXPECT_TRUE(stdfs::exists(d / "elsewhere" / "precious"));
+  // Reading (brevis stats beside a mount) is still allowed.
+  store_options ro;
+  ro.read_only = true;
+  EXPECT_NO_THROW(store(dir, ro));
+  stdfs::remove(d / "s" / "staging");
+  stdfs::rename(d / "staging.old", d / "s" / "staging");
+  EXPECT_EQ(writer_open_error(dir), "");
+  if (::geteuid() == 0) {
+    // Another user's store: root would write where that user points it.
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    EXPECT_NE(writer_open_error(dir).find("belongs to uid 65534"),
+              std::string::npos);
+  }
 }
 
 TEST(store_test, open_missing_without_create_fails) {
