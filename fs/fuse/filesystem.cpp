@@ -721,7 +721,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   new_generation(n);
 }
 
-bool mount_fs::open(uint64_t ino, int flags) {
+bool mount_fs::open(uint64_t ino, int flags, caller who) {
   std::shared_ptr<node> n = get(ino);
   bool const w = for_writing(flags);
   std::unique_lock lk(n->mu);
@@ -734,7 +734,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
   }
   ++n->opens;
   bool removed = false;
-  bool staged_now = false;
+  bool attrs_changed = false;
   try {
     // Counted, then asked: an unlink that saw no handle drops the inode, and
     // its after_unlink() marks the node gone only later. An open in between
@@ -744,7 +744,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
     std::unique_lock io(n->io);
     if (w && !n->staged) {
       stage_locked(*n, (flags & O_TRUNC) ? 0 : UINT64_MAX);
-      staged_now = true;
+      attrs_changed = true;
     }
     if (n->staged && n->fd < 0) open_fd_locked(*n);
     if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
@@ -752,6 +752,20 @@ bool mount_fs::open(uint64_t ino, int flags) {
     }
     if ((flags & O_TRUNC) && n->fd >= 0 && n->write_error.exchange(0) != 0) {
       mark_lost_write(n->fd, false);  // nothing lost is left
+    }
+    if ((flags & O_TRUNC) && who.uid != 0) {
+      // The kernel truncates an O_TRUNC open here (atomic_o_trunc), so the
+      // setattr that would clear these bits never comes.
+      uint32_t const mode = store_.stat(ino).mode;
+      uint32_t kill = S_ISUID;
+      if (mode & S_IXGRP) kill |= S_ISGID;
+      if (S_ISREG(mode) && (mode & kill) != 0) {
+        store::attr_update u;
+        u.mode = mode & 07777 & ~kill;
+        u.ctime_ns = now_ns();
+        store_.set_attr(ino, u);
+        attrs_changed = true;
+      }
     }
   } catch (...) {
     --n->opens;
@@ -764,7 +778,7 @@ bool mount_fs::open(uint64_t ino, int flags) {
   }
   // Told with no lock held: the notice is a write to the session's device.
   lk.unlock();
-  if (staged_now && opt_.attributes_changed) opt_.attributes_changed(ino);
+  if (attrs_changed && opt_.attributes_changed) opt_.attributes_changed(ino);
   return w;
 }
 

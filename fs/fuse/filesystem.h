@@ -177,7 +177,9 @@ class mount_fs {
   std::vector<entry> readdir(uint64_t ino);
 
   /// Returns whether the handle counts as a writer (pass it to release).
-  bool open(uint64_t ino, int flags);
+  /// An O_TRUNC by `who` other than root also clears the setuid bit, and
+  /// setgid where group execute is set, as a truncate through setattr does.
+  bool open(uint64_t ino, int flags, caller who = {});
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
   /// A read's bytes for a reply without a copy: `pieces` point into the
   /// decoded chunks `hold` keeps alive, or into `staged`. Or, for a staged

@@ -366,7 +366,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       req, "open",
       [&] {
         mount_fs& fs = fs_of(req);
-        bool const writer = fs.open(ino, fi->flags);
+        bool const writer = fs.open(ino, fi->flags, caller_of(req));
         fi->fh = writer ? 1 : 0;
         // Contents change only through this mount, so cached pages stay valid:
         // writes and truncates go through the kernel's page cache itself, and

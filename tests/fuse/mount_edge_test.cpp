@@ -433,6 +433,42 @@ TEST_F(mount_edge, permissions) {
   fsck_clean();
 }
 
+TEST_F(mount_edge, an_o_trunc_open_by_another_user_clears_setuid_and_setgid) {
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) {
+    GTEST_SKIP() << "needs root and setpriv";
+  }
+  fs::permissions(dir_.path(), fs::perms(0755));
+  ASSERT_EQ(d_.start({"--quiet-ms", "0", "--allow-other"}), "");
+  // Staged, and compressed (opening it for writing restages it).
+  fs::path const staged = mnt() / "staged", packed = mnt() / "packed";
+  write_file(packed, std::string(100000, 'p'));
+  ASSERT_TRUE(wait_compressed({packed})) << d_.log();
+  write_file(staged, "s");
+  auto const mode = [](fs::path const& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  for (fs::path const& f : {staged, packed}) {
+    ASSERT_EQ(::chmod(f.c_str(), 06777), 0);
+    // As ext4 does: the writer is not root, so both bits go.
+    run_result const r = as_nobody({"/bin/sh", "-c", ": > " + f.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(mode(f), 0777u) << f;
+    EXPECT_EQ(fs::file_size(f), 0u);
+    // Setgid without group execute is not a privilege: kept. Root keeps all.
+    ASSERT_EQ(::chmod(f.c_str(), 02766), 0);
+    EXPECT_EQ(as_nobody({"/bin/sh", "-c", ": > " + f.string()}).exit_code, 0);
+    EXPECT_EQ(mode(f), 02766u) << f;
+    ASSERT_EQ(::chmod(f.c_str(), 06777), 0);
+    write_file(f, "");
+    EXPECT_EQ(mode(f), 06777u) << f;
+  }
+  remount({"--quiet-ms", "0", "--allow-other"});
+  EXPECT_EQ(mode(staged), 06777u);
+  fsck_clean();
+}
+
 std::vector<std::string> names_in(DIR* d) {
   std::vector<std::string> v;
   while (dirent const* e = ::readdir(d)) v.emplace_back(e->d_name);
