@@ -78,6 +78,11 @@ int store_add(store_cli_options const& opt) {
       mtime =
           int64_t{in.st.st_mtim.tv_sec} * 1000000000 + in.st.st_mtim.tv_nsec;
       mode = in.st.st_mode & 07777;
+      // Stored as the caller's (as cp makes a copy): bits that meant
+      // something only with the file's own owner or group go, or a setuid
+      // file of another user's would come back setuid to the caller.
+      if (in.st.st_uid != ::geteuid()) mode &= ~uint32_t{S_ISUID};
+      if (in.st.st_gid != ::getegid()) mode &= ~uint32_t{S_ISGID};
     }
     fs::add_result r =
         s->add_file(fs::root_inode, name, in.data(), *chooser, mode, mtime);
@@ -148,6 +153,8 @@ int store_get(store_cli_options const& opt) {
     std::string const out_path = opt.output.empty() ? name : opt.output;
     struct stat like {};
     like.st_mode = S_IFREG | (a.mode & 07777);
+    like.st_uid = a.uid;  // kept where the caller may (output_file::commit)
+    like.st_gid = a.gid;
     like.st_mtim.tv_sec = a.mtime_ns / 1000000000;
     like.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
     like.st_atim = like.st_mtim;

@@ -137,6 +137,50 @@ TEST(store_cli_test, sigkill_at_write_points) {
   for (int n : {1, 7, 20}) crash_at("pack_write", n);
 }
 
+TEST(store_cli_test, owner_group_and_setuid_as_cp_keeps_them) {
+  temp_dir d;
+  std::string const st = (d / "st").string();
+  auto const stat_of = [](std::filesystem::path const& p) {
+    struct stat s {};
+    EXPECT_EQ(::stat(p.c_str(), &s), 0) << p;
+    return s;
+  };
+  write_file(d / "tool", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((d / "tool").c_str(), 04755), 0);
+  // Mine: get gives the bits back, group ones included.
+  ASSERT_EQ(brevis({"store", "add", st, (d / "tool").string()}).exit_code, 0);
+  auto r = brevis({"store", "get", st, "tool", "-o", (d / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat const out = stat_of(d / "out");
+  EXPECT_EQ(out.st_mode & 07777, 04755u);
+  EXPECT_EQ(out.st_uid, ::geteuid());
+  EXPECT_EQ(out.st_gid, ::getegid());
+  if (::geteuid() != 0) return;
+  // Another user's setuid file, added by root: root's copy is not setuid.
+  ASSERT_EQ(::chown((d / "tool").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod((d / "tool").c_str(), 06755), 0);
+  r = brevis({"store", "add", st, (d / "tool").string(), "--as", "theirs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = brevis({"store", "get", st, "theirs", "-o", (d / "theirs").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(stat_of(d / "theirs").st_mode & 07777, 0755u);
+  // A file the store says is nobody's comes out nobody's when root gets it.
+  {
+    store s(st);
+    store::attr_update u;
+    u.uid = 65534;
+    u.gid = 65534;
+    u.mode = 04750;
+    s.set_attr(*s.lookup(root_inode, "tool"), u);
+  }
+  r = brevis({"store", "get", st, "tool", "-o", (d / "nobodys").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat const nb = stat_of(d / "nobodys");
+  EXPECT_EQ(nb.st_uid, 65534u);
+  EXPECT_EQ(nb.st_gid, 65534u);
+  EXPECT_EQ(nb.st_mode & 07777, 04750u);
+}
+
 TEST(store_cli_test, sigkill_at_random_times) {
   temp_dir d;
   std::string const st = (d / "st").string();
