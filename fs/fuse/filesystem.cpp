@@ -1451,8 +1451,13 @@ void mount_fs::setxattr(uint64_t ino, std::string_view name,
   store_.set_xattr(ino, name, value, flags);
 }
 
-std::vector<std::string> mount_fs::listxattr(uint64_t ino) {
+std::vector<std::string> mount_fs::listxattr(uint64_t ino, caller who) {
   std::vector<std::string> out = store_.list_xattr(ino);
+  // trusted.* names are root's to see (FUSE leaves that filter to us).
+  if (who.uid != 0) {
+    std::erase_if(
+        out, [](std::string const& n) { return n.starts_with("trusted."); });
+  }
   if (S_ISREG(store_.stat(ino).mode)) {
     out.insert(out.begin(), std::begin(virtual_xattrs),
                std::end(virtual_xattrs));

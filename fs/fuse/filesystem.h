@@ -221,7 +221,8 @@ class mount_fs {
   std::string getxattr(uint64_t ino, std::string_view name);
   void setxattr(uint64_t ino, std::string_view name, std::string_view value,
                 int flags);
-  std::vector<std::string> listxattr(uint64_t ino);
+  /// trusted.* names only to root.
+  std::vector<std::string> listxattr(uint64_t ino, caller who = {});
   void removexattr(uint64_t ino, std::string_view name);
 
   chunk_cache const& cache() const { return cache_; }

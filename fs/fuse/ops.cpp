@@ -625,7 +625,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
       req, "listxattr",
       [&] {
         std::string all;
-        for (std::string const& n : fs_of(req).listxattr(ino)) {
+        for (std::string const& n : fs_of(req).listxattr(ino, caller_of(req))) {
           all += n;
           all += '\0';
         }

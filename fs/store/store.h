@@ -324,9 +324,16 @@ class store {
 
   /// Extended attributes (the mount's user.* names; any bytes as value).
   enum xattr_flags : int { xattr_create = 1, xattr_replace = 2 };
+  /// A file's attribute names, each with its NUL, fit in this much, so
+  /// that listxattr's answer (with the mount's own user.brevis.* names)
+  /// stays within the kernel's 64 KiB; its values in total, in
+  /// xattr_values_max.
+  static constexpr size_t xattr_names_max = 60 << 10;
+  static constexpr size_t xattr_values_max = 1 << 20;
   std::optional<std::string> get_xattr(uint64_t ino,
                                        std::string_view name) const;
-  /// Errors: exists (xattr_create), no_attr (xattr_replace).
+  /// Errors: exists (xattr_create), no_attr (xattr_replace), no_space
+  /// (past xattr_names_max or xattr_values_max).
   void set_xattr(uint64_t ino, std::string_view name, std::string_view value,
                  int flags);
   std::vector<std::string> list_xattr(uint64_t ino) const;

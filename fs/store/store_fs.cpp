@@ -423,6 +423,24 @@ void store::set_xattr(uint64_t ino, std::string_view name,
     if ((flags & xattr_replace) && !has) {
       store_fail(store_errc::no_attr, "no such attribute");
     }
+    // The file's other attributes, as ext4 limits them (ENOSPC): a file
+    // whose names overflow listxattr could not be listed or copied.
+    size_t names = name.size() + 1, values = value.size();
+    codec::bytes const prefix = extra_key(ino, extra_kind::xattr);
+    cursor c(t, s.extra);
+    for (bool ok = c.seek(prefix); ok; ok = c.next()) {
+      auto const ck = c.key();
+      if (ck.size() < prefix.size() ||
+          !std::equal(prefix.begin(), prefix.end(), ck.begin())) {
+        break;
+      }
+      if (std::equal(ck.begin(), ck.end(), k.begin(), k.end())) continue;
+      names += ck.size() - prefix.size() + 1;
+      values += c.value().size();
+    }
+    if (names > xattr_names_max || values > xattr_values_max) {
+      store_fail(store_errc::no_space, "no room for more attributes");
+    }
     t.put(s.extra, k, as_bytes_view(value));
     return 0;
   });

@@ -469,6 +469,53 @@ TEST_F(mount_edge, an_o_trunc_open_by_another_user_clears_setuid_and_setgid) {
   fsck_clean();
 }
 
+TEST_F(mount_edge, attributes_stay_listable_and_trusted_ones_root_s) {
+  ASSERT_EQ(d_.start({"--no-compress", "--allow-other"}), "");
+  fs::path const f = mnt() / "f";
+  write_file(f, "x");
+  // Names of 200 bytes until there is no room (ENOSPC, as on ext4): the
+  // list still fits listxattr's 64 KiB, so cp -a and getfattr -d still work.
+  int added = 0;
+  for (;; ++added) {
+    std::string name = "user." + std::to_string(added) + "-";
+    name.resize(200, 'n');
+    if (::setxattr(f.c_str(), name.c_str(), "v", 1, 0) != 0) {
+      EXPECT_EQ(errno, ENOSPC);
+      break;
+    }
+    ASSERT_LT(added, 1000);
+  }
+  EXPECT_GT(added, 250);
+  ssize_t const listed = ::listxattr(f.c_str(), nullptr, 0);
+  EXPECT_GT(listed, 0) << std::strerror(errno);
+  EXPECT_LE(listed, 65536);
+  std::vector<char> names(static_cast<size_t>(std::max<ssize_t>(listed, 0)));
+  EXPECT_EQ(::listxattr(f.c_str(), names.data(), names.size()), listed);
+  // Replacing one is still allowed; so are values up to the total.
+  std::string const first = [] {
+    std::string n = "user.0-";
+    n.resize(200, 'n');
+    return n;
+  }();
+  EXPECT_EQ(::setxattr(f.c_str(), first.c_str(), "w", 1, XATTR_REPLACE), 0);
+
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) return;
+  fs::permissions(dir_.path(), fs::perms(0755));
+  write_file(mnt() / "g", "y");
+  fs::permissions(mnt() / "g", fs::perms(0644));
+  ASSERT_EQ(::setxattr((mnt() / "g").c_str(), "trusted.secret", "s", 1, 0), 0);
+  ASSERT_EQ(::setxattr((mnt() / "g").c_str(), "user.open", "o", 1, 0), 0);
+  std::string const list_py =
+      "import os,sys; print(sorted(os.listxattr(sys.argv[1])))";
+  run_result r =
+      as_nobody({"/usr/bin/python3", "-c", list_py, (mnt() / "g").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("trusted."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("user.open"), std::string::npos) << r.out;
+  r = run_program({"/usr/bin/python3", "-c", list_py, (mnt() / "g").string()});
+  EXPECT_NE(r.out.find("trusted.secret"), std::string::npos) << r.out;
+}
+
 std::vector<std::string> names_in(DIR* d) {
   std::vector<std::string> v;
   while (dirent const* e = ::readdir(d)) v.emplace_back(e->d_name);
