@@ -757,7 +757,14 @@ int run_mount(mount_options const& opt) {
     // Locked before the store is opened, so a second mount touches
     // nothing. The store is checked (and created) before the mount, so its
     // errors reach the terminal; the daemon opens it again after the fork.
-    std::filesystem::create_directories(opt.store);
+    // Private when new (its parents as the umask makes them).
+    std::filesystem::path const top(opt.store);
+    if (top.has_parent_path()) {
+      std::filesystem::create_directories(top.parent_path());
+    }
+    if (::mkdir(opt.store.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw std::system_error(errno, std::generic_category(), opt.store);
+    }
     secure_store_directory(opt.store);  // before a file is made in it
     lock = std::make_unique<mount_lock>(absolute(opt.store));
     // Opened before the fork, so a bad log path reaches the terminal.

@@ -102,10 +102,11 @@ void secure_store_directory(std::string const& dir) {
     if (std::string const why = untrusted_because(st); !why.empty()) {
       refuse(path, why);
     }
-  }
-  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
-      ::chmod(dir.c_str(), st.st_mode & 07700) != 0) {
-    store_fail_errno(errno, "chmod go-rwx " + dir);
+    // Stores made before were open to all; the top directory is the
+    // user's to set, these are ours.
+    if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) {
+      store_fail_errno(errno, "chmod 0700 " + path);
+    }
   }
 }
 

@@ -191,11 +191,11 @@ struct gc_report {
 /// or others may write to, and an index/, packs/ or staging/ in it that is
 /// a symbolic link or the same: whoever could change them could point the
 /// store's writes elsewhere (a root mount of another user's store would
-/// write and delete through links planted there). Then takes group and
-/// other permissions off the top directory, so that stored files are read
-/// only through the mount, where their own permissions apply. Throws
-/// store_error (bad_store). Writer opens call it; so does the mount, before
-/// it makes its lock file.
+/// write and delete through links planted there). Then makes index/,
+/// packs/ and staging/ 0700 (stores made before were open to all), so that
+/// stored files are read only through the mount, where their own
+/// permissions apply. Throws store_error (bad_store). Writer opens call it;
+/// so does the mount, before it makes its lock file.
 void secure_store_directory(std::string const& dir);
 
 class store {

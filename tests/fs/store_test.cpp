@@ -203,10 +203,17 @@ TEST(store_test, a_new_store_is_private_to_its_owner) {
   for (auto const& e : stdfs::recursive_directory_iterator(dir)) {
     if (e.is_regular_file()) EXPECT_EQ(mode(e.path()) & 077, 0u) << e.path();
   }
-  // A store an older brevis made open to all is closed at its next open.
+  // A store an older brevis made open to all is closed at its next open;
+  // its top directory is left as the user set it.
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  for (char const* sub : {"index", "packs", "staging"}) {
+    ASSERT_EQ(::chmod((d / "s" / sub).c_str(), 0755), 0);
+  }
   { store s(dir, o); }
-  EXPECT_EQ(mode(dir), 0700u);
+  EXPECT_EQ(mode(dir), 0755u);
+  for (char const* sub : {"index", "packs", "staging"}) {
+    EXPECT_EQ(mode(d / "s" / sub), 0700u) << sub;
+  }
 }
 
 TEST(store_test, a_store_others_could_change_is_refused_for_writing) {
