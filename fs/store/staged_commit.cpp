@@ -247,9 +247,20 @@ add_result staged_commit::commit(file_info const& f) {
         payload_rec pr{c.pack_id, u.where.offset, u.where.length, u.refs};
         t.put(s.payloads, key.b, encode(pr));
       } else {
-        store_fail(store_errc::io,
-                   "payload " + key.hex() +
-                       " it shares was removed meanwhile; trying again later");
+        // The last file naming it went while this job ran (a checkpoint
+        // renamed over its older version shares most of its tensors). Its
+        // bytes are still where they were: packs are moved or removed only
+        // under the append lock, which this job holds. Named again if they
+        // still read back, and live again in their pack.
+        payload_rec pr{u.where.pack, u.where.offset, u.where.length, u.refs};
+        if (!t.get(s.packs, pack_key(pr.pack)) || !s.payload_intact(pr, key)) {
+          store_fail(store_errc::io,
+                     "payload " + key.hex() +
+                         " it shares was removed meanwhile; trying again "
+                         "later");
+        }
+        s.add_live(t, pr.pack, static_cast<int64_t>(record_size(pr.length)));
+        t.put(s.payloads, key.b, encode(pr));
       }
     }
     s.drop_chunks(t, c.ino);  // none for a staged file; tidy if any

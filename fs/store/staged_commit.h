@@ -8,7 +8,8 @@
 // go on meanwhile: only the append lock is held for the whole job.
 //
 // Dedup looks payloads up in the committed index; one that is gone by the
-// commit (its last file was removed meanwhile) fails the commit with
+// commit (its last file was removed meanwhile) is recorded again where its
+// bytes still are, or, if they no longer read back, fails the commit with
 // store_errc::io, and the job is tried again later.
 //
 // add_chunk() must be called in file order from one thread at a time;

@@ -164,6 +164,41 @@ TEST(compress_graph, a_damaged_payload_is_stored_anew_when_named_again) {
   EXPECT_TRUE(rep.clean()) << (rep.problems.empty() ? "" : rep.problems[0]);
 }
 
+// A checkpoint written next to its older version, which is removed (or
+// renamed over) while the new one compresses: the payloads they share lose
+// their last file mid-job. The job names them again where they still are,
+// rather than failing for a minute and then storing them twice.
+TEST(compress_graph, shared_payloads_whose_last_file_goes_mid_job_are_kept) {
+  store* in_job = nullptr;
+  bool removed = false;
+  store_options so;
+  so.fault_hook = [&](std::string_view point) {
+    // After every chunk was looked up, before the commit.
+    if (point == "pack_synced" && in_job != nullptr && !removed) {
+      in_job->unlink(root_inode, "a");
+      removed = true;
+    }
+  };
+  fixture f(so);
+  uint64_t const a = f.stage("a", f.data);
+  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(a, "a")).ok);
+  store_stats const before = f.s->stats();
+  in_job = f.s.get();
+  uint64_t const b = f.stage("b", f.data);
+  compress_outcome const ob =
+      compress_staged_file(*f.s, *f.chooser, f.request(b, "b"));
+  ASSERT_TRUE(ob.ok) << ob.error;
+  ASSERT_TRUE(removed);
+  EXPECT_FALSE(f.s->lookup(root_inode, "a"));
+  EXPECT_TRUE(f.read_all(b) == f.data);
+  store_stats const after = f.s->stats();
+  EXPECT_EQ(after.payloads, before.payloads);  // none stored twice
+  EXPECT_EQ(after.pack_bytes, before.pack_bytes);
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+  fsck_report const rep = f.s->fsck({});
+  EXPECT_TRUE(rep.clean()) << (rep.problems.empty() ? "" : rep.problems[0]);
+}
+
 TEST(compress_graph, cancelled_leaves_the_file_staged) {
   fixture f;
   uint64_t const ino = f.stage("f", f.data);
