@@ -391,6 +391,7 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
     ++n->opens;
     ++n->writers;
     std::string const path = store_.staging_path(a.ino);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
     n->fd = ::open(path.c_str(),
                    O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (n->fd < 0) {
@@ -648,6 +649,7 @@ void mount_fs::open_fd_locked(node& n) {
     store_fail(store_errc::corrupt,
                "inode " + std::to_string(n.ino) + ": staged copy missing");
   }
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   n.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (n.fd < 0) sys_fail(errno, "create the staged copy");
   n.entry_synced = false;
@@ -664,6 +666,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   uint64_t const size = std::min(keep, a.size);
   std::string const path = store_.staging_path(n.ino);
   std::string const tmp = path + ".tmp";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int fd = ::open(tmp.c_str(),
                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) sys_fail(errno, "create the staged copy");

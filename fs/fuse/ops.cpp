@@ -437,7 +437,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // A write whose pages libfuse may hold in a pipe (spliced from the kernel):
 // they are spliced on into the staged copy.
 void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
-                  fuse_file_info*) {
+                  fuse_file_info* /*fi*/) {
   reply_errno(
       req, "write",
       [&] {
@@ -711,6 +711,7 @@ class mount_lock {
  public:
   explicit mount_lock(std::string const& store_dir) {
     std::string const path = store_dir + "/mount.lock";
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd_ < 0) {
       throw std::system_error(errno, std::generic_category(), path);

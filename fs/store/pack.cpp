@@ -37,6 +37,7 @@ pack_file::pack_file(std::string path, bool create, bool writable)
     : path_(std::move(path)) {
   int flags = O_CLOEXEC | (writable ? O_RDWR : O_RDONLY);
   if (create) flags |= O_CREAT | O_EXCL;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   fd_ = ::open(path_.c_str(), flags | O_NOFOLLOW, 0600);
   if (fd_ < 0) {
     int e = errno;

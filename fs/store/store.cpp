@@ -87,7 +87,7 @@ void secure_store_directory(std::string const& dir) {
                    ": refused, since whoever can change it could redirect the "
                    "store's writes (run brevis as the store's owner)");
   };
-  struct stat st;
+  struct stat st {};
   // The top may be reached through a link (a user's ~/store -> /data/x).
   if (::stat(dir.c_str(), &st) != 0) store_fail_errno(errno, "stat " + dir);
   if (std::string const why = untrusted_because(st); !why.empty()) {
@@ -157,10 +157,12 @@ store::impl::impl(std::string d, store_options o)
 
   if (!opt.read_only) {
     std::string const lock_path = index_dir() + "/writer.lock";
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
     lock_fd = ::open(lock_path.c_str(),
                      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) store_fail_errno(errno, "open " + lock_path);
     std::string const append_path = index_dir() + "/append.lock";
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
     append_fd = ::open(append_path.c_str(),
                        O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (append_fd < 0) {

@@ -425,7 +425,8 @@ void store::set_xattr(uint64_t ino, std::string_view name,
     }
     // The file's other attributes, as ext4 limits them (ENOSPC): a file
     // whose names overflow listxattr could not be listed or copied.
-    size_t names = name.size() + 1, values = value.size();
+    size_t names = name.size() + 1;
+    size_t values = value.size();
     codec::bytes const prefix = extra_key(ino, extra_kind::xattr);
     cursor c(t, s.extra);
     for (bool ok = c.seek(prefix); ok; ok = c.next()) {
