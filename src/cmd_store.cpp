@@ -112,7 +112,7 @@ namespace {
 // have compressed the file).
 bool copy_staged(std::string const& path, output_file& out) {
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 && errno == ENOENT) return false;
   if (fd < 0) {
     throw fs::store_error(fs::store_errc::io,

@@ -638,7 +638,8 @@ bool mount_fs::wait_not_compressing(node& n, std::unique_lock<std::mutex>& lk) {
 
 void mount_fs::open_fd_locked(node& n) {
   std::string const path = store_.staging_path(n.ino);
-  n.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  n.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (n.fd >= 0) return;
   if (errno != ENOENT) sys_fail(errno, "open the staged copy");
   // No copy: the inode was dropped by an unlink (then stat throws
