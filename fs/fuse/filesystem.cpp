@@ -760,9 +760,13 @@ bool mount_fs::open(uint64_t ino, int flags, caller who) {
     if ((flags & O_TRUNC) && who.uid != 0) {
       // The kernel truncates an O_TRUNC open here (atomic_o_trunc), so the
       // setattr that would clear these bits never comes.
-      uint32_t const mode = store_.stat(ino).mode;
+      inode_attr const a = store_.stat(ino);
+      uint32_t const mode = a.mode;
+      bool const in_group =
+          who.gid == a.gid || std::find(who.groups.begin(), who.groups.end(),
+                                        a.gid) != who.groups.end();
       uint32_t kill = S_ISUID;
-      if (mode & S_IXGRP) kill |= S_ISGID;
+      if ((mode & S_IXGRP) || !in_group) kill |= S_ISGID;
       if (S_ISREG(mode) && (mode & kill) != 0) {
         store::attr_update u;
         u.mode = mode & 07777 & ~kill;

@@ -80,6 +80,7 @@ namespace brevis::fs {
 /// Who asks (from the FUSE request): new files belong to them.
 struct caller {
   uint32_t uid = 0, gid = 0;
+  std::vector<uint32_t> groups;  // supplementary; filled only where needed
 };
 
 struct setattr_request {
@@ -178,7 +179,8 @@ class mount_fs {
 
   /// Returns whether the handle counts as a writer (pass it to release).
   /// An O_TRUNC by `who` other than root also clears the setuid bit, and
-  /// setgid where group execute is set, as a truncate through setattr does.
+  /// setgid where group execute is set or `who` is not in the file's group
+  /// (`who.groups` then matters), as a truncate through setattr does.
   bool open(uint64_t ino, int flags, caller who = {});
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
   /// A read's bytes for a reply without a copy: `pieces` point into the

@@ -88,6 +88,20 @@ caller caller_of(fuse_req_t req) {
   return caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
 }
 
+// The caller's supplementary groups (libfuse reads them from /proc: only
+// where a decision needs them). None when they cannot be read.
+std::vector<uint32_t> groups_of(fuse_req_t req) {
+  std::vector<gid_t> g(64);
+  int n = fuse_req_getgroups(req, static_cast<int>(g.size()), g.data());
+  if (n > static_cast<int>(g.size())) {
+    g.resize(static_cast<size_t>(n));
+    n = fuse_req_getgroups(req, static_cast<int>(g.size()), g.data());
+  }
+  if (n <= 0) return {};
+  g.resize(std::min(g.size(), static_cast<size_t>(n)));
+  return {g.begin(), g.end()};
+}
+
 // Whom an operation is about: a name in a directory, or an inode by its
 // number. An inode the store no longer has (its last name went by unlink
 // or by a rename over it while the kernel still held it) is ESTALE, not
@@ -366,7 +380,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       req, "open",
       [&] {
         mount_fs& fs = fs_of(req);
-        bool const writer = fs.open(ino, fi->flags, caller_of(req));
+        caller who = caller_of(req);
+        if (fi->flags & O_TRUNC) who.groups = groups_of(req);
+        bool const writer = fs.open(ino, fi->flags, who);
         fi->fh = writer ? 1 : 0;
         // Contents change only through this mount, so cached pages stay valid:
         // writes and truncates go through the kernel's page cache itself, and
@@ -759,7 +775,8 @@ int run_mount(mount_options const& opt) {
     // nothing. The store is checked (and created) before the mount, so its
     // errors reach the terminal; the daemon opens it again after the fork.
     // Private when new (its parents as the umask makes them).
-    std::filesystem::path const top(opt.store);
+    std::filesystem::path top(opt.store);
+    if (!top.has_filename()) top = top.parent_path();  // "store/"
     if (top.has_parent_path()) {
       std::filesystem::create_directories(top.parent_path());
     }

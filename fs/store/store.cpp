@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -64,16 +66,45 @@ bool parse_pack_name(std::string const& n, uint64_t& id) {
   return end == hex.c_str() + 8;
 }
 
-// Why `path` (lstat'ed as `st`) must not be trusted, or "".
-std::string untrusted_because(struct stat const& st) {
-  if (S_ISLNK(st.st_mode)) return "is a symbolic link";
-  if (!S_ISDIR(st.st_mode)) return "is not a directory";
-  if (st.st_uid != ::geteuid()) {
-    return "belongs to uid " + std::to_string(st.st_uid) +
-           ", not to you (uid " + std::to_string(::geteuid()) + ")";
+// Whether `st`'s group is its owner's own (a user private group: the
+// owner's primary group, listing no other member), which a umask of 002
+// makes directories writable by.
+bool owners_private_group(struct stat const& st) {
+  long const size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size > 0 ? static_cast<size_t>(size) : 16384);
+  passwd pw{};
+  passwd* owner = nullptr;
+  if (::getpwuid_r(st.st_uid, &pw, buf.data(), buf.size(), &owner) != 0 ||
+      owner == nullptr || owner->pw_gid != st.st_gid) {
+    return false;
   }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return "may be written by group or others (chmod go-w it)";
+  std::string const name = owner->pw_name;
+  std::vector<char> gbuf(1 << 16);
+  group gr{};
+  group* g = nullptr;
+  if (::getgrgid_r(st.st_gid, &gr, gbuf.data(), gbuf.size(), &g) != 0 ||
+      g == nullptr) {
+    return false;
+  }
+  for (char** m = g->gr_mem; *m != nullptr; ++m) {
+    if (name != *m) return false;
+  }
+  return true;
+}
+
+// Why a store directory (`st`, links followed) must not be trusted, or "".
+// Only its owner, or root, may be able to change it: another user who
+// could would redirect the store's writes through links planted in it.
+std::string untrusted_because(struct stat const& st) {
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  uid_t const me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0) {
+    return "belongs to uid " + std::to_string(st.st_uid) +
+           ", not to you (uid " + std::to_string(me) + ") or root";
+  }
+  if (st.st_mode & S_IWOTH) return "may be written by others (chmod o-w it)";
+  if ((st.st_mode & S_IWGRP) && !owners_private_group(st)) {
+    return "may be written by its group (chmod g-w it)";
   }
   return "";
 }
@@ -85,7 +116,7 @@ void secure_store_directory(std::string const& dir) {
     store_fail(store_errc::bad_store,
                path + " " + why +
                    ": refused, since whoever can change it could redirect the "
-                   "store's writes (run brevis as the store's owner)");
+                   "store's writes");
   };
   struct stat st {};
   // The top may be reached through a link (a user's ~/store -> /data/x).
@@ -94,19 +125,20 @@ void secure_store_directory(std::string const& dir) {
     refuse(dir, why);
   }
   for (char const* sub : {"index", "packs", "staging"}) {
+    // A link here was put there by someone the top's check trusts (packs/
+    // moved to another disk): what it points to is checked.
     std::string const path = dir + "/" + sub;
-    if (::lstat(path.c_str(), &st) != 0) {
+    if (::stat(path.c_str(), &st) != 0) {
       if (errno == ENOENT) continue;
-      store_fail_errno(errno, "lstat " + path);
+      store_fail_errno(errno, "stat " + path);
     }
     if (std::string const why = untrusted_because(st); !why.empty()) {
       refuse(path, why);
     }
     // Stores made before were open to all; the top directory is the
-    // user's to set, these are ours.
-    if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) {
-      store_fail_errno(errno, "chmod 0700 " + path);
-    }
+    // user's to set, these are ours. Best effort: a filesystem without
+    // modes (vfat) refuses, and its mount options decide.
+    if ((st.st_mode & 077) != 0) (void)::chmod(path.c_str(), 0700);
   }
 }
 

@@ -187,11 +187,12 @@ struct gc_report {
   std::vector<std::string> damaged;
 };
 
-/// Refuses a store directory whose owner is not the caller, or that group
-/// or others may write to, and an index/, packs/ or staging/ in it that is
-/// a symbolic link or the same: whoever could change them could point the
-/// store's writes elsewhere (a root mount of another user's store would
-/// write and delete through links planted there). Then makes index/,
+/// Refuses a store directory, or an index/, packs/ or staging/ in it (links
+/// followed), that someone other than the caller and root could change:
+/// one owned by another user, writable by others, or writable by a group
+/// other than its owner's private one. Whoever could change them could
+/// point the store's writes elsewhere (a root mount of another user's store
+/// wrote and deleted through links planted there). Then makes index/,
 /// packs/ and staging/ 0700 (stores made before were open to all), so that
 /// stored files are read only through the mount, where their own
 /// permissions apply. Throws store_error (bad_store). Writer opens call it;

@@ -220,18 +220,21 @@ TEST(store_test, a_store_others_could_change_is_refused_for_writing) {
   temp_dir d;
   std::string const dir = (d / "s").string();
   { store s(dir, small_chunks()); }
-  // Writable by the group: someone else could plant links in it.
-  ASSERT_EQ(::chmod(dir.c_str(), 0770), 0);
-  EXPECT_NE(writer_open_error(dir).find("written by group or others"),
+  // Writable by others: anyone could plant links in it.
+  ASSERT_EQ(::chmod(dir.c_str(), 0707), 0);
+  EXPECT_NE(writer_open_error(dir).find("written by others"),
             std::string::npos);
   ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
-  // staging/ a link to elsewhere: the start-up tidy would delete there.
-  stdfs::create_directory(d / "elsewhere");
-  std::ofstream(d / "elsewhere" / "precious") << "keep me";
+  // staging/ a link to a directory others may write: the start-up tidy
+  // would delete there, and writes would go where they point.
+  stdfs::create_directory(d / "open");
+  ASSERT_EQ(::chmod((d / "open").c_str(), 0777), 0);
+  std::ofstream(d / "open" / "precious") << "keep me";
   stdfs::rename(d / "s" / "staging", d / "staging.old");
-  stdfs::create_directory_symlink(d / "elsewhere", d / "s" / "staging");
-  EXPECT_NE(writer_open_error(dir).find("symbolic link"), std::string::npos);
-  EXPECT_TRUE(stdfs::exists(d / "elsewhere" / "precious"));
+  stdfs::create_directory_symlink(d / "open", d / "s" / "staging");
+  EXPECT_NE(writer_open_error(dir).find("written by others"),
+            std::string::npos);
+  EXPECT_TRUE(stdfs::exists(d / "open" / "precious"));
   // Reading (brevis stats beside a mount) is still allowed.
   store_options ro;
   ro.read_only = true;
@@ -239,7 +242,20 @@ TEST(store_test, a_store_others_could_change_is_refused_for_writing) {
   stdfs::remove(d / "s" / "staging");
   stdfs::rename(d / "staging.old", d / "s" / "staging");
   EXPECT_EQ(writer_open_error(dir), "");
+  // packs/ moved to another disk and linked back by the owner: fine.
+  stdfs::rename(d / "s" / "packs", d / "packs.elsewhere");
+  stdfs::create_directory_symlink(d / "packs.elsewhere", d / "s" / "packs");
+  EXPECT_EQ(writer_open_error(dir), "");
   if (::geteuid() == 0) {
+    // Group-writable through the owner's private group (umask 002): only
+    // the owner is in it. Root's primary group has no other member here.
+    ASSERT_EQ(::chmod(dir.c_str(), 0770), 0);
+    EXPECT_EQ(writer_open_error(dir), "");
+    // Through another group: its members could plant links.
+    ASSERT_EQ(::chown(dir.c_str(), 0, 65534), 0);
+    EXPECT_NE(writer_open_error(dir).find("written by its group"),
+              std::string::npos);
+    ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
     // Another user's store: root would write where that user points it.
     ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
     EXPECT_NE(writer_open_error(dir).find("belongs to uid 65534"),

@@ -457,10 +457,16 @@ TEST_F(mount_edge, an_o_trunc_open_by_another_user_clears_setuid_and_setgid) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(mode(f), 0777u) << f;
     EXPECT_EQ(fs::file_size(f), 0u);
-    // Setgid without group execute is not a privilege: kept. Root keeps all.
+    // Setgid without group execute goes too when the writer is not in the
+    // file's group, and stays when it is. Root keeps all.
+    ASSERT_EQ(::chmod(f.c_str(), 02766), 0);
+    EXPECT_EQ(as_nobody({"/bin/sh", "-c", ": > " + f.string()}).exit_code, 0);
+    EXPECT_EQ(mode(f), 0766u) << f;
+    ASSERT_EQ(::chown(f.c_str(), 0, 65534), 0);
     ASSERT_EQ(::chmod(f.c_str(), 02766), 0);
     EXPECT_EQ(as_nobody({"/bin/sh", "-c", ": > " + f.string()}).exit_code, 0);
     EXPECT_EQ(mode(f), 02766u) << f;
+    ASSERT_EQ(::chown(f.c_str(), 0, 0), 0);
     ASSERT_EQ(::chmod(f.c_str(), 06777), 0);
     write_file(f, "");
     EXPECT_EQ(mode(f), 06777u) << f;
