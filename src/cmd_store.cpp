@@ -351,9 +351,10 @@ int store_stats(store_cli_options const& opt) {
     std::printf("payloads:       %llu, programs %llu\n",
                 static_cast<unsigned long long>(t.payloads),
                 static_cast<unsigned long long>(t.programs));
-    std::printf("packs:          %llu, %llu bytes, %.1f%% live\n",
+    std::printf("packs:          %llu, %llu bytes (%s on disk), %.1f%% live\n",
                 static_cast<unsigned long long>(t.packs),
                 static_cast<unsigned long long>(t.pack_bytes),
+                human_size(t.pack_disk_bytes).c_str(),
                 pct(t.live_bytes, t.pack_bytes));
     std::printf("index:          %s used of a %s map\n",
                 human_size(t.map_used).c_str(), human_size(t.map_size).c_str());

@@ -85,7 +85,8 @@ mount_fs& fs_of(fuse_req_t req) {
 
 caller caller_of(fuse_req_t req) {
   fuse_ctx const* c = fuse_req_ctx(req);
-  return caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
+  return caller{
+      static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid), {}};
 }
 
 // The caller's supplementary groups (libfuse reads them from /proc: only

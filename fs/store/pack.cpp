@@ -1,6 +1,7 @@
 #include "fs/store/pack.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -165,6 +166,31 @@ void pack_file::read_record(uint64_t offset, payload_key const& key,
   out.resize(length);
   pread_all(offset + record_header_size, length, out.data());
   if (!(hash_payload(out) == key)) bad("payload checksum mismatch");
+}
+
+uint64_t pack_file::punch_record(uint64_t offset, payload_key const& key,
+                                 uint64_t length) {
+  uint8_t h[record_header_size];
+  if (length > max_record_payload ||
+      read_at(fd_, offset, sizeof h, h, path_) < sizeof h ||
+      std::memcmp(h, record_magic.data(), 4) != 0 ||
+      codec::load_le<uint64_t>(h + 8) != length ||
+      std::memcmp(h + 16, key.b.data(), 16) != 0) {
+    return 0;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return 0;
+  uint64_t const block = st.st_blksize > 0 ? st.st_blksize : 4096;
+  uint64_t const from =
+      (offset + record_header_size + block - 1) / block * block;
+  uint64_t const to = (offset + record_size(length)) / block * block;
+  if (to <= from) return 0;
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(from),
+                  static_cast<off_t>(to - from)) != 0) {
+    return 0;  // EOPNOTSUPP and the like: gc reclaims it instead
+  }
+  return to - from;
 }
 
 codec::byte_view pack_file::read_payload(uint64_t offset,

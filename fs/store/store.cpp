@@ -292,9 +292,15 @@ store::impl::impl(std::string d, store_options o)
   }
   recover();
   keep_reserve();
+  puncher = std::make_unique<hole_puncher>(
+      std::chrono::milliseconds(opt.punch_delay_ms),
+      [this](std::vector<dead_record> const& dead) {
+        return punch_dead(dead);
+      });
 }
 
 store::impl::~impl() {
+  puncher.reset();  // punches what is queued, with the index still open
   mdb_env_close(env);
   if (lock_fd >= 0) ::close(lock_fd);
   if (append_fd >= 0) ::close(append_fd);
@@ -340,6 +346,55 @@ store::impl::append_guard::append_guard(impl& s) : s_(s) {
 
 store::impl::append_guard::~append_guard() {
   unlock_both(s_.append_mu, s_.append_fd);
+}
+
+void store::impl::queue_dying() {
+  // After the commit: nothing here may fail it. A record not queued stays
+  // dead, as gc finds it.
+  try {
+    if (puncher && !dying.empty()) puncher->add(std::move(dying));
+  } catch (...) {
+  }
+  dying.clear();
+}
+
+bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
+  // Under the append lock, which compression jobs hold for their whole run:
+  // pack bytes change only under it (fsck --repair may cut a pack's end
+  // back before a dead record, and appends then write there), and a job
+  // names a payload it found before its last file went again at its commit
+  // if it still reads back. Never waited for: a job takes seconds.
+  if (!append_mu.try_lock()) return false;
+  while (::flock(append_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EINTR) {
+      append_mu.unlock();
+      return false;
+    }
+  }
+  struct release {
+    impl& s;
+    ~release() { unlock_both(s.append_mu, s.append_fd); }
+  } const unlock{*this};
+  writer_guard g(*this);  // no commit names a payload meanwhile
+  std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
+  read_txn([&](txn const& t) {
+    for (dead_record const& d : dead) {
+      if (auto v = t.get(payloads, d.key.b)) {
+        payload_rec const pr = decode_payload(*v);
+        if (pr.pack == d.pack && pr.offset == d.offset) continue;  // again
+      }
+      if (!t.get(packs, pack_key(d.pack))) continue;  // gc removed its pack
+      try {
+        auto& p = open[d.pack];
+        if (!p) p = std::make_unique<pack_file>(pack_path(d.pack), false, true);
+        p->punch_record(d.offset, d.key, d.length);
+      } catch (store_error const&) {
+        // The pack cannot be opened for writing: gc reclaims the record.
+      }
+    }
+    return 0;
+  });
+  return true;
 }
 
 std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id, txn const* t) {
@@ -756,6 +811,7 @@ void store::impl::unref_payload(txn& t, payload_key const& key) {
   if (t.get(packs, pack_key(r.pack))) {
     add_live(t, r.pack, -static_cast<int64_t>(record_size(r.length)));
   }
+  dying.push_back({r.pack, r.offset, r.length, key});
 }
 
 void store::impl::drop_inode(txn& t, uint64_t ino) {
@@ -1348,6 +1404,13 @@ store_stats store::stats() const {
   mdb_env_stat(s.env, &es);
   st.map_size = info.me_mapsize;
   st.map_used = (info.me_last_pgno + 1) * es.ms_psize;
+  // Less than pack_bytes where dead records were punched out.
+  for (uint64_t const id : s.pack_files()) {
+    struct stat ps {};
+    if (::stat(s.pack_path(id).c_str(), &ps) == 0) {
+      st.pack_disk_bytes += static_cast<uint64_t>(ps.st_blocks) * 512;
+    }
+  }
   return st;
 }
 

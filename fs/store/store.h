@@ -73,6 +73,10 @@ struct store_options {
   uint64_t max_map_size = 1ull << 40;  // growth past this is ENOSPC
   uint64_t pack_limit = 1ull << 30;    // start a new pack past this size
   uint32_t chunk_size = codec::default_chunk_size;
+  /// How long after a payload's last file went its record is punched out
+  /// of its pack (FORMAT.md S.2.1); a store being closed punches what is
+  /// left at once.
+  uint32_t punch_delay_ms = 5000;
   /// Called at named points of the write path ("pack_write", "pack_synced",
   /// "commit" (just before it), "committed", "gc_copied", "unlink_drop"
   /// (a remove or rename dropping the inode, under the writer lock), ...);
@@ -150,8 +154,9 @@ struct store_stats {
   uint64_t payloads = 0;    // distinct payloads
   uint64_t programs = 0;
   uint64_t packs = 0;
-  uint64_t pack_bytes = 0;  // committed bytes of all packs
-  uint64_t live_bytes = 0;  // bytes of referenced records in packs
+  uint64_t pack_bytes = 0;       // committed bytes of all packs
+  uint64_t live_bytes = 0;       // bytes of referenced records in packs
+  uint64_t pack_disk_bytes = 0;  // what the pack files take on the disk
   uint64_t map_size = 0, map_used = 0;
 };
 

@@ -11,6 +11,7 @@
 
 #include "codec/container/archive.h"
 #include "codec/dsl/program.h"
+#include "fs/store/hole_puncher.h"
 #include "fs/store/lmdb_util.h"
 #include "fs/store/pack.h"
 #include "fs/store/records.h"
@@ -58,6 +59,18 @@ struct store::impl {
   mutable std::unordered_map<uint64_t, std::shared_ptr<detail::pack_file>>
       pack_cache;
 
+  // Records whose payload died in the write transaction running (under the
+  // writer lock), handed to the puncher once it commits.
+  std::vector<detail::dead_record> dying;
+  /// Punches dead records out of their packs (null when read-only).
+  /// Declared after everything punch_dead uses, so destroyed before it.
+  std::unique_ptr<detail::hole_puncher> puncher;
+  /// The puncher's work: each record that no payload names again, and whose
+  /// pack still holds it, is deallocated. False when the append lock is
+  /// busy.
+  bool punch_dead(std::vector<detail::dead_record> const& dead);
+  /// After a write transaction commits: its dead records to the puncher.
+  void queue_dying();
   std::string kill_point;
   uint64_t kill_count = 0;
   std::unordered_map<std::string, uint64_t> hits;
@@ -167,8 +180,10 @@ struct store::impl {
       try {
         std::shared_lock lk(env_lock);
         detail::txn t(env, true);
+        dying.clear();
         auto r = f(t);
         if (t.get()) commit(t);  // f may commit itself
+        queue_dying();
         return r;
       } catch (detail::map_full const&) {
         grow_map();

@@ -2,7 +2,9 @@
 
 #include "fs/store/store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,7 +203,9 @@ TEST(store_test, a_new_store_is_private_to_its_owner) {
     EXPECT_EQ(mode(d / "s" / sub) & 077, 0u) << sub;
   }
   for (auto const& e : stdfs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) EXPECT_EQ(mode(e.path()) & 077, 0u) << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(mode(e.path()) & 077, 0u) << e.path();
+    }
   }
   // A store an older brevis made open to all is closed at its next open;
   // its top directory is left as the user set it.
@@ -360,6 +364,101 @@ TEST(store_test, shared_tensor_across_checkpoints_stored_once) {
   EXPECT_GT(r2.dedup_chunks, 0u);
   EXPECT_LT(r2.written, r1.written * 3 / 4);
   EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
+}
+
+// Whether `dir`'s filesystem deallocates punched ranges (ext4, xfs, tmpfs).
+bool punches_holes(stdfs::path const& dir) {
+  std::string const probe = (dir / "probe").string();
+  cli_test::write_file(probe, std::string(1 << 16, 'x'));
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  int const fd = ::open(probe.c_str(), O_RDWR);
+  bool const ok =
+      fd >= 0 && ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                             1 << 16) == 0;
+  if (fd >= 0) ::close(fd);
+  stdfs::remove(probe);
+  return ok;
+}
+
+uint64_t pack_disk_bytes(stdfs::path const& dir) {
+  uint64_t n = 0;
+  for (auto const& p : pack_files(dir)) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0)
+      n += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  return n;
+}
+
+// rm gives space back without gc (FORMAT.md S.2.1): the records of payloads
+// no file names any more are punched out of their pack; those another file
+// still names stay, and the store stays clean and readable, reopened too.
+TEST(store_test, a_removed_files_own_payloads_are_punched_out_of_their_pack) {
+  temp_dir d;
+  if (!punches_holes(d.path())) GTEST_SKIP() << "no hole punching here";
+  store_options o = small_chunks();
+  o.punch_delay_ms = 0;
+  std::string const shared = cli_test::bf16_weights(200000, 31);
+  std::string const c1 = cli_test::make_safetensors(
+      {{"emb", "BF16", {200000}, shared},
+       {"x", "BF16", {200000}, cli_test::bf16_weights(200000, 32)}});
+  std::string const c2 = cli_test::make_safetensors(
+      {{"emb", "BF16", {200000}, shared},
+       {"y", "BF16", {200000}, cli_test::bf16_weights(200000, 33)}});
+  {
+    store s((d / "s").string(), o);
+    add(s, "c1", c1);
+    add(s, "c2", c2);
+    uint64_t const before = pack_disk_bytes(d / "s");
+    uint64_t const live_before = s.stats().live_bytes;
+    s.unlink(root_inode, "c1");
+    store_stats const st = s.stats();
+    uint64_t const dead = live_before - st.live_bytes;  // x's records
+    ASSERT_GT(dead, 100000u);
+    EXPECT_LT(dead, live_before / 2);  // emb's stay: c2 names them
+    // The puncher's thread: most of the dead bytes (whole blocks) go.
+    for (int i = 0; i < 500 && pack_disk_bytes(d / "s") > before - dead / 2;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_LE(pack_disk_bytes(d / "s"), before - dead / 2);
+    EXPECT_GE(pack_disk_bytes(d / "s") + dead, before);  // no more than dead
+    EXPECT_EQ(s.stats().pack_disk_bytes, pack_disk_bytes(d / "s"));
+    EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
+    EXPECT_TRUE(fsck_clean(s));
+  }
+  store s((d / "s").string(), o);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
+  EXPECT_TRUE(fsck_clean(s));
+  // gc still compacts the punched pack.
+  gc_report const g = s.gc(0.9);
+  EXPECT_GT(g.bytes_reclaimed, 0u);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+// The same through a store closed before its delay passed (a CLI `store
+// rm`): closing punches what is queued.
+TEST(store_test, closing_the_store_punches_what_died) {
+  temp_dir d;
+  if (!punches_holes(d.path())) GTEST_SKIP() << "no hole punching here";
+  store_options o = small_chunks();
+  o.punch_delay_ms = 3600 * 1000;
+  std::string const data = checkpoint(41);
+  uint64_t before = 0;
+  {
+    store s((d / "s").string(), o);
+    add(s, "m", data);
+    before = pack_disk_bytes(d / "s");
+    s.unlink(root_inode, "m");
+    EXPECT_EQ(pack_disk_bytes(d / "s"), before);  // not yet
+  }
+  EXPECT_LT(pack_disk_bytes(d / "s"), before / 4);
+  store s((d / "s").string(), o);
+  EXPECT_TRUE(fsck_clean(s));
+  add(s, "m", data);  // stored anew, not named at its punched place
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), data);
+  EXPECT_TRUE(fsck_clean(s));
 }
 
 TEST(store_test, replace_drops_old_version) {

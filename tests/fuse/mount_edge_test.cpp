@@ -1014,6 +1014,42 @@ TEST_F(mount_edge, gc_beside_the_mount_frees_the_packs_it_removes) {
   fsck_clean();
 }
 
+// rm gives the space back without gc: a removed file's payloads are punched
+// out of their pack a few seconds later (FORMAT.md S.2.1), and the file
+// left reads back, after a remount too.
+TEST_F(mount_edge, removing_a_file_frees_its_space_without_gc) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "50"}), "");
+  std::string const a =
+      make_safetensors({{"w", "BF16", {300000}, bf16_weights(300000, 23)}});
+  std::string const b =
+      make_safetensors({{"w", "BF16", {300000}, bf16_weights(300000, 24)}});
+  write_file(mnt() / "a", a);
+  write_file(mnt() / "b", b);
+  ASSERT_TRUE(wait_compressed({mnt() / "a", mnt() / "b"}));
+  auto pack_disk_bytes = [&] {
+    uint64_t n = 0;
+    for (auto const& e : fs::directory_iterator(d_.store() / "packs")) {
+      struct stat st {};
+      if (::stat(e.path().c_str(), &st) == 0) {
+        n += static_cast<uint64_t>(st.st_blocks) * 512;
+      }
+    }
+    return n;
+  };
+  uint64_t const before = pack_disk_bytes();
+  fs::remove(mnt() / "a");
+  // The mount waits 5 s before punching (reads in flight finish first).
+  for (int i = 0; i < 300 && pack_disk_bytes() > before * 3 / 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_LE(pack_disk_bytes(), before * 3 / 4);  // a was half of it
+  EXPECT_EQ(read_file(mnt() / "b"), b);
+  fsck_clean();  // unmounts
+  ASSERT_EQ(d_.start({"--quiet-ms", "50"}), "");
+  EXPECT_EQ(read_file(mnt() / "b"), b);
+  fsck_clean();
+}
+
 // Damage found by a read (here a pack gone from under a compressed file)
 // is EIO for the reader, never zeros or ESTALE, and a line in the mount's
 // --log, which a daemon's stderr is not; the mount keeps serving.
