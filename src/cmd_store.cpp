@@ -351,6 +351,7 @@ int store_stats(store_cli_options const& opt) {
     std::printf("payloads:       %llu, programs %llu\n",
                 static_cast<unsigned long long>(t.payloads),
                 static_cast<unsigned long long>(t.programs));
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): as its neighbours
     std::printf("packs:          %llu, %llu bytes (%s on disk), %.1f%% live\n",
                 static_cast<unsigned long long>(t.packs),
                 static_cast<unsigned long long>(t.pack_bytes),

@@ -22,11 +22,11 @@ hole_puncher::~hole_puncher() {
   if (thread_.joinable()) thread_.join();
 }
 
-void hole_puncher::add(std::vector<dead_record> records) {
+void hole_puncher::add(std::vector<dead_record> const& records) {
   if (records.empty()) return;
   std::lock_guard lk(mu_);
   clock::time_point const due = clock::now() + delay_;
-  for (dead_record& r : records) queue_.push_back({due, r});
+  for (dead_record const& r : records) queue_.push_back({due, r});
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   cv_.notify_all();
 }
@@ -60,8 +60,8 @@ void hole_puncher::run() {
     lk.lock();
     if (!done && !stop) {
       clock::time_point const later = clock::now() + busy_retry;
-      for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-        queue_.push_front({later, *it});
+      for (size_t i = batch.size(); i-- > 0;) {
+        queue_.push_front({later, batch[i]});
       }
     }
     // Stopping with the packs busy: left dead, as gc would find them.

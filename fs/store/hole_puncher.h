@@ -38,9 +38,11 @@ class hole_puncher {
   ~hole_puncher();
   hole_puncher(hole_puncher const&) = delete;
   hole_puncher& operator=(hole_puncher const&) = delete;
+  hole_puncher(hole_puncher&&) = delete;
+  hole_puncher& operator=(hole_puncher&&) = delete;
 
   /// Queues records that died in a committed transaction.
-  void add(std::vector<dead_record> records);
+  void add(std::vector<dead_record> const& records);
 
  private:
   using clock = std::chrono::steady_clock;

@@ -170,20 +170,19 @@ void pack_file::read_record(uint64_t offset, payload_key const& key,
 
 uint64_t pack_file::punch_record(uint64_t offset, payload_key const& key,
                                  uint64_t length) {
-  uint8_t h[record_header_size];
+  std::array<uint8_t, record_header_size> h{};
   if (length > max_record_payload ||
-      read_at(fd_, offset, sizeof h, h, path_) < sizeof h ||
-      std::memcmp(h, record_magic.data(), 4) != 0 ||
-      codec::load_le<uint64_t>(h + 8) != length ||
-      std::memcmp(h + 16, key.b.data(), 16) != 0) {
+      read_at(fd_, offset, h.size(), h.data(), path_) < h.size() ||
+      std::memcmp(h.data(), record_magic.data(), 4) != 0 ||
+      codec::load_le<uint64_t>(h.data() + 8) != length ||
+      std::memcmp(h.data() + 16, key.b.data(), 16) != 0) {
     return 0;
   }
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) return 0;
-  uint64_t const block = st.st_blksize > 0 ? st.st_blksize : 4096;
-  uint64_t const from =
-      (offset + record_header_size + block - 1) / block * block;
-  uint64_t const to = (offset + record_size(length)) / block * block;
+  // The whole payload: the filesystem frees the blocks inside it and
+  // zeroes the partial ones at its ends (st_blksize, the preferred I/O
+  // size, can be far larger than the allocation unit).
+  uint64_t const from = offset + record_header_size;
+  uint64_t const to = offset + record_size(length);
   if (to <= from) return 0;
   if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                   static_cast<off_t>(from),

@@ -78,12 +78,12 @@ class pack_file {
                 std::function<void(uint64_t, payload_key const&, uint64_t,
                                    bool)> const& fn) const;
   /// Deallocates the payload of the record at `offset`, which no payload
-  /// names any more (FORMAT.md S.2.1): the whole filesystem blocks inside
-  /// it, so that they read as zeros and their space is free. Its header
-  /// stays, so scans still step over it. Only if the header there is still
-  /// that record's (magic, `length`, `key`). Needs a writable pack. Returns
-  /// the bytes deallocated: 0 when the record is not there, spans no whole
-  /// block, or the filesystem cannot punch holes.
+  /// names any more (FORMAT.md S.2.1): it reads as zeros, and the
+  /// filesystem blocks inside it are free. Its header stays, so scans still
+  /// step over it. Only if the header there is still that record's (magic,
+  /// `length`, `key`). Needs a writable pack. Returns the payload's length,
+  /// or 0 when the record is not there, is empty, or the filesystem cannot
+  /// punch holes.
   uint64_t punch_record(uint64_t offset, payload_key const& key,
                         uint64_t length);
   std::string const& path() const { return path_; }

@@ -344,15 +344,34 @@ store::impl::append_guard::append_guard(impl& s) : s_(s) {
             s_.index_dir() + "/append.lock");
 }
 
+store::impl::append_guard::append_guard(impl& s,
+                                        std::try_to_lock_t /*try_only*/)
+    : s_(s), owns_(false) {
+  if (!s_.append_mu.try_lock()) return;
+  while (::flock(s_.append_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EINTR) {
+      s_.append_mu.unlock();
+      return;
+    }
+  }
+  owns_ = true;
+}
+
 store::impl::append_guard::~append_guard() {
-  unlock_both(s_.append_mu, s_.append_fd);
+  if (owns_) unlock_both(s_.append_mu, s_.append_fd);
+}
+
+int store::impl::open_check_lock() const {
+  std::string const path = index_dir() + "/check.lock";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 void store::impl::queue_dying() {
   // After the commit: nothing here may fail it. A record not queued stays
   // dead, as gc finds it.
   try {
-    if (puncher && !dying.empty()) puncher->add(std::move(dying));
+    if (puncher && !dying.empty()) puncher->add(dying);
   } catch (...) {
   }
   dying.clear();
@@ -364,17 +383,16 @@ bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
   // back before a dead record, and appends then write there), and a job
   // names a payload it found before its last file went again at its commit
   // if it still reads back. Never waited for: a job takes seconds.
-  if (!append_mu.try_lock()) return false;
-  while (::flock(append_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EINTR) {
-      append_mu.unlock();
-      return false;
-    }
-  }
-  struct release {
-    impl& s;
-    ~release() { unlock_both(s.append_mu, s.append_fd); }
-  } const unlock{*this};
+  append_guard const appends(*this, std::try_to_lock);
+  if (!appends.owns_lock()) return false;
+  int const check = open_check_lock();
+  if (check < 0) return true;  // left dead, as gc finds them
+  // Held for no longer than the test: a check that starts after it takes
+  // its snapshot after the commits that killed these records, and finds
+  // them dead already.
+  bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
+  ::close(check);
+  if (checking) return false;
   writer_guard g(*this);  // no commit names a payload meanwhile
   std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
   read_txn([&](txn const& t) {

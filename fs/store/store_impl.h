@@ -71,6 +71,11 @@ struct store::impl {
   bool punch_dead(std::vector<detail::dead_record> const& dead);
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
+  /// Opens index/check.lock (-1 on failure). A plain fsck holds it shared
+  /// for its run, reading one snapshot for minutes with no other lock; the
+  /// puncher takes it exclusively, without waiting, so that it never punches
+  /// a record such a check may still read.
+  int open_check_lock() const;
   std::string kill_point;
   uint64_t kill_count = 0;
   std::unordered_map<std::string, uint64_t> hits;
@@ -125,12 +130,16 @@ struct store::impl {
   class append_guard {
    public:
     explicit append_guard(impl& s);
+    /// Takes it only if no one holds it: see owns_lock().
+    append_guard(impl& s, std::try_to_lock_t try_only);
     ~append_guard();
     append_guard(append_guard const&) = delete;
     append_guard& operator=(append_guard const&) = delete;
+    bool owns_lock() const { return owns_; }
 
    private:
     impl& s_;
+    bool owns_ = true;
   };
   /// Creates pack `id`, which no committed record names. With the append
   /// lock held: a file of that name is a leftover of an append that never

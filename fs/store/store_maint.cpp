@@ -1,5 +1,6 @@
 // fsck and gc: the store's maintenance passes.
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,14 +58,39 @@ std::string dirent_name(std::span<uint8_t const> key) {
 
 }  // namespace
 
+namespace {
+// index/check.lock held shared for a plain check's run (impl::open_check_lock).
+class shared_check_lock {
+ public:
+  explicit shared_check_lock(int fd) : fd_(fd) {
+    while (fd_ >= 0 && ::flock(fd_, LOCK_SH) != 0 && errno == EINTR) {
+    }
+  }
+  ~shared_check_lock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  shared_check_lock(shared_check_lock const&) = delete;
+  shared_check_lock& operator=(shared_check_lock const&) = delete;
+  shared_check_lock(shared_check_lock&&) = delete;
+  shared_check_lock& operator=(shared_check_lock&&) = delete;
+
+ private:
+  int fd_;
+};
+}  // namespace
+
 fsck_report store::fsck(fsck_options const& opt) {
   impl& s = *impl_;
   fsck_report rep;
   std::optional<impl::append_guard> appending;
   std::optional<impl::writer_guard> guard;
+  std::optional<shared_check_lock> checking;
   if (opt.repair) {
-    appending.emplace(s);
+    appending.emplace(s);  // which the puncher needs too
     guard.emplace(s);
+  } else {
+    // Before the snapshot: dead records this check may read stay whole.
+    checking.emplace(s.open_check_lock());
   }
 
   std::map<uint64_t, pack_rec> packs;
