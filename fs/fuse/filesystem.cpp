@@ -560,7 +560,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
       std::unique_lock lk(n->mu);
       wait_not_compressing(*n, lk);
       if (n->gone) store_fail(store_errc::not_found, "removed");
-      queue_->cancel(ino);
+      bool const queued = queue_->cancel(ino);
       ++n->writers;
       ++n->opens;  // an unlink meanwhile keeps it (see create)
       try {
@@ -576,6 +576,8 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
       } catch (...) {
         --n->writers;
         --n->opens;
+        lk.unlock();
+        if (queued) requeue(*n);  // not cut: it stays queued
         throw;
       }
       --n->opens;
@@ -732,8 +734,9 @@ bool mount_fs::open(uint64_t ino, int flags, caller who) {
   if (w) wait_not_compressing(*n, lk);
   // dropping: its last handle went, the store is dropping it.
   if (n->gone || n->dropping) store_fail(store_errc::not_found, "removed");
+  bool queued = false;
   if (w) {
-    queue_->cancel(ino);  // a reopen for writing takes it off the queue
+    queued = queue_->cancel(ino);  // a reopen for writing takes it off
     ++n->writers;
   }
   ++n->opens;
@@ -778,9 +781,11 @@ bool mount_fs::open(uint64_t ino, int flags, caller who) {
   } catch (...) {
     --n->opens;
     if (w) --n->writers;
+    lk.unlock();
     if (removed) {
-      lk.unlock();
       forget_node(ino);  // also a node made from a stale record by get()
+    } else if (queued) {
+      requeue(*n);  // nothing was written: it stays queued
     }
     throw;
   }

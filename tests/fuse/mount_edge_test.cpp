@@ -1014,6 +1014,38 @@ TEST_F(mount_edge, gc_beside_the_mount_frees_the_packs_it_removes) {
   fsck_clean();
 }
 
+// A reopen for writing takes a queued file off the queue; one that fails
+// (here: the staged copy swapped for a link, which the mount will not
+// follow) wrote nothing, so the file goes back on the queue rather than
+// staying uncompressed until the next mount. So does a failed truncate.
+TEST_F(mount_edge, a_failed_reopen_leaves_a_queued_file_queued) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "600000"}), "");
+  std::string const data =
+      make_safetensors({{"w", "BF16", {30000}, bf16_weights(30000, 25)}});
+  write_file(mnt() / "f", data);
+  // The kernel sends the release after close() returned.
+  for (int i = 0; i < 500 && brevis_state(mnt() / "f") != "queued"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(brevis_state(mnt() / "f"), "queued");
+  struct stat st {};
+  ASSERT_EQ(::stat((mnt() / "f").c_str(), &st), 0);
+  fs::path const staged = d_.store() / "staging" / std::to_string(st.st_ino);
+  fs::path const aside = d_.store() / "aside";
+  fs::rename(staged, aside);
+  fs::create_symlink(aside, staged);
+  int const fd = ::open((mnt() / "f").c_str(), O_WRONLY);
+  EXPECT_LT(fd, 0);
+  if (fd >= 0) ::close(fd);
+  EXPECT_EQ(brevis_state(mnt() / "f"), "queued");
+  EXPECT_NE(::truncate((mnt() / "f").c_str(), 10), 0);
+  EXPECT_EQ(brevis_state(mnt() / "f"), "queued");
+  fs::remove(staged);
+  fs::rename(aside, staged);
+  EXPECT_EQ(read_file(mnt() / "f"), data);
+  fsck_clean();
+}
+
 // rm gives the space back without gc: a removed file's payloads are punched
 // out of their pack a few seconds later (FORMAT.md S.2.1), and the file
 // left reads back, after a remount too.
