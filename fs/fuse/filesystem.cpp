@@ -185,6 +185,13 @@ void mount_fs::shutdown() {
                   std::to_string(c.hits) + " hits, " +
                   std::to_string(c.joined) + " joined a decode, " +
                   std::to_string(c.evictions) + " evicted");
+    // What removed files gave back without gc (those removed in the last
+    // seconds are punched as the store closes, after this line).
+    store::punch_counts const p = store_.punched();
+    log_event(log_level::info,
+              "space given back: " + std::to_string(p.records) +
+                  " dead payload records punched out of packs (" +
+                  std::to_string(p.bytes) + " bytes)");
   } catch (...) {  // NOLINT(bugprone-empty-catch): only a log line lost
   }
 }

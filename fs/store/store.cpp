@@ -384,7 +384,10 @@ bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
   // names a payload it found before its last file went again at its commit
   // if it still reads back. Never waited for: a job takes seconds.
   append_guard const appends(*this, std::try_to_lock);
-  if (!appends.owns_lock()) return false;
+  if (!appends.owns_lock()) {
+    ++punch_busy;
+    return false;
+  }
   int const check = open_check_lock();
   if (check < 0) return true;  // left dead, as gc finds them
   // Held for no longer than the test: a check that starts after it takes
@@ -392,7 +395,10 @@ bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
   // them dead already.
   bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
   ::close(check);
-  if (checking) return false;
+  if (checking) {
+    ++punch_busy;
+    return false;
+  }
   writer_guard g(*this);  // no commit names a payload meanwhile
   std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
   read_txn([&](txn const& t) {
@@ -405,7 +411,10 @@ bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
       try {
         auto& p = open[d.pack];
         if (!p) p = std::make_unique<pack_file>(pack_path(d.pack), false, true);
-        p->punch_record(d.offset, d.key, d.length);
+        if (uint64_t const n = p->punch_record(d.offset, d.key, d.length)) {
+          ++punched_records;
+          punched_bytes += n;
+        }
       } catch (store_error const&) {
         // The pack cannot be opened for writing: gc reclaims the record.
       }
@@ -612,6 +621,11 @@ store::store(std::string dir, store_options opt)
 store::~store() = default;
 
 open_report const& store::report() const { return impl_->report; }
+
+store::punch_counts store::punched() const {
+  return {impl_->punched_records.load(), impl_->punched_bytes.load(),
+          impl_->punch_busy.load()};
+}
 
 std::vector<open_finding> findings(open_report const& r, bool with_staged) {
   std::vector<open_finding> out;

@@ -377,6 +377,12 @@ class store {
   size_t tidy();
 
   store_stats stats() const;
+  /// What this process punched out of packs so far (FORMAT.md S.2.1), and
+  /// how often the packs were busy (a job, a check) when it tried.
+  struct punch_counts {
+    uint64_t records = 0, bytes = 0, busy = 0;
+  };
+  punch_counts punched() const;
   /// The last finished compression jobs, oldest first.
   std::vector<job_record> recent_jobs() const;
   std::optional<pipeline_status> get_pipeline_status() const;

@@ -3,6 +3,7 @@
 
 #include <lmdb.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -69,6 +70,7 @@ struct store::impl {
   /// pack still holds it, is deallocated. False when the append lock is
   /// busy.
   bool punch_dead(std::vector<detail::dead_record> const& dead);
+  std::atomic<uint64_t> punched_records{0}, punched_bytes{0}, punch_busy{0};
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
   /// Opens index/check.lock (-1 on failure). A plain fsck holds it shared

@@ -180,6 +180,10 @@ TEST(compress_graph, shared_payloads_whose_last_file_goes_mid_job_are_kept) {
     if (point == "pack_synced" && in_job != nullptr && !removed) {
       in_job->unlink(root_inode, "a");
       removed = true;
+      // The puncher tries at once, and finds the packs held by this job.
+      for (int i = 0; i < 500 && in_job->punched().busy == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
   };
   fixture f(so);
@@ -192,6 +196,7 @@ TEST(compress_graph, shared_payloads_whose_last_file_goes_mid_job_are_kept) {
       compress_staged_file(*f.s, *f.chooser, f.request(b, "b"));
   ASSERT_TRUE(ob.ok) << ob.error;
   ASSERT_TRUE(removed);
+  EXPECT_GT(f.s->punched().busy, 0u);
   EXPECT_FALSE(f.s->lookup(root_inode, "a"));
   EXPECT_TRUE(f.read_all(b) == f.data);
   store_stats const after = f.s->stats();

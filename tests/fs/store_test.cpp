@@ -425,6 +425,8 @@ TEST(store_test, a_removed_files_own_payloads_are_punched_out_of_their_pack) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     EXPECT_LE(pack_disk_bytes(d / "s"), before - dead / 2);
+    EXPECT_GT(s.punched().records, 0u);
+    EXPECT_LE(s.punched().bytes, dead);
     EXPECT_EQ(read_all(s, *s.lookup(root_inode, "c2")), c2);
     EXPECT_TRUE(fsck_clean(s));
   }

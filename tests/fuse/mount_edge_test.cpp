@@ -1077,6 +1077,10 @@ TEST_F(mount_edge, removing_a_file_frees_its_space_without_gc) {
   EXPECT_LE(pack_disk_bytes(), before * 3 / 4);  // a was half of it
   EXPECT_EQ(read_file(mnt() / "b"), b);
   fsck_clean();  // unmounts
+  std::string const log = d_.log();
+  size_t const at = log.find("space given back: ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_GT(std::stoul(log.substr(at + 18)), 0u) << log;  // records punched
   ASSERT_EQ(d_.start({"--quiet-ms", "50"}), "");
   EXPECT_EQ(read_file(mnt() / "b"), b);
   fsck_clean();
