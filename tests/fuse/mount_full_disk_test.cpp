@@ -9,10 +9,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -114,6 +116,60 @@ TEST(mount_full_disk, writers_are_told_and_rm_frees_space) {
   EXPECT_EQ(brevis_state(m.mnt() / "small"), "compressed");
   EXPECT_EQ(read_file(m.mnt() / "small"), small);
   ASSERT_EQ(m.stop(SIGTERM), 0) << m.log();
+  run_result const r = brevis({"fsck", m.store().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// rm of a compressed file on a full disk gives its pack space back without
+// gc: its records are punched out (FORMAT.md S.2.1), which takes no space.
+TEST(mount_full_disk, a_removed_compressed_file_is_punched_out_on_a_full_disk) {
+  if (!fuse_usable()) GTEST_SKIP() << "/dev/fuse is not usable here";
+  temp_dir d;
+  small_disk disk(d / "disk", 64u << 20);
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  mount_daemon m(d / "disk" / "store", d / "mnt", d / "mount.log");
+  ASSERT_EQ(m.start({"--quiet-ms", "50"}), "");
+  std::string const w =
+      make_safetensors({{"w", "BF16", {3000000}, bf16_weights(3000000, 33)}});
+  write_file(m.mnt() / "w", w);
+  auto const end = std::chrono::steady_clock::now() + 30s;
+  while (brevis_state(m.mnt() / "w") != "compressed" &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(brevis_state(m.mnt() / "w"), "compressed");
+  auto pack_bytes = [&] {
+    uint64_t n = 0;
+    for (auto const& e : fs::directory_iterator(m.store() / "packs")) {
+      struct stat st {};
+      if (::stat(e.path().c_str(), &st) == 0) {
+        n += static_cast<uint64_t>(st.st_blocks) * 512;
+      }
+    }
+    return n;
+  };
+  uint64_t const before = pack_bytes();
+  ASSERT_GT(before, 2u << 20);
+  // The rest of the disk filled beside the store.
+  {
+    int const fill = ::open((d / "disk" / "fill").c_str(),
+                            O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fill, 0);
+    std::string const block(1u << 16, 'x');
+    while (::write(fill, block.data(), block.size()) > 0) {
+    }
+    ::close(fill);
+  }
+  errno = 0;
+  EXPECT_EQ(::unlink((m.mnt() / "w").c_str()), 0) << std::strerror(errno);
+  auto const punched_by = std::chrono::steady_clock::now() + 30s;
+  while (pack_bytes() > before / 8 &&
+         std::chrono::steady_clock::now() < punched_by) {
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_LE(pack_bytes(), before / 8);
+  ASSERT_EQ(m.stop(SIGTERM), 0) << m.log();
+  fs::remove(d / "disk" / "fill");
   run_result const r = brevis({"fsck", m.store().string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
