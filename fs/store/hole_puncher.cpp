@@ -1,5 +1,6 @@
 #include "fs/store/hole_puncher.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace brevis::fs::detail {
@@ -51,21 +52,22 @@ void hole_puncher::run() {
     }
     bool const stop = stopping_;
     lk.unlock();
-    bool done = false;
+    size_t done = batch.size();
     try {
-      done = punch_(batch);
+      done = std::min(punch_(batch), batch.size());
     } catch (...) {
-      done = true;  // dropped: gc reclaims what was not punched
+      // Dropped: gc reclaims what was not punched.
     }
     lk.lock();
-    if (!done && !stop) {
+    bool const all = done == batch.size();
+    if (!all && !stop) {
       clock::time_point const later = clock::now() + busy_retry;
-      for (size_t i = batch.size(); i-- > 0;) {
+      for (size_t i = batch.size(); i-- > done;) {
         queue_.push_front({later, batch[i]});
       }
     }
     // Stopping with the packs busy: left dead, as gc would find them.
-    if (!done && stop) return;
+    if (!all && stop) return;
   }
 }
 

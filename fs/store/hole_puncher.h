@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -28,10 +29,11 @@ struct dead_record {
 
 class hole_puncher {
  public:
-  /// punch(batch) deallocates what it can of the batch, and returns false
-  /// when it cannot run now (another writer holds the packs): the batch
-  /// is then tried again a moment later.
-  using punch_fn = std::function<bool(std::vector<dead_record> const&)>;
+  /// punch(batch) deallocates what it can of the batch, and returns how
+  /// many records (from the front) it handled: fewer when it cannot go on
+  /// now (another writer holds the packs), and the rest is tried again a
+  /// moment later.
+  using punch_fn = std::function<size_t(std::span<dead_record const>)>;
   hole_puncher(std::chrono::milliseconds delay, punch_fn punch);
   /// Punches everything still queued at once (the owner is done reading),
   /// unless the packs are busy, then stops.

@@ -294,9 +294,7 @@ store::impl::impl(std::string d, store_options o)
   keep_reserve();
   puncher = std::make_unique<hole_puncher>(
       std::chrono::milliseconds(opt.punch_delay_ms),
-      [this](std::vector<dead_record> const& dead) {
-        return punch_dead(dead);
-      });
+      [this](std::span<dead_record const> dead) { return punch_dead(dead); });
 }
 
 store::impl::~impl() {
@@ -377,51 +375,61 @@ void store::impl::queue_dying() {
   dying.clear();
 }
 
-bool store::impl::punch_dead(std::vector<dead_record> const& dead) {
-  // Under the append lock, which compression jobs hold for their whole run:
-  // pack bytes change only under it (fsck --repair may cut a pack's end
-  // back before a dead record, and appends then write there), and a job
-  // names a payload it found before its last file went again at its commit
-  // if it still reads back. Never waited for: a job takes seconds.
-  append_guard const appends(*this, std::try_to_lock);
-  if (!appends.owns_lock()) {
-    ++punch_busy;
-    return false;
-  }
-  int const check = open_check_lock();
-  if (check < 0) return true;  // left dead, as gc finds them
-  // Held for no longer than the test: a check that starts after it takes
-  // its snapshot after the commits that killed these records, and finds
-  // them dead already.
-  bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
-  ::close(check);
-  if (checking) {
-    ++punch_busy;
-    return false;
-  }
-  writer_guard g(*this);  // no commit names a payload meanwhile
-  std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
-  read_txn([&](txn const& t) {
-    for (dead_record const& d : dead) {
-      if (auto v = t.get(payloads, d.key.b)) {
-        payload_rec const pr = decode_payload(*v);
-        if (pr.pack == d.pack && pr.offset == d.offset) continue;  // again
-      }
-      if (!t.get(packs, pack_key(d.pack))) continue;  // gc removed its pack
-      try {
-        auto& p = open[d.pack];
-        if (!p) p = std::make_unique<pack_file>(pack_path(d.pack), false, true);
-        if (uint64_t const n = p->punch_record(d.offset, d.key, d.length)) {
-          ++punched_records;
-          punched_bytes += n;
-        }
-      } catch (store_error const&) {
-        // The pack cannot be opened for writing: gc reclaims the record.
-      }
+size_t store::impl::punch_dead(std::span<dead_record const> dead) {
+  // Under the append lock, which compression jobs hold for their whole run.
+  // Pack bytes change only under it: fsck --repair may cut a pack's end back
+  // before a dead record, and appends then write there. And a payload is
+  // named (stored, or named again) only under it: a job names one it found
+  // before its last file went again at its commit if it still reads back.
+  // Never waited for (a job takes seconds), and held for a slice of the
+  // batch at a time (punching a 300 MB checkpoint's records takes ~0.4 s on
+  // ext4), so that a job starting meanwhile waits little.
+  constexpr auto slice = std::chrono::milliseconds(20);
+  size_t done = 0;
+  while (done < dead.size()) {
+    append_guard const appends(*this, std::try_to_lock);
+    if (!appends.owns_lock()) {
+      ++punch_busy;
+      return done;
     }
-    return 0;
-  });
-  return true;
+    int const check = open_check_lock();
+    if (check < 0) return dead.size();  // left dead, as gc finds them
+    // Held for no longer than the test: a check that starts after it takes
+    // its snapshot after the commits that killed these records, and finds
+    // them dead already.
+    bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
+    ::close(check);
+    if (checking) {
+      ++punch_busy;
+      return done;
+    }
+    auto const until = std::chrono::steady_clock::now() + slice;
+    std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
+    read_txn([&](txn const& t) {
+      while (done < dead.size() && std::chrono::steady_clock::now() < until) {
+        dead_record const& d = dead[done++];
+        if (auto v = t.get(payloads, d.key.b)) {
+          payload_rec const pr = decode_payload(*v);
+          if (pr.pack == d.pack && pr.offset == d.offset) continue;  // again
+        }
+        if (!t.get(packs, pack_key(d.pack))) continue;  // gc removed its pack
+        try {
+          auto& p = open[d.pack];
+          if (!p) {
+            p = std::make_unique<pack_file>(pack_path(d.pack), false, true);
+          }
+          if (uint64_t const n = p->punch_record(d.offset, d.key, d.length)) {
+            ++punched_records;
+            punched_bytes += n;
+          }
+        } catch (store_error const&) {
+          // The pack cannot be opened for writing: gc reclaims the record.
+        }
+      }
+      return 0;
+    });
+  }
+  return done;
 }
 
 std::unique_ptr<pack_file> store::impl::create_pack(uint64_t id, txn const* t) {

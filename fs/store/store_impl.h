@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -67,9 +68,9 @@ struct store::impl {
   /// Declared after everything punch_dead uses, so destroyed before it.
   std::unique_ptr<detail::hole_puncher> puncher;
   /// The puncher's work: each record that no payload names again, and whose
-  /// pack still holds it, is deallocated. False when the append lock is
-  /// busy.
-  bool punch_dead(std::vector<detail::dead_record> const& dead);
+  /// pack still holds it, is deallocated. Returns how many of `dead` (from
+  /// the front) it handled: fewer when the packs became busy.
+  size_t punch_dead(std::span<detail::dead_record const> dead);
   std::atomic<uint64_t> punched_records{0}, punched_bytes{0}, punch_busy{0};
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
