@@ -52,11 +52,11 @@ void hole_puncher::run() {
     }
     bool const stop = stopping_;
     lk.unlock();
-    size_t done = batch.size();
+    size_t done = 0;
     try {
       done = std::min(punch_(batch), batch.size());
     } catch (...) {
-      // Dropped: gc reclaims what was not punched.
+      done = batch.size();  // dropped: gc reclaims what was not punched
     }
     lk.lock();
     bool const all = done == batch.size();

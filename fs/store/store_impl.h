@@ -138,6 +138,8 @@ struct store::impl {
     ~append_guard();
     append_guard(append_guard const&) = delete;
     append_guard& operator=(append_guard const&) = delete;
+    append_guard(append_guard&&) = delete;
+    append_guard& operator=(append_guard&&) = delete;
     bool owns_lock() const { return owns_; }
 
    private:
