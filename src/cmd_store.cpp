@@ -399,13 +399,16 @@ int store_gc(store_cli_options const& opt) {
     fs::gc_report const g = s->gc(opt.threshold);
     std::printf(
         "gc: %llu packs rewritten, %llu removed, %llu records moved (%s), "
-        "%s reclaimed, %llu programs dropped\n",
+        "%s reclaimed, %llu programs dropped, %llu dead records punched "
+        "(%s freed)\n",
         static_cast<unsigned long long>(g.packs_rewritten),
         static_cast<unsigned long long>(g.packs_removed),
         static_cast<unsigned long long>(g.records_moved),
         human_size(g.bytes_moved).c_str(),
         human_size(g.bytes_reclaimed).c_str(),
-        static_cast<unsigned long long>(g.programs_removed));
+        static_cast<unsigned long long>(g.programs_removed),
+        static_cast<unsigned long long>(g.records_punched),
+        human_size(g.bytes_punched).c_str());
     // Left as they are: what was damaged, and the exit status, say so.
     for (std::string const& d : g.damaged) {
       report_error(opt.store,

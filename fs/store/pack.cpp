@@ -184,12 +184,39 @@ uint64_t pack_file::punch_record(uint64_t offset, payload_key const& key,
   uint64_t const from = offset + record_header_size;
   uint64_t const to = offset + record_size(length);
   if (to <= from) return 0;
+  // Nothing to free in a record that spans no whole block (of 4 KiB, the
+  // least filesystems allocate), nor in one punched already (gc walks
+  // every dead record): its whole blocks are a hole.
+  constexpr uint64_t block = 4096;
+  uint64_t const first = (from + block - 1) / block * block;
+  uint64_t const last = to / block * block;
+  if (last <= first) return 0;
+  off_t const data = ::lseek(fd_, static_cast<off_t>(first), SEEK_DATA);
+  if ((data < 0 && errno == ENXIO) ||
+      (data >= 0 && static_cast<uint64_t>(data) >= last)) {
+    return 0;
+  }
   if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                   static_cast<off_t>(from),
                   static_cast<off_t>(to - from)) != 0) {
     return 0;  // EOPNOTSUPP and the like: gc reclaims it instead
   }
   return to - from;
+}
+
+std::optional<std::pair<payload_key, uint64_t>> pack_file::header_at(
+    uint64_t offset) const {
+  std::array<uint8_t, record_header_size> h{};
+  if (read_at(fd_, offset, h.size(), h.data(), path_) < h.size() ||
+      std::memcmp(h.data(), record_magic.data(), 4) != 0 ||
+      codec::load_le<uint32_t>(h.data() + 4) != 0) {
+    return std::nullopt;
+  }
+  auto const length = codec::load_le<uint64_t>(h.data() + 8);
+  if (length > max_record_payload) return std::nullopt;
+  payload_key key;
+  std::memcpy(key.b.data(), h.data() + 16, 16);
+  return std::make_pair(key, length);
 }
 
 codec::byte_view pack_file::read_payload(uint64_t offset,

@@ -7,7 +7,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "codec/core/bytes.h"
 #include "fs/store/records.h"
@@ -82,10 +84,14 @@ class pack_file {
   /// filesystem blocks inside it are free. Its header stays, so scans still
   /// step over it. Only if the header there is still that record's (magic,
   /// `length`, `key`). Needs a writable pack. Returns the payload's length,
-  /// or 0 when the record is not there, is empty, or the filesystem cannot
-  /// punch holes.
+  /// or 0 when the record is not there, spans no whole 4 KiB block, was
+  /// punched already, or the filesystem cannot punch holes.
   uint64_t punch_record(uint64_t offset, payload_key const& key,
                         uint64_t length);
+  /// The key and payload length in the record header at `offset`, or
+  /// nullopt where no record header is (magic, flags, length limit).
+  std::optional<std::pair<payload_key, uint64_t>> header_at(
+      uint64_t offset) const;
   std::string const& path() const { return path_; }
   /// Whether the file has no name left (gc removed it): its space is freed
   /// only when the last descriptor closes.

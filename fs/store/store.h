@@ -187,6 +187,9 @@ struct gc_report {
   uint64_t records_moved = 0, bytes_moved = 0;
   uint64_t bytes_reclaimed = 0;
   uint64_t programs_removed = 0;
+  // Dead records punched out of the packs kept (FORMAT.md S.2.1), and the
+  // disk space that freed.
+  uint64_t records_punched = 0, bytes_punched = 0;
   // Packs left as they are because a live record in them is damaged
   // (fsck --repair decides about it): each with the first damage found.
   std::vector<std::string> damaged;

@@ -74,6 +74,8 @@ struct store::impl {
   std::atomic<uint64_t> punched_records{0}, punched_bytes{0}, punch_busy{0};
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
+  /// gc's last step: punches the dead records of the packs that remain.
+  static void punch_kept_packs(impl& s, gc_report& rep);
   /// Opens index/check.lock (-1 on failure). A plain fsck holds it shared
   /// for its run, reading one snapshot for minutes with no other lock; the
   /// puncher takes it exclusively, without waiting, so that it never punches

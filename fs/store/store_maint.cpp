@@ -79,6 +79,65 @@ class shared_check_lock {
 };
 }  // namespace
 
+namespace {
+uint64_t allocated_bytes(std::string const& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0
+             ? static_cast<uint64_t>(st.st_blocks) * 512
+             : 0;
+}
+}  // namespace
+
+// The dead records of the packs gc keeps are punched out (FORMAT.md S.2.1):
+// those of files removed before brevis punched, or while a mount could not.
+// With the append and writer locks held (gc's), and index/check.lock taken
+// at once or not at all: a plain fsck reading leaves them whole.
+void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
+  int const check = s.open_check_lock();
+  if (check < 0) return;
+  bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
+  ::close(check);
+  if (checking) return;
+  std::map<uint64_t, uint64_t> ends;  // of the packs kept
+  std::unordered_map<uint64_t, std::unordered_set<uint64_t>> live;
+  s.read_txn([&](txn& t) {
+    {
+      cursor c(t, s.packs);
+      for (bool ok = c.first(); ok; ok = c.next()) {
+        if (c.value().size() != pack_rec_size) continue;  // fsck's to mend
+        ends[key_u64(c.key())] = decode_pack(c.value()).end;
+      }
+    }
+    cursor c(t, s.payloads);
+    for (bool ok = c.first(); ok; ok = c.next()) {
+      payload_rec const r = decode_payload(c.value());
+      live[r.pack].insert(r.offset);
+    }
+    return 0;
+  });
+  for (auto const& [id, end] : ends) {
+    std::string const path = s.pack_path(id);
+    std::unique_ptr<pack_file> p;
+    try {
+      p = std::make_unique<pack_file>(path, false, true);
+    } catch (store_error const&) {
+      continue;  // fsck reports it
+    }
+    uint64_t const before = allocated_bytes(path);
+    auto const& named = live[id];
+    uint64_t at = pack_header_size;
+    while (at + record_header_size <= end) {
+      auto const h = p->header_at(at);
+      if (!h) break;  // an unreadable header: fsck reports it
+      if (!named.contains(at) && p->punch_record(at, h->first, h->second)) {
+        ++rep.records_punched;
+      }
+      at += record_size(h->second);
+    }
+    rep.bytes_punched += before - std::min(before, allocated_bytes(path));
+  }
+}
+
 fsck_report store::fsck(fsck_options const& opt) {
   impl& s = *impl_;
   fsck_report rep;
@@ -622,6 +681,8 @@ gc_report store::gc(double threshold) {
     // names it.
     ::unlink(s.pack_path(dest_id).c_str());
   }
+
+  impl::punch_kept_packs(s, rep);
 
   // Programs no chunk uses any more.
   rep.programs_removed = s.write_txn_locked([&](txn& t) {

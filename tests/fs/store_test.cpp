@@ -472,6 +472,49 @@ TEST(store_test, nothing_is_punched_while_a_check_reads) {
   EXPECT_TRUE(fsck_clean(s));
 }
 
+// gc punches the dead records of the packs it keeps: those of files removed
+// while nothing could punch (here a check held index/check.lock as the
+// store closed), as in a store an older brevis wrote. Once: a second gc
+// finds nothing left to punch.
+TEST(store_test, gc_punches_what_died_unpunched_in_the_packs_it_keeps) {
+  temp_dir d;
+  if (!punches_holes(d.path())) GTEST_SKIP() << "no hole punching here";
+  store_options o = small_chunks();
+  o.punch_delay_ms = 0;
+  std::string const keep = checkpoint(51);
+  std::string const lock = (d / "s" / "index" / "check.lock").string();
+  uint64_t dead = 0;
+  {
+    store s((d / "s").string(), o);
+    add(s, "keep", keep);
+    add(s, "gone", checkpoint(52));
+  }
+  uint64_t const before = pack_disk_bytes(d / "s");
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  int const fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  {
+    store s((d / "s").string(), o);
+    uint64_t const live = s.stats().live_bytes;
+    s.unlink(root_inode, "gone");
+    dead = live - s.stats().live_bytes;
+  }  // closed with the lock held: nothing punched
+  ::close(fd);
+  EXPECT_EQ(pack_disk_bytes(d / "s"), before);
+  store s((d / "s").string(), o);
+  gc_report const g = s.gc(0.0);  // no pack rewritten
+  EXPECT_EQ(g.packs_rewritten, 0u);
+  EXPECT_GT(g.records_punched, 0u);
+  EXPECT_GE(g.bytes_punched, dead / 2);
+  EXPECT_EQ(pack_disk_bytes(d / "s") + g.bytes_punched, before);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "keep")), keep);
+  EXPECT_TRUE(fsck_clean(s));
+  gc_report const again = s.gc(0.0);
+  EXPECT_EQ(again.records_punched, 0u);
+  EXPECT_EQ(again.bytes_punched, 0u);
+}
+
 // The same through a store closed before its delay passed (a CLI `store
 // rm`): closing punches what is queued.
 TEST(store_test, closing_the_store_punches_what_died) {
