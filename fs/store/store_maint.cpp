@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -99,7 +100,10 @@ void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
   ::close(check);
   if (checking) return;
   std::map<uint64_t, uint64_t> ends;  // of the packs kept
-  std::unordered_map<uint64_t, std::unordered_set<uint64_t>> live;
+  // Per pack, the records payloads name: offset -> (key, length).
+  std::unordered_map<uint64_t,
+                     std::map<uint64_t, std::pair<payload_key, uint64_t>>>
+      live;
   s.read_txn([&](txn& t) {
     {
       cursor c(t, s.packs);
@@ -110,8 +114,11 @@ void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
     }
     cursor c(t, s.payloads);
     for (bool ok = c.first(); ok; ok = c.next()) {
+      if (c.key().size() != 16) continue;  // fsck's to mend
       payload_rec const r = decode_payload(c.value());
-      live[r.pack].insert(r.offset);
+      payload_key k;
+      std::memcpy(k.b.data(), c.key().data(), 16);
+      live[r.pack][r.offset] = {k, r.length};
     }
     return 0;
   });
@@ -125,14 +132,34 @@ void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
     }
     uint64_t const before = allocated_bytes(path);
     auto const& named = live[id];
+    // The headers walked first: the records must tile [16, End) exactly,
+    // and every record a payload names must be one of them, with its key
+    // and length. Otherwise the pack's framing is damaged, and nothing in
+    // it is punched: a damaged length could reach over live records.
+    std::vector<std::pair<uint64_t, std::pair<payload_key, uint64_t>>> dead;
+    size_t matched = 0;
     uint64_t at = pack_header_size;
-    while (at + record_header_size <= end) {
+    bool framed = true;
+    while (framed && at < end) {
       auto const h = p->header_at(at);
-      if (!h) break;  // an unreadable header: fsck reports it
-      if (!named.contains(at) && p->punch_record(at, h->first, h->second)) {
-        ++rep.records_punched;
+      framed = h && at + record_size(h->second) <= end;
+      if (!framed) break;
+      if (auto const it = named.find(at); it != named.end()) {
+        framed = it->second.first == h->first && it->second.second == h->second;
+        ++matched;
+      } else {
+        dead.emplace_back(at, *h);
       }
       at += record_size(h->second);
+    }
+    if (!framed || at != end || matched != named.size()) {
+      rep.damaged.push_back(pack_name(id) +
+                            ": its record headers do not match the index "
+                            "(none of its dead records was punched)");
+      continue;
+    }
+    for (auto const& [off, h] : dead) {
+      if (p->punch_record(off, h.first, h.second)) ++rep.records_punched;
     }
     rep.bytes_punched += before - std::min(before, allocated_bytes(path));
   }

@@ -515,6 +515,53 @@ TEST(store_test, gc_punches_what_died_unpunched_in_the_packs_it_keeps) {
   EXPECT_EQ(again.bytes_punched, 0u);
 }
 
+// A dead record whose header's length was damaged to reach over the live
+// records after it: gc's walk does not line up with the index, and it
+// punches nothing in that pack (the live file reads back) and says so.
+TEST(store_test, gc_punches_nothing_where_headers_do_not_match_the_index) {
+  temp_dir d;
+  if (!punches_holes(d.path())) GTEST_SKIP() << "no hole punching here";
+  store_options o = small_chunks();
+  o.punch_delay_ms = 0;
+  std::string const keep = checkpoint(53);
+  std::string const lock = (d / "s" / "index" / "check.lock").string();
+  {
+    store s((d / "s").string(), o);
+    // Its records first, at offset 16 (a header of its own: no chunk of it
+    // is shared with keep).
+    add(s, "gone",
+        cli_test::make_safetensors({{"gone.weight",
+                                     "BF16",
+                                     {100000},
+                                     cli_test::bf16_weights(100000, 54)}}));
+    add(s, "keep", keep);
+  }
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  int const fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  {
+    store s((d / "s").string(), o);
+    s.unlink(root_inode, "gone");
+  }  // closed with the lock held: nothing punched
+  ::close(fd);
+  stdfs::path const pack = pack_files(d / "s").at(0);
+  {
+    std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16 + 8);  // the first record's length
+    uint64_t const far = 3u << 20;
+    f.write(reinterpret_cast<char const*>(&far), sizeof far);  // little-endian
+  }
+  uint64_t const before = pack_disk_bytes(d / "s");
+  store s((d / "s").string(), o);
+  gc_report const g = s.gc(0.0);
+  EXPECT_EQ(g.records_punched, 0u);
+  EXPECT_EQ(pack_disk_bytes(d / "s"), before);
+  ASSERT_EQ(g.damaged.size(), 1u);
+  EXPECT_NE(g.damaged[0].find("do not match the index"), std::string::npos);
+  EXPECT_EQ(read_all(s, *s.lookup(root_inode, "keep")), keep);
+}
+
 // The same through a store closed before its delay passed (a CLI `store
 // rm`): closing punches what is queued.
 TEST(store_test, closing_the_store_punches_what_died) {
