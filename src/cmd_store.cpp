@@ -409,6 +409,11 @@ int store_gc(store_cli_options const& opt) {
         static_cast<unsigned long long>(g.programs_removed),
         static_cast<unsigned long long>(g.records_punched),
         human_size(g.bytes_punched).c_str());
+    if (g.punching_deferred) {
+      std::printf(
+          "gc: no dead record punched: a brevis fsck is reading the store; "
+          "run gc again after it\n");
+    }
     // Left as they are: what was damaged, and the exit status, say so.
     for (std::string const& d : g.damaged) {
       report_error(opt.store,

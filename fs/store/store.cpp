@@ -365,6 +365,14 @@ int store::impl::open_check_lock() const {
   return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
+store::impl::punch_permit store::impl::may_punch() const {
+  int const check = open_check_lock();
+  if (check < 0) return punch_permit::no_lock_file;
+  bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
+  ::close(check);
+  return checking ? punch_permit::checking : punch_permit::granted;
+}
+
 void store::impl::queue_dying() {
   // After the commit: nothing here may fail it. A record not queued stays
   // dead, as gc finds it.
@@ -392,16 +400,14 @@ size_t store::impl::punch_dead(std::span<dead_record const> dead) {
       ++punch_busy;
       return done;
     }
-    int const check = open_check_lock();
-    if (check < 0) return dead.size();  // left dead, as gc finds them
-    // Held for no longer than the test: a check that starts after it takes
-    // its snapshot after the commits that killed these records, and finds
-    // them dead already.
-    bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
-    ::close(check);
-    if (checking) {
-      ++punch_busy;
-      return done;
+    switch (may_punch()) {
+      case punch_permit::granted:
+        break;
+      case punch_permit::checking:
+        ++punch_busy;
+        return done;
+      case punch_permit::no_lock_file:
+        return dead.size();  // left dead, as gc finds them
     }
     auto const until = std::chrono::steady_clock::now() + slice;
     std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;

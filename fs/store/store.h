@@ -190,6 +190,9 @@ struct gc_report {
   // Dead records punched out of the packs kept (FORMAT.md S.2.1), and the
   // disk space that freed.
   uint64_t records_punched = 0, bytes_punched = 0;
+  // Nothing punched: a plain check (fsck) was reading the store, and may
+  // still read the dead records. The next gc punches them.
+  bool punching_deferred = false;
   // Packs left as they are because a live record in them is damaged
   // (fsck --repair decides about it): each with the first damage found.
   std::vector<std::string> damaged;

@@ -75,12 +75,17 @@ struct store::impl {
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
   /// gc's last step: punches the dead records of the packs that remain.
-  static void punch_kept_packs(impl& s, gc_report& rep);
+  void punch_kept_packs(gc_report& rep);
   /// Opens index/check.lock (-1 on failure). A plain fsck holds it shared
-  /// for its run, reading one snapshot for minutes with no other lock; the
-  /// puncher takes it exclusively, without waiting, so that it never punches
-  /// a record such a check may still read.
+  /// for its run, reading one snapshot for minutes with no other lock.
   int open_check_lock() const;
+  /// Whether dead records may be punched now: index/check.lock taken
+  /// exclusively, without waiting, and let go at once, so that nothing is
+  /// punched that a plain fsck may still read. A check that starts after
+  /// takes its snapshot after the commits that killed the records, and
+  /// finds them dead already.
+  enum class punch_permit { granted, checking, no_lock_file };
+  punch_permit may_punch() const;
   std::string kill_point;
   uint64_t kill_count = 0;
   std::unordered_map<std::string, uint64_t> hits;

@@ -93,26 +93,30 @@ uint64_t allocated_bytes(std::string const& path) {
 // those of files removed before brevis punched, or while a mount could not.
 // With the append and writer locks held (gc's), and index/check.lock taken
 // at once or not at all: a plain fsck reading leaves them whole.
-void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
-  int const check = s.open_check_lock();
-  if (check < 0) return;
-  bool const checking = ::flock(check, LOCK_EX | LOCK_NB) != 0;
-  ::close(check);
-  if (checking) return;
+void store::impl::punch_kept_packs(gc_report& rep) {
+  switch (may_punch()) {
+    case punch_permit::granted:
+      break;
+    case punch_permit::checking:
+      rep.punching_deferred = true;
+      return;
+    case punch_permit::no_lock_file:
+      return;
+  }
   std::map<uint64_t, uint64_t> ends;  // of the packs kept
   // Per pack, the records payloads name: offset -> (key, length).
   std::unordered_map<uint64_t,
                      std::map<uint64_t, std::pair<payload_key, uint64_t>>>
       live;
-  s.read_txn([&](txn& t) {
+  read_txn([&](txn& t) {
     {
-      cursor c(t, s.packs);
+      cursor c(t, packs);
       for (bool ok = c.first(); ok; ok = c.next()) {
         if (c.value().size() != pack_rec_size) continue;  // fsck's to mend
         ends[key_u64(c.key())] = decode_pack(c.value()).end;
       }
     }
-    cursor c(t, s.payloads);
+    cursor c(t, payloads);
     for (bool ok = c.first(); ok; ok = c.next()) {
       if (c.key().size() != 16) continue;  // fsck's to mend
       payload_rec const r = decode_payload(c.value());
@@ -123,7 +127,7 @@ void store::impl::punch_kept_packs(impl& s, gc_report& rep) {
     return 0;
   });
   for (auto const& [id, end] : ends) {
-    std::string const path = s.pack_path(id);
+    std::string const path = pack_path(id);
     std::unique_ptr<pack_file> p;
     try {
       p = std::make_unique<pack_file>(path, false, true);
@@ -709,7 +713,7 @@ gc_report store::gc(double threshold) {
     ::unlink(s.pack_path(dest_id).c_str());
   }
 
-  impl::punch_kept_packs(s, rep);
+  s.punch_kept_packs(rep);
 
   // Programs no chunk uses any more.
   rep.programs_removed = s.write_txn_locked([&](txn& t) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,19 @@ inline std::string read_file(fs::path const& p) {
 inline void write_file(fs::path const& p, std::string const& data) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+/// The disk space the files in `dir` take (their blocks, not their
+/// length): what punching holes out of a store's packs gives back.
+inline uint64_t disk_bytes_of_files(fs::path const& dir) {
+  uint64_t n = 0;
+  for (auto const& e : fs::directory_iterator(dir)) {
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0) {
+      n += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  return n;
 }
 
 /// A fresh directory under the system temp dir, removed at scope exit.

@@ -1059,14 +1059,7 @@ TEST_F(mount_edge, removing_a_file_frees_its_space_without_gc) {
   write_file(mnt() / "b", b);
   ASSERT_TRUE(wait_compressed({mnt() / "a", mnt() / "b"}));
   auto pack_disk_bytes = [&] {
-    uint64_t n = 0;
-    for (auto const& e : fs::directory_iterator(d_.store() / "packs")) {
-      struct stat st {};
-      if (::stat(e.path().c_str(), &st) == 0) {
-        n += static_cast<uint64_t>(st.st_blocks) * 512;
-      }
-    }
-    return n;
+    return disk_bytes_of_files(d_.store() / "packs");
   };
   uint64_t const before = pack_disk_bytes();
   fs::remove(mnt() / "a");

@@ -138,16 +138,7 @@ TEST(mount_full_disk, a_removed_compressed_file_is_punched_out_on_a_full_disk) {
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_EQ(brevis_state(m.mnt() / "w"), "compressed");
-  auto pack_bytes = [&] {
-    uint64_t n = 0;
-    for (auto const& e : fs::directory_iterator(m.store() / "packs")) {
-      struct stat st {};
-      if (::stat(e.path().c_str(), &st) == 0) {
-        n += static_cast<uint64_t>(st.st_blocks) * 512;
-      }
-    }
-    return n;
-  };
+  auto pack_bytes = [&] { return disk_bytes_of_files(m.store() / "packs"); };
   uint64_t const before = pack_bytes();
   ASSERT_GT(before, 2u << 20);
   // The rest of the disk filled beside the store.
