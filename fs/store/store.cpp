@@ -1250,6 +1250,7 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
       return r.size;
     });
     if (offset >= size || length == 0) return 0;
+    if (s.opt.fault_hook) s.opt.fault_hook("read_looked_up");
     size_t const n =
         static_cast<size_t>(std::min<uint64_t>(length, size - offset));
     std::atomic<bool> missing_pack{false};
@@ -1313,11 +1314,14 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
       }
       return n;
     } catch (store_error const& e) {
-      // gc may have moved a payload and deleted its old pack after our
-      // snapshot: look again once. A pack missing still is damage (EIO),
+      // Look again once, in a fresh snapshot: after ours, gc may have moved
+      // a payload and deleted its old pack, or another process may have
+      // removed the file and punched its records out (FORMAT.md S.2.1),
+      // which then read as damage. A pack missing still is damage (EIO),
       // not a file that went (ENOENT, which the mount answers ESTALE).
-      if (e.code() != store_errc::not_found) throw;
-      if (attempt > 0 && missing_pack) {
+      bool const missing = e.code() == store_errc::not_found;
+      if (!missing && e.code() != store_errc::corrupt) throw;
+      if (attempt > 0 && missing && missing_pack) {
         store_fail(store_errc::corrupt,
                    std::string(e.what()) + " (inode " + std::to_string(ino) +
                        " names it: a damaged store, run brevis fsck)");

@@ -562,6 +562,38 @@ TEST(store_test, gc_punches_nothing_where_headers_do_not_match_the_index) {
   EXPECT_EQ(read_all(s, *s.lookup(root_inode, "keep")), keep);
 }
 
+// A reader in another process than the one removing a file may look its
+// chunks up just before the removal commits, then find their records
+// punched (`store get` while `store rm` runs): it looks again, and finds
+// the file gone (not_found), not damage.
+TEST(store_test, a_read_racing_a_removal_in_another_process_finds_it_gone) {
+  temp_dir d;
+  if (!punches_holes(d.path())) GTEST_SKIP() << "no hole punching here";
+  std::string const data = checkpoint(57);
+  {
+    store s((d / "s").string(), small_chunks());
+    add(s, "gone", data);
+  }
+  store_options o = small_chunks();
+  o.read_only = true;
+  cli_test::run_result removed;
+  o.fault_hook = [&](std::string_view p) {
+    if (p != "read_looked_up" || removed.exit_code != -1) return;
+    // Its records are punched as the command closes the store.
+    removed = cli_test::brevis({"store", "rm", (d / "s").string(), "gone"});
+  };
+  store const s((d / "s").string(), o);
+  uint64_t const ino = *s.lookup(root_inode, "gone");
+  std::string out(data.size(), '\0');
+  try {
+    s.read(ino, 0, out.size(), reinterpret_cast<uint8_t*>(out.data()));
+    ADD_FAILURE() << "read a removed file";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::not_found) << e.what();
+  }
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+}
+
 // The same through a store closed before its delay passed (a CLI `store
 // rm`): closing punches what is queued.
 TEST(store_test, closing_the_store_punches_what_died) {
