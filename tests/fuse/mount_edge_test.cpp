@@ -523,6 +523,55 @@ TEST_F(mount_edge, attributes_stay_listable_and_trusted_ones_root_s) {
   EXPECT_NE(r.out.find("trusted.secret"), std::string::npos) << r.out;
 }
 
+// cp -a and cp --preserve=xattr, in, out and within the mount, copy the
+// user's own attributes and leave the mount's user.brevis.* ones behind
+// (scripts/setup.sh's /etc/xattr.conf entry): copied out they would go
+// stale, and copied in they cannot be set.
+TEST_F(mount_edge, copies_keep_user_attributes_and_leave_the_mounts_behind) {
+  if (read_file("/etc/xattr.conf").find("user.brevis.*") == std::string::npos) {
+    GTEST_FAIL() << "/etc/xattr.conf has no user.brevis.* entry: run "
+                    "scripts/setup.sh";
+  }
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  fs::path const f = mnt() / "f";
+  write_file(
+      f, make_safetensors({{"w", "BF16", {50000}, bf16_weights(50000, 5)}}));
+  ASSERT_TRUE(wait_compressed({f}));
+  ASSERT_EQ(::setxattr(f.c_str(), "user.note", "kept", 4, 0), 0);
+  fs::path const out = dir_.path() / "out";
+  fs::create_directory(out);
+  auto names = [](fs::path const& p) {
+    std::vector<char> buf(4096);
+    ssize_t const n = ::listxattr(p.c_str(), buf.data(), buf.size());
+    std::string all(buf.data(), static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    std::replace(all.begin(), all.end(), '\0', ' ');
+    return all;
+  };
+  struct copy {
+    std::vector<std::string> flags;
+    fs::path from, to;
+  };
+  for (copy const& c :
+       {copy{{"-a"}, f, out / "a"}, copy{{"--preserve=xattr"}, f, out / "x"},
+        copy{{"-a"}, f, mnt() / "within"},
+        copy{{"-a"}, out / "a", mnt() / "in"}}) {
+    std::vector<std::string> argv{"/usr/bin/cp"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    argv.push_back(c.from.string());
+    argv.push_back(c.to.string());
+    run_result const r = run_program(argv);
+    EXPECT_EQ(r.exit_code, 0) << c.to << ": " << r.err;
+    EXPECT_EQ(r.err, "") << c.to;
+    EXPECT_TRUE(read_file(c.to) == read_file(f)) << c.to;
+    std::string const listed = names(c.to);
+    EXPECT_NE(listed.find("user.note"), std::string::npos) << c.to << listed;
+    bool const in_mount = c.to.parent_path() == mnt();
+    // In the mount, a file lists its own state; out of it, none.
+    EXPECT_EQ(listed.find("user.brevis.") != std::string::npos, in_mount)
+        << c.to << ": " << listed;
+  }
+}
+
 // Sets /proc/sys/fs/pipe-max-size for its lifetime (root only).
 class pipe_max_size {
  public:
