@@ -55,7 +55,7 @@ uint64_t read_be64(uint8_t const* p) {
 }
 
 uint64_t key_u64(byte_view key, size_t at) {
-  if (key.size() < at + 8) {
+  if (at > key.size() || key.size() - at < 8) {  // no overflow at any `at`
     store_fail(
         store_errc::bad_store,
         "index: key of " + std::to_string(key.size()) + " bytes, too short");

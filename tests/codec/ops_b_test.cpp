@@ -85,7 +85,7 @@ bytes decode_op(node const& n, value_type t, encoded const& e,
   fail_if(!r.empty(), errc::corrupt, "side data not consumed");
   fail_if(sizes.size() != types.size() || e.kids.size() != types.size(),
           errc::corrupt, "child count");
-  size_t budget = 64 * out_size + (1u << 20);
+  size_t budget = decode_budget(out_size);
   for (size_t i = 0; i < sizes.size(); ++i) {
     fail_if(sizes[i] % types[i].width != 0, errc::corrupt, "partial element");
     fail_if(sizes[i] > budget, errc::limit, "over budget");
