@@ -27,9 +27,10 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 echo "== libFuzzer targets (clang): build and replay the corpora" >&2
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBREVIS_FUZZ=ON
-cmake --build build-fuzz --target fuzz_decode fuzz_program
+cmake --build build-fuzz --target fuzz_decode fuzz_program fuzz_parse
 # UBSan only prints unless told to stop: a report must fail the replay.
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-fuzz/tests/fuzz_decode -runs=0 tests/fuzz/corpus/decode tests/data/bad
 build-fuzz/tests/fuzz_program -runs=0 tests/fuzz/corpus/program
+build-fuzz/tests/fuzz_parse -runs=0 tests/fuzz/corpus/parse
 echo "== all tests passed" >&2

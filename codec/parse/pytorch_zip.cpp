@@ -199,6 +199,8 @@ class pickle_scanner {
     }
     auto const [it, fresh] = found_.try_emplace(ref.text, s);
     if (!fresh) {  // named again: keep the views seen so far
+      // A shape taken against another element count no longer holds.
+      if (it->second.numel != s.numel) it->second.shape.clear();
       it->second.type = s.type;
       it->second.numel = s.numel;
     }
@@ -697,7 +699,13 @@ parsed_file parse_pytorch_zip(byte_view file) {
                                     dtype_width(it->second.type), &bytes) &&
             bytes == r.length) {
           r.type = it->second.type;
-          r.shape = it->second.shape;
+          // (The shape was checked against the element count when taken;
+          // checked again here, as a region's shape must hold its bytes.)
+          uint64_t elements = it->second.shape.empty() ? 0 : 1;
+          for (uint64_t d : it->second.shape) {
+            if (__builtin_mul_overflow(elements, d, &elements)) elements = 0;
+          }
+          if (elements == it->second.numel) r.shape = it->second.shape;
         }
       }
     }
