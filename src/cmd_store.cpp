@@ -410,9 +410,10 @@ int store_gc(store_cli_options const& opt) {
         static_cast<unsigned long long>(g.records_punched),
         human_size(g.bytes_punched).c_str());
     if (g.punching_deferred) {
-      std::printf(
+      std::fputs(
           "gc: no dead record punched: a brevis fsck is reading the store; "
-          "run gc again after it\n");
+          "run gc again after it\n",
+          stdout);
     }
     // Left as they are: what was damaged, and the exit status, say so.
     for (std::string const& d : g.damaged) {

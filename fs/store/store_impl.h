@@ -75,7 +75,7 @@ struct store::impl {
   /// After a write transaction commits: its dead records to the puncher.
   void queue_dying();
   /// gc's last step: punches the dead records of the packs that remain.
-  void punch_kept_packs(gc_report& rep);
+  void punch_kept_packs(gc_report& rep) const;
   /// Opens index/check.lock (-1 on failure). A plain fsck holds it shared
   /// for its run, reading one snapshot for minutes with no other lock.
   int open_check_lock() const;

@@ -93,7 +93,7 @@ uint64_t allocated_bytes(std::string const& path) {
 // those of files removed before brevis punched, or while a mount could not.
 // With the append and writer locks held (gc's), and index/check.lock taken
 // at once or not at all: a plain fsck reading leaves them whole.
-void store::impl::punch_kept_packs(gc_report& rep) {
+void store::impl::punch_kept_packs(gc_report& rep) const {
   switch (may_punch()) {
     case punch_permit::granted:
       break;
