@@ -103,7 +103,10 @@ void store::impl::punch_kept_packs(gc_report& rep) const {
     case punch_permit::no_lock_file:
       return;
   }
-  std::map<uint64_t, uint64_t> ends;  // of the packs kept
+  // The End of each pack kept that holds dead bytes: a pack whose records
+  // are all live (Live = End - 16) has nothing to punch, and its headers
+  // are not read (one pread a record).
+  std::map<uint64_t, uint64_t> ends;
   // Per pack, the records payloads name: offset -> (key, length).
   std::unordered_map<uint64_t,
                      std::map<uint64_t, std::pair<payload_key, uint64_t>>>
@@ -113,7 +116,9 @@ void store::impl::punch_kept_packs(gc_report& rep) const {
       cursor c(t, packs);
       for (bool ok = c.first(); ok; ok = c.next()) {
         if (c.value().size() != pack_rec_size) continue;  // fsck's to mend
-        ends[key_u64(c.key())] = decode_pack(c.value()).end;
+        pack_rec const pr = decode_pack(c.value());
+        if (pr.live + pack_header_size >= pr.end) continue;
+        ends[key_u64(c.key())] = pr.end;
       }
     }
     cursor c(t, payloads);
