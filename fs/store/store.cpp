@@ -412,7 +412,11 @@ size_t store::impl::punch_dead(std::span<dead_record const> dead) {
     auto const until = std::chrono::steady_clock::now() + slice;
     std::unordered_map<uint64_t, std::unique_ptr<pack_file>> open;
     read_txn([&](txn const& t) {
-      while (done < dead.size() && std::chrono::steady_clock::now() < until) {
+      // At least one record a slice, however long the transaction took to
+      // begin.
+      size_t const first = done;
+      while (done < dead.size() &&
+             (done == first || std::chrono::steady_clock::now() < until)) {
         dead_record const& d = dead[done++];
         if (auto v = t.get(payloads, d.key.b)) {
           payload_rec const pr = decode_payload(*v);
