@@ -438,6 +438,30 @@ TEST(store_test, a_removed_files_own_payloads_are_punched_out_of_their_pack) {
   EXPECT_TRUE(fsck_clean(s));
 }
 
+// index/check.lock held shared for its lifetime, as a plain fsck holds it
+// for its run (FORMAT.md S.1): nothing may be punched meanwhile.
+class check_running {
+ public:
+  explicit check_running(stdfs::path const& store_dir) {
+    std::string const lock = (store_dir / "index" / "check.lock").string();
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+    fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+    held_ = fd_ >= 0 && ::flock(fd_, LOCK_SH) == 0;
+  }
+  ~check_running() { end(); }
+  check_running(check_running const&) = delete;
+  check_running& operator=(check_running const&) = delete;
+  bool held() const { return held_; }
+  void end() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+};
+
 // A plain fsck beside a writer (another process) reads one snapshot with
 // no lock, and records that die meanwhile are in it: while it holds
 // index/check.lock shared, nothing is punched; once it lets go, the
@@ -450,15 +474,12 @@ TEST(store_test, nothing_is_punched_while_a_check_reads) {
   store s((d / "s").string(), o);
   add(s, "m", checkpoint(43));
   uint64_t const before = pack_disk_bytes(d / "s");
-  std::string const lock = (d / "s" / "index" / "check.lock").string();
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-  int const fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  check_running check(d / "s");
+  ASSERT_TRUE(check.held());
   s.unlink(root_inode, "m");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(pack_disk_bytes(d / "s"), before);
-  ::close(fd);
+  check.end();
   for (int i = 0; i < 500 && pack_disk_bytes(d / "s") >= before / 4; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -476,7 +497,6 @@ TEST(store_test, gc_punches_what_died_unpunched_in_the_packs_it_keeps) {
   store_options o = small_chunks();
   o.punch_delay_ms = 0;
   std::string const keep = checkpoint(51);
-  std::string const lock = (d / "s" / "index" / "check.lock").string();
   uint64_t dead = 0;
   {
     store s((d / "s").string(), o);
@@ -484,10 +504,8 @@ TEST(store_test, gc_punches_what_died_unpunched_in_the_packs_it_keeps) {
     add(s, "gone", checkpoint(52));
   }
   uint64_t const before = pack_disk_bytes(d / "s");
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-  int const fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  check_running check(d / "s");
+  ASSERT_TRUE(check.held());
   {
     store s((d / "s").string(), o);
     uint64_t const live = s.stats().live_bytes;
@@ -501,7 +519,7 @@ TEST(store_test, gc_punches_what_died_unpunched_in_the_packs_it_keeps) {
   EXPECT_EQ(during.records_punched, 0u);
   EXPECT_TRUE(during.punching_deferred);
   EXPECT_EQ(pack_disk_bytes(d / "s"), before);
-  ::close(fd);
+  check.end();
   gc_report const g = s.gc(0.0);  // no pack rewritten
   EXPECT_FALSE(g.punching_deferred);
   EXPECT_EQ(g.packs_rewritten, 0u);
@@ -524,7 +542,6 @@ TEST(store_test, gc_punches_nothing_where_headers_do_not_match_the_index) {
   store_options o = small_chunks();
   o.punch_delay_ms = 0;
   std::string const keep = checkpoint(53);
-  std::string const lock = (d / "s" / "index" / "check.lock").string();
   {
     store s((d / "s").string(), o);
     // Its records first, at offset 16 (a header of its own: no chunk of it
@@ -536,15 +553,13 @@ TEST(store_test, gc_punches_nothing_where_headers_do_not_match_the_index) {
                                      cli_test::bf16_weights(100000, 54)}}));
     add(s, "keep", keep);
   }
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-  int const fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  check_running check(d / "s");
+  ASSERT_TRUE(check.held());
   {
     store s((d / "s").string(), o);
     s.unlink(root_inode, "gone");
   }  // closed with the lock held: nothing punched
-  ::close(fd);
+  check.end();
   stdfs::path const pack = pack_files(d / "s").at(0);
   {
     std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
