@@ -20,6 +20,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/dsl/program.h"
 #include "codec/search/search_chooser.h"
+#include "fs/fuse/owned_fd.h"
 #include "tests/cli/helpers.h"
 
 namespace brevis::fs {
@@ -445,20 +446,14 @@ class check_running {
   explicit check_running(stdfs::path const& store_dir) {
     std::string const lock = (store_dir / "index" / "check.lock").string();
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-    fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
-    held_ = fd_ >= 0 && ::flock(fd_, LOCK_SH) == 0;
+    fd_ = owned_fd(::open(lock.c_str(), O_RDWR | O_CREAT, 0600));
+    held_ = fd_.get() >= 0 && ::flock(fd_.get(), LOCK_SH) == 0;
   }
-  ~check_running() { end(); }
-  check_running(check_running const&) = delete;
-  check_running& operator=(check_running const&) = delete;
   bool held() const { return held_; }
-  void end() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+  void end() { fd_.reset(); }
 
  private:
-  int fd_ = -1;
+  owned_fd fd_;
   bool held_ = false;
 };
 
