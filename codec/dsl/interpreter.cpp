@@ -44,18 +44,45 @@ void encode_leaf(size_t in_size, bytes& payload, Encode&& encode) {
   payload[at + need - 1] = static_cast<uint8_t>(v);
 }
 
-void encode_node(node const& n, stream const& in, bytes& payload);
+// What the intermediate values of one chunk may take together (see
+// decode_budget): the decoder refuses a payload that asks for more, and the
+// encoder a program that would need more (its chunk then falls back, rather
+// than writing a payload no decoder accepts).
+class budget {
+ public:
+  explicit budget(size_t out_size) : left_(decode_budget(out_size)) {}
+  void take(size_t n, char const* what) {
+    fail_if(n > left_, errc::limit, what);
+    left_ -= n;
+  }
 
-void encode_children(node const& n, std::vector<stream>& kids, bytes& payload) {
+ private:
+  size_t left_;
+};
+
+constexpr char const* encode_over_budget =
+    "program expands beyond the decoder budget";
+constexpr char const* decode_over_budget =
+    "payload expands beyond decoder budget";
+
+void encode_node(node const& n, stream const& in, bytes& payload, budget& mem);
+
+void encode_children(node const& n, std::vector<stream>& kids, bytes& payload,
+                     budget& mem) {
   fail_if(kids.size() != n.children.size(), errc::bad_program,
           "operator produced a different number of values than children");
+  // What decode_node takes for these children before it decodes them
+  // (nothing for an operator whose children tile its value).
+  if (!op_for(n.op).concatenates()) {
+    for (stream const& k : kids) mem.take(k.data.size(), encode_over_budget);
+  }
   for (size_t i = 0; i < kids.size(); ++i) {
-    encode_node(n.children[i], kids[i], payload);
+    encode_node(n.children[i], kids[i], payload, mem);
     scratch::give(std::move(kids[i].data));
   }
 }
 
-void encode_node(node const& n, stream const& in, bytes& payload) {
+void encode_node(node const& n, stream const& in, bytes& payload, budget& mem) {
   if (is_leaf(n.op)) {
     leaf_def const& leaf = leaf_for(n.op);
     encode_leaf(in.data.size(), payload, [&] { leaf.encode(n, in, payload); });
@@ -63,7 +90,7 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
   }
   std::vector<stream> kids;
   op_for(n.op).encode(n, in, kids, payload);  // side data goes first
-  encode_children(n, kids, payload);
+  encode_children(n, kids, payload, mem);
 }
 
 // encode_node of a value held outside a stream (the chunk, or a slice of
@@ -71,7 +98,7 @@ void encode_node(node const& n, stream const& in, bytes& payload) {
 // leaves read it in place where they can (op_def::encode_view,
 // leaf_def::encode_view).
 void encode_node_view(node const& n, byte_view in, value_type type,
-                      bytes& payload) {
+                      bytes& payload, budget& mem) {
   if (is_leaf(n.op)) {
     leaf_def const& leaf = leaf_for(n.op);
     encode_leaf(in.size(), payload,
@@ -83,28 +110,14 @@ void encode_node_view(node const& n, byte_view in, value_type type,
     std::vector<child_slice> const kids =
         concatenated_children(op, n, in, type);
     for (size_t i = 0; i < kids.size(); ++i) {
-      encode_node_view(n.children[i], kids[i].data, kids[i].type, payload);
+      encode_node_view(n.children[i], kids[i].data, kids[i].type, payload, mem);
     }
     return;
   }
   std::vector<stream> kids;
   op.encode_view(n, in, type, kids, payload);
-  encode_children(n, kids, payload);
+  encode_children(n, kids, payload, mem);
 }
-
-// Bounds what a hostile payload can make the decoder allocate (see
-// decode_budget).
-class budget {
- public:
-  explicit budget(size_t out_size) : left_(decode_budget(out_size)) {}
-  void take(size_t n) {
-    fail_if(n > left_, errc::limit, "payload expands beyond decoder budget");
-    left_ -= n;
-  }
-
- private:
-  size_t left_;
-};
 
 void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
                  uint8_t* out, budget& mem) {
@@ -148,7 +161,7 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
   for (size_t i = 0; i < kids.size(); ++i) {
     fail_if(sizes[i] % types[i].width != 0, errc::corrupt,
             "child size is not a whole number of elements");
-    mem.take(sizes[i]);
+    mem.take(sizes[i], decode_over_budget);
   }
   // rans_static leaves decode in pairs once all are read (their rounds
   // wait on table lookups: two streams keep twice as many in flight).
@@ -200,7 +213,8 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
 }  // namespace
 
 void encode_chunk(node const& program, byte_view input, bytes& payload) {
-  encode_node_view(program, input, bytes_type, payload);
+  budget mem(input.size());
+  encode_node_view(program, input, bytes_type, payload, mem);
 }
 
 // 64 bytes per byte of a chunk's first MiB, 16 past it. The encoder's

@@ -345,5 +345,34 @@ TEST(dsl_test, raw_children_are_read_in_place) {
   }
 }
 
+// `levels` runs nested on their values: on bytes with no two neighbours
+// equal, each level's children take 5 bytes a byte (the values, and a u32
+// length of 1 each).
+node nested_runs(size_t levels) {
+  node n = make_leaf(opcode::raw);
+  for (size_t i = 0; i < levels; ++i) {
+    n = make_op(opcode::runs, {}, {std::move(n), make_leaf(opcode::raw)});
+  }
+  return n;
+}
+
+// Last: it leaves large buffers in the scratch cache, which the reuse
+// tests above would pick up.
+TEST(dsl_test, the_encoder_refuses_programs_the_decoder_would_refuse) {
+  // 1 MiB: the decoder allows 65 MiB of intermediate values, 13 levels'
+  // worth exactly; a 14th asks for 70.
+  bytes in(size_t{1} << 20);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i % 7);
+  ASSERT_EQ(decode_budget(in.size()), 13 * 5 * in.size());
+  EXPECT_TRUE(roundtrips(nested_runs(13), in));
+  bytes payload;
+  try {
+    encode_chunk(nested_runs(14), in, payload);
+    FAIL() << "a payload no decoder accepts was written";
+  } catch (error const& e) {
+    EXPECT_EQ(e.code(), errc::limit) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace brevis::codec
