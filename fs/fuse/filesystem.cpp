@@ -107,6 +107,7 @@ struct mount_fs::node {
   // the file is truncated to nothing (rewritten whole) or goes.
   std::atomic<int> write_error{0};
 
+  resize_gate gate;      // reads against truncates, until their replies
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
   bool staged = false;
   int fd = -1;       // the staged copy, open while the file is open and staged
@@ -200,6 +201,11 @@ std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {
   std::lock_guard lk(nodes_mu_);
   auto it = nodes_.find(ino);
   return it == nodes_.end() ? nullptr : it->second;
+}
+
+resize_gate::hold mount_fs::hold_for_resize(uint64_t ino) {
+  std::shared_ptr<node> n = get(ino);
+  return resize_gate::enter_resize(std::shared_ptr<resize_gate>(n, &n->gate));
 }
 
 std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
@@ -817,6 +823,7 @@ mount_fs::read_data mount_fs::read_view(uint64_t ino, uint64_t offset,
                                         size_t size, bool from_fd) {
   read_data d;
   std::shared_ptr<node> n = get(ino);
+  d.gate = resize_gate::enter_read(std::shared_ptr<resize_gate>(n, &n->gate));
   std::shared_lock io(n->io);
   if (!n->staged && cache_.budget() != 0) {
     read_compressed(n, offset, size, d);

@@ -71,6 +71,7 @@
 #include "fs/cache/decode_slots.h"
 #include "fs/fuse/lookup_counts.h"
 #include "fs/fuse/owned_fd.h"
+#include "fs/fuse/resize_gate.h"
 #include "fs/pipeline/compress_graph.h"
 #include "fs/pipeline/compress_queue.h"
 #include "fs/store/store.h"
@@ -189,7 +190,10 @@ class mount_fs {
   /// those: `fd` is a duplicate of the staged copy's descriptor, from which
   /// the reply reads up to `size` bytes at the read's offset (FUSE splices
   /// them: no copy through our memory).
+  /// `gate` keeps truncates of the file out until the reply is written
+  /// (resize_gate.h).
   struct read_data {
+    resize_gate::hold gate;
     std::vector<chunk_cache::chunk> hold;
     std::unique_ptr<uint8_t[]> staged;
     std::vector<iovec> pieces;
@@ -198,6 +202,10 @@ class mount_fs {
   };
   read_data read_view(uint64_t ino, uint64_t offset, size_t size,
                       bool from_fd = false);
+  /// Waits until no read of `ino` is being answered, and keeps new ones
+  /// waiting while the hold lives: held by a truncate (setattr of the size,
+  /// an O_TRUNC open) until its reply is written (resize_gate.h).
+  resize_gate::hold hold_for_resize(uint64_t ino);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
   /// Writes `size` bytes at `offset` of a staged file through `put`, which
   /// writes at most `len` of the rest to descriptor `fd` at `at` and returns

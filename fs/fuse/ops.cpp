@@ -286,6 +286,9 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
           r.mtime_ns = ts_ns(attr->st_mtim);
         }
         // atime is not kept (reads report mtime); ctime always moves.
+        // A new size: reads wait until the kernel has it (resize_gate.h).
+        resize_gate::hold const resizing =
+            r.size ? fs_of(req).hold_for_resize(ino) : resize_gate::hold();
         struct stat const st = fs_of(req).setattr(ino, r);
         return fuse_reply_attr(req, &st, attr_timeout), 0;
       },
@@ -382,7 +385,13 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       [&] {
         mount_fs& fs = fs_of(req);
         caller who = caller_of(req);
-        if (fi->flags & O_TRUNC) who.groups = groups_of(req);
+        // The kernel leaves an O_TRUNC to this open (atomic_o_trunc): reads
+        // wait until it has the new size (resize_gate.h).
+        resize_gate::hold resizing;
+        if (fi->flags & O_TRUNC) {
+          who.groups = groups_of(req);
+          resizing = fs.hold_for_resize(ino);
+        }
         bool const writer = fs.open(ino, fi->flags, who);
         fi->fh = writer ? 1 : 0;
         // Contents change only through this mount, so cached pages stay valid:

@@ -31,3 +31,5 @@ target_link_libraries(readahead_test PRIVATE brevis_fuse)
 # A full disk under the store: writers are told, rm still frees space.
 brevis_add_test(mount_full_disk_test fuse/mount_full_disk_test.cpp)
 add_dependencies(mount_full_disk_test brevis)
+# Reads against truncates until their replies are written.
+brevis_add_test(resize_gate_test fuse/resize_gate_test.cpp)

@@ -422,6 +422,52 @@ TEST(mount_fs_cache, prefetch_never_serves_bytes_of_an_old_version) {
   m->shutdown();
 }
 
+// With the writeback cache the kernel zero-fills a short READ reply up to
+// the size it knows, and learns a truncate's size only from its reply: a
+// read must not be answered between the cut and that reply.
+TEST(mount_fs_cache, truncates_and_reads_wait_for_each_others_replies) {
+  fixture f;
+  auto m = f.mount(16 << 20, 0);
+  ASSERT_FALSE(m->open(f.ino, O_RDONLY));  // the reader's descriptor
+  std::atomic<bool> resized{false};
+  std::atomic<bool> release{false};
+  std::thread truncate;
+  {
+    // A read being answered: its reply still reads the old bytes.
+    mount_fs::read_data const reading = m->read_view(f.ino, 0, 100);
+    ASSERT_EQ(reading.size, 100u);
+    truncate = std::thread([&] {
+      resize_gate::hold const h = m->hold_for_resize(f.ino);
+      resized = true;
+      ASSERT_TRUE(m->open(f.ino, O_WRONLY));
+      setattr_request r;
+      r.size = 10;
+      m->setattr(f.ino, r);
+      m->release(f.ino, true);
+      while (!release)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(resized) << "a truncate cut the file under a read's reply";
+  }
+  while (!resized) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Until the truncate's reply is out, reads wait; then they see its size.
+  std::atomic<bool> read_done{false};
+  size_t got = 0;
+  std::thread reader([&] {
+    uint8_t buf[100];
+    got = m->read(f.ino, 0, sizeof buf, buf);
+    read_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(read_done) << "a read was answered before a truncate's reply";
+  release = true;
+  truncate.join();
+  reader.join();
+  EXPECT_EQ(got, 10u);
+  m->release(f.ino, false);
+}
+
 TEST(mount_fs_cache, reads_racing_a_rewrite_a_recompression_and_an_unlink) {
   fixture f;
   mount_fs::options o = fixture::opts(1 << 20, 2);
