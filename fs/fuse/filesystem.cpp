@@ -203,10 +203,17 @@ std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {
   return it == nodes_.end() ? nullptr : it->second;
 }
 
-resize_gate::hold mount_fs::hold_for_resize(uint64_t ino) {
-  std::shared_ptr<node> n = get(ino);
-  return resize_gate::enter_resize(std::shared_ptr<resize_gate>(n, &n->gate));
+namespace {
+
+/// Keeps reads of `n` off until `into` is released (resize_gate.h). Taken
+/// once no compression runs (mu held): a truncate waiting for one to cancel
+/// would otherwise hold every read of the file that long.
+template <typename Node>
+void hold_reads_off(std::shared_ptr<Node> const& n, resize_gate::hold& into) {
+  into = resize_gate::enter_resize(std::shared_ptr<resize_gate>(n, &n->gate));
 }
+
+}  // namespace
 
 std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
   if (std::shared_ptr<node> n = find_node(ino)) return n;
@@ -549,7 +556,10 @@ std::vector<mount_fs::entry> mount_fs::readdir(uint64_t ino) {
 
 // ------------------------------------------------------------ attributes
 
-struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
+struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
+                              resize_gate::hold* resizing) {
+  resize_gate::hold held_here;
+  resize_gate::hold& gate = resizing ? *resizing : held_here;
   // A removed inode the kernel still holds (an open directory, a cwd) takes
   // a chmod, chown or utimes into what the mount keeps of it, as a local
   // filesystem's would; its size cannot change (no bytes are kept).
@@ -573,6 +583,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r) {
       std::unique_lock lk(n->mu);
       wait_not_compressing(*n, lk);
       if (n->gone) store_fail(store_errc::not_found, "removed");
+      hold_reads_off(n, gate);
       bool const queued = queue_->cancel(ino);
       ++n->writers;
       ++n->opens;  // an unlink meanwhile keeps it (see create)
@@ -740,11 +751,14 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   new_generation(n);
 }
 
-bool mount_fs::open(uint64_t ino, int flags, caller who) {
+bool mount_fs::open(uint64_t ino, int flags, caller who,
+                    resize_gate::hold* resizing) {
   std::shared_ptr<node> n = get(ino);
   bool const w = for_writing(flags);
   std::unique_lock lk(n->mu);
   if (w) wait_not_compressing(*n, lk);
+  resize_gate::hold held_here;
+  if (flags & O_TRUNC) hold_reads_off(n, resizing ? *resizing : held_here);
   // dropping: its last handle went, the store is dropping it.
   if (n->gone || n->dropping) store_fail(store_errc::not_found, "removed");
   bool queued = false;

@@ -151,7 +151,11 @@ class mount_fs {
   void forget(uint64_t ino, uint64_t nlookup);
   /// Throws not_found.
   struct stat lookup(uint64_t parent, std::string_view name);
-  struct stat setattr(uint64_t ino, setattr_request const& r);
+  /// A new size also waits until no read of `ino` is being answered, and
+  /// keeps new reads waiting while `resizing` holds that (the caller keeps
+  /// it until the reply is written; resize_gate.h), else until it returns.
+  struct stat setattr(uint64_t ino, setattr_request const& r,
+                      resize_gate::hold* resizing = nullptr);
 
   /// Creates and opens a staged file; the handle is a writer.
   struct stat create(uint64_t parent, std::string_view name, uint32_t mode,
@@ -182,7 +186,9 @@ class mount_fs {
   /// An O_TRUNC by `who` other than root also clears the setuid bit, and
   /// setgid where group execute is set or `who` is not in the file's group
   /// (`who.groups` then matters), as a truncate through setattr does.
-  bool open(uint64_t ino, int flags, caller who = {});
+  /// An O_TRUNC holds reads off as setattr does (`resizing`).
+  bool open(uint64_t ino, int flags, caller who = {},
+            resize_gate::hold* resizing = nullptr);
   size_t read(uint64_t ino, uint64_t offset, size_t size, uint8_t* out);
   /// A read's bytes for a reply without a copy: `pieces` point into the
   /// decoded chunks `hold` keeps alive, or into `staged`. Or, for a staged
@@ -202,10 +208,6 @@ class mount_fs {
   };
   read_data read_view(uint64_t ino, uint64_t offset, size_t size,
                       bool from_fd = false);
-  /// Waits until no read of `ino` is being answered, and keeps new ones
-  /// waiting while the hold lives: held by a truncate (setattr of the size,
-  /// an O_TRUNC open) until its reply is written (resize_gate.h).
-  resize_gate::hold hold_for_resize(uint64_t ino);
   size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
   /// Writes `size` bytes at `offset` of a staged file through `put`, which
   /// writes at most `len` of the rest to descriptor `fd` at `at` and returns

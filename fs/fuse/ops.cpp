@@ -287,9 +287,8 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
         }
         // atime is not kept (reads report mtime); ctime always moves.
         // A new size: reads wait until the kernel has it (resize_gate.h).
-        resize_gate::hold const resizing =
-            r.size ? fs_of(req).hold_for_resize(ino) : resize_gate::hold();
-        struct stat const st = fs_of(req).setattr(ino, r);
+        resize_gate::hold resizing;
+        struct stat const st = fs_of(req).setattr(ino, r, &resizing);
         return fuse_reply_attr(req, &st, attr_timeout), 0;
       },
       subject::inode);
@@ -385,14 +384,11 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       [&] {
         mount_fs& fs = fs_of(req);
         caller who = caller_of(req);
+        if (fi->flags & O_TRUNC) who.groups = groups_of(req);
         // The kernel leaves an O_TRUNC to this open (atomic_o_trunc): reads
         // wait until it has the new size (resize_gate.h).
         resize_gate::hold resizing;
-        if (fi->flags & O_TRUNC) {
-          who.groups = groups_of(req);
-          resizing = fs.hold_for_resize(ino);
-        }
-        bool const writer = fs.open(ino, fi->flags, who);
+        bool const writer = fs.open(ino, fi->flags, who, &resizing);
         fi->fh = writer ? 1 : 0;
         // Contents change only through this mount, so cached pages stay valid:
         // writes and truncates go through the kernel's page cache itself, and

@@ -437,12 +437,12 @@ TEST(mount_fs_cache, truncates_and_reads_wait_for_each_others_replies) {
     mount_fs::read_data const reading = m->read_view(f.ino, 0, 100);
     ASSERT_EQ(reading.size, 100u);
     truncate = std::thread([&] {
-      resize_gate::hold const h = m->hold_for_resize(f.ino);
-      resized = true;
       ASSERT_TRUE(m->open(f.ino, O_WRONLY));
       setattr_request r;
       r.size = 10;
-      m->setattr(f.ino, r);
+      resize_gate::hold replying;  // as op_setattr keeps it until its reply
+      m->setattr(f.ino, r, &replying);
+      resized = true;
       m->release(f.ino, true);
       while (!release)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

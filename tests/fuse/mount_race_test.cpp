@@ -218,6 +218,37 @@ TEST(mount_race, mtime_set_during_compression_wins) {
   EXPECT_TRUE(f.read(ino) == data);
 }
 
+TEST(mount_race, reads_go_on_while_a_truncate_waits_for_a_compression) {
+  watchdog dog(60s);
+  fixture f;
+  f.gate.arm();
+  std::string const data = weights(9);
+  uint64_t const ino = f.put("a.safetensors", data);
+  ASSERT_TRUE(f.gate.wait_arrived());
+  bool const w = f.m->open(ino, O_RDONLY);
+  setattr_request r;
+  r.size = 10;
+  auto truncate = start([&] { f.m->setattr(ino, r); });
+  // The truncate waits for the compression it cancels; a read meanwhile is
+  // answered (it keeps reads off only once it can cut).
+  EXPECT_EQ(truncate.wait_for(300ms), std::future_status::timeout);
+  auto read = start([&] {
+    std::string got(100, '\0');
+    ASSERT_EQ(
+        f.m->read(ino, 0, got.size(), reinterpret_cast<uint8_t*>(got.data())),
+        got.size());
+    EXPECT_TRUE(got == data.substr(0, got.size()));
+  });
+  EXPECT_EQ(read.wait_for(10s), std::future_status::ready)
+      << "a read waited for a truncate waiting for a compression";
+  f.gate.release();
+  truncate.get();
+  read.get();
+  f.m->release(ino, w);
+  ASSERT_TRUE(f.settle());
+  EXPECT_TRUE(f.read(ino) == data.substr(0, 10));
+}
+
 TEST(mount_race, mode_and_owner_set_during_compression_stay) {
   watchdog dog(60s);
   fixture f;
