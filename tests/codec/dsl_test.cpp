@@ -363,7 +363,7 @@ TEST(dsl_test, the_encoder_refuses_programs_the_decoder_would_refuse) {
   // worth exactly; a 14th asks for 70.
   bytes in(size_t{1} << 20);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i % 7);
-  ASSERT_EQ(decode_budget(in.size()), 13 * 5 * in.size());
+  ASSERT_EQ(decode_budget(in.size()), size_t{13} * 5 * in.size());
   EXPECT_TRUE(roundtrips(nested_runs(13), in));
   bytes payload;
   try {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -455,8 +456,8 @@ TEST(mount_fs_cache, truncates_and_reads_wait_for_each_others_replies) {
   std::atomic<bool> read_done{false};
   size_t got = 0;
   std::thread reader([&] {
-    uint8_t buf[100];
-    got = m->read(f.ino, 0, sizeof buf, buf);
+    std::array<uint8_t, 100> buf{};
+    got = m->read(f.ino, 0, buf.size(), buf.data());
     read_done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

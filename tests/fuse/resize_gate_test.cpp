@@ -39,7 +39,9 @@ TEST(resize_gate, reads_share_it) {
 
 TEST(resize_gate, a_waiting_truncate_goes_before_later_reads) {
   auto gate = std::make_shared<resize_gate>();
-  std::atomic<bool> resizing{false}, resized{false}, late_read{false};
+  std::atomic<bool> resizing{false};
+  std::atomic<bool> resized{false};
+  std::atomic<bool> late_read{false};
   std::atomic<bool> resize_saw_late_read{false};
   auto first =
       std::make_unique<resize_gate::hold>(resize_gate::enter_read(gate));
