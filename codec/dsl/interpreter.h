@@ -27,7 +27,8 @@ void decode_chunk(node const& program, byte_view payload, size_t out_size,
                   uint8_t* out);
 
 /// Encodes then decodes and compares; true when the program roundtrips this
-/// input. Used by tests.
+/// input, false when it does not or the encoder refuses it (errc::domain,
+/// or errc::limit past the decoder's budget). Used by tests.
 bool roundtrips(node const& program, byte_view input);
 
 }  // namespace brevis::codec
