@@ -372,6 +372,7 @@ TEST(dsl_test, the_encoder_refuses_programs_the_decoder_would_refuse) {
   } catch (error const& e) {
     EXPECT_EQ(e.code(), errc::limit) << e.what();
   }
+  EXPECT_FALSE(roundtrips(nested_runs(14), in));  // a refusal, not a throw
 }
 
 }  // namespace
