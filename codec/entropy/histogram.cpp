@@ -70,16 +70,15 @@ size_t drain_touched(counters& c) {
   return k;
 }
 
-// Whether zeros are a sixteenth of `n` lanes or more, judged from 1024
-// lanes spread over them (fewer lanes: false).
-bool many_zeros(uint8_t const* p, size_t n) {
-  if (n < 1024) return false;
-  size_t const step = n / 1024;
-  size_t zeros = 0;
-  for (size_t i = 0; i < 1024; ++i) {
-    zeros += load_le<uint16_t>(p + 2 * i * step) == 0;
-  }
-  return zeros >= 1024 / 16;
+// Lanes counted plainly first, whose zeros pick the loop for the rest (a
+// sixteenth or more: spread_zeros). Judged from lanes spread over the whole
+// input instead, the guess missed the cache (and the TLB) at every lane: 45%
+// of histogram16's time on centernet.fp16's tensors. It only picks a loop;
+// both count alike.
+constexpr size_t probe_lanes = 1024;
+
+bool many_zeros(uint32_t const* count, size_t probed) {
+  return probed == probe_lanes && count[0] >= probe_lanes / 16;
 }
 
 // The counter of symbol `s` in lane k (of zero_lanes): with `spread_zeros`,
@@ -162,10 +161,12 @@ sparse_histogram16 histogram16(byte_view data) {
   if (n >= symbols) {
     // Large inputs: scanning the counters (skipping empty blocks a vector
     // at a time) costs less than marking the symbols seen.
-    if (many_zeros(p, n)) {
-      count_large<true>(p, n, count);
+    count_large<false>(p, probe_lanes, count);
+    uint8_t const* const rest = p + 2 * probe_lanes;
+    if (many_zeros(count, probe_lanes)) {
+      count_large<true>(rest, n - probe_lanes, count);
     } else {
-      count_large<false>(p, n, count);
+      count_large<false>(rest, n - probe_lanes, count);
     }
     // Filled without a branch a symbol (fp16 weights' alphabets are dense
     // and irregular): every counter of a nonempty block is written at the
@@ -208,10 +209,13 @@ sparse_histogram16 histogram16(byte_view data) {
   }
   // Mid-sized inputs: a flag per block of symbols (a plain store, no read), so
   // the output comes out in order without sorting or a full scan.
-  if (many_zeros(p, n)) {
-    count_marked<true>(p, n, count, c.touched.data());
+  size_t const head = std::min(n, probe_lanes);
+  count_marked<false>(p, head, count, c.touched.data());
+  uint8_t const* const rest = p + 2 * head;
+  if (many_zeros(count, head)) {
+    count_marked<true>(rest, n - head, count, c.touched.data());
   } else {
-    count_marked<false>(p, n, count, c.touched.data());
+    count_marked<false>(rest, n - head, count, c.touched.data());
   }
   size_t const k = drain_touched(c);
   return sparse_histogram16(c.scratch.data(), c.scratch.data() + k);

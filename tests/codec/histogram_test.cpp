@@ -21,13 +21,15 @@ sparse_histogram16 reference(bytes const& d) {
 // Sizes on both sides of the switch between the small-input and large-input
 // ways of counting, odd lengths, and inputs that reuse the thread's counters
 // one after another (each must see them zeroed). Sparse inputs (mostly
-// zeros, or all) take the large inputs' way of counting zeros apart.
+// zeros, or all) take the large inputs' way of counting zeros apart; the
+// first 1024 lanes choose that way, so zeros there and not after, or after
+// and not there, count alike too.
 TEST(histogram_test, matches_a_plain_count) {
   std::mt19937 rng(21);
   for (size_t lanes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17},
                        size_t{4099}, size_t{8191}, size_t{8192}, size_t{65535},
                        size_t{65536}, size_t{65537}, size_t{200001}}) {
-    for (int kind = 0; kind < 7; ++kind) {
+    for (int kind = 0; kind < 9; ++kind) {
       bytes d;
       for (size_t i = 0; i < lanes; ++i) {
         uint16_t v = 0;
@@ -50,6 +52,12 @@ TEST(histogram_test, matches_a_plain_count) {
           case 6:
             v = i % 16 ? static_cast<uint16_t>(0x8000 | rng() % 7) : 0;
             break;  // a sixteenth zeros, at the sampled stride or not
+          case 7:
+            v = i < 1024 ? 0 : static_cast<uint16_t>(0x3c00 + rng() % 40);
+            break;  // zeros in the lanes that pick the way only
+          case 8:
+            v = i < 1024 || rng() % 4 ? static_cast<uint16_t>(rng() | 1) : 0;
+            break;  // zeros past those lanes only
           default:
             v = static_cast<uint16_t>(i);
             break;  // ramp
