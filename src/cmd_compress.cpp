@@ -42,6 +42,28 @@ std::string output_for(compress_options const& opt, std::string const& in) {
   return in + archive_suffix;
 }
 
+// Chunks stored with the fallback program: a fault (a bug the fallback
+// contained; the archive is still correct) is a warning unless -q, and -v
+// also counts the refusals (values a program was not chosen for).
+void report_fallbacks(std::string const& path,
+                      codec::archive_writer::fallback_counts const& f,
+                      int verbosity) {
+  char const* const name = path == "-" ? "stdin" : path.c_str();
+  if (f.faulted > 0 && verbosity >= 1) {
+    std::fprintf(stderr,
+                 "brevis: warning: %s: %zu chunks stored with the fallback "
+                 "program after an encoder fault (first: %s); the archive is "
+                 "correct, please report this\n",
+                 name, f.faulted, f.first_fault.c_str());
+  }
+  if (f.refused > 0 && verbosity >= 2) {
+    std::fprintf(stderr,
+                 "%s: %zu chunks stored with the fallback program: their "
+                 "program could not code them\n",
+                 name, f.refused);
+  }
+}
+
 void compress_one(compress_options const& opt,
                   codec::program_chooser const& chooser,
                   std::string const& path) {
@@ -116,6 +138,7 @@ void compress_one(compress_options const& opt,
   bar.finish();
 
   if (remove) remove_input(in);
+  report_fallbacks(path, writer.fallbacks(), opt.common.verbosity);
   if (opt.common.verbosity >= 2) {
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

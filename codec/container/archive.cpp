@@ -221,7 +221,7 @@ bytes archive_writer::header() const {
   return h;
 }
 
-bool archive_writer::try_encode(uint32_t program, byte_view in,
+bool archive_writer::try_encode(size_t chunk, uint32_t program, byte_view in,
                                 bytes& payload) const {
   payload.clear();
   try {
@@ -233,12 +233,34 @@ bool archive_writer::try_encode(uint32_t program, byte_view in,
     bool const same = std::equal(back.begin(), back.end(), in.begin());
     scratch::give(std::move(back));
     verified_.fetch_add(1, std::memory_order_relaxed);
+    if (!same) note_fault(chunk, program, "its payload decoded back wrong");
     return same;
-  } catch (error const&) {
-    // errc::domain is the expected refusal; anything else is an operator
-    // fault, and the fallback still gives a correct archive.
+  } catch (error const& e) {
+    // A refusal is the program's answer to values it was not chosen for;
+    // anything else is an operator's fault. The fallback still gives a
+    // correct archive either way.
+    if (is_refusal(e.code())) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      note_fault(chunk, program, e.what());
+    }
     return false;
   }
+}
+
+void archive_writer::note_fault(size_t chunk, uint32_t program,
+                                std::string_view what) const {
+  std::scoped_lock lk(fault_mu_);
+  if (faulted_++ > 0) return;
+  std::string text = program_text(programs_[program]);
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  first_fault_ = "chunk " + std::to_string(chunk) + ", program " + text + ": " +
+                 std::string(what);
+}
+
+archive_writer::fallback_counts archive_writer::fallbacks() const {
+  std::scoped_lock lk(fault_mu_);
+  return {refused_.load(std::memory_order_relaxed), faulted_, first_fault_};
 }
 
 encoded_chunk archive_writer::encode(size_t i) const {
@@ -257,7 +279,7 @@ encoded_chunk archive_writer::encode(size_t i, byte_view in) const {
   // A payload larger than the chunk is replaced, so this is all it needs;
   // a reused buffer saves paging in a fresh one per chunk (see recycle).
   out.payload = scratch::take_empty(c.length);
-  bool ok = c.program != 0 && try_encode(c.program, in, out.payload);
+  bool ok = c.program != 0 && try_encode(i, c.program, in, out.payload);
   if (ok && out.payload.size() < c.length) return out;
   // Not encodable, or it did not shrink: use the fallback when it is smaller.
   bytes fallback;

@@ -8,13 +8,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codec/choose/chooser.h"
 #include "codec/core/bytes.h"
+#include "codec/core/error.h"
 #include "codec/dsl/program.h"
 #include "codec/parse/region.h"
 
@@ -82,6 +85,23 @@ class archive_writer {
   size_t verified_chunks() const {
     return verified_.load(std::memory_order_relaxed);
   }
+  /// Chunks encode() stored with fallback_program() because their own
+  /// program failed them, by why (for -v, warnings and the mount's log).
+  struct fallback_counts {
+    /// The program cannot code the chunk's values (errc::domain), or its
+    /// decoding would pass the decoder's budget (errc::limit).
+    size_t refused = 0;
+    /// An operator failed otherwise, or the payload decoded back to other
+    /// bytes (set_verify): a fault in brevis, which the fallback contained.
+    size_t faulted = 0;
+    std::string first_fault;  // what the first faulted chunk said
+  };
+  fallback_counts fallbacks() const;
+  /// Whether a program's failure to encode a chunk with `code` is a refusal
+  /// (fallback_counts::refused) rather than a fault.
+  static bool is_refusal(errc code) {
+    return code == errc::domain || code == errc::limit;
+  }
 
   /// What the file's chooser learned (program_chooser::summary), or "".
   std::string chooser_summary() const {
@@ -133,7 +153,9 @@ class archive_writer {
   bytes finish();
 
  private:
-  bool try_encode(uint32_t program, byte_view in, bytes& payload) const;
+  bool try_encode(size_t chunk, uint32_t program, byte_view in,
+                  bytes& payload) const;
+  void note_fault(size_t chunk, uint32_t program, std::string_view what) const;
 
   byte_view file_;
   program_chooser const& chooser_;
@@ -142,6 +164,10 @@ class archive_writer {
   bool verify_ = true;
   bool record_times_ = true;
   mutable std::atomic<size_t> verified_{0};
+  mutable std::atomic<size_t> refused_{0};
+  mutable std::mutex fault_mu_;
+  mutable size_t faulted_ = 0;       // under fault_mu_
+  mutable std::string first_fault_;  // under fault_mu_
   std::vector<region_entry> regions_;
   std::vector<node> chosen_;    // per region, from choose_program
   std::vector<node> programs_;  // programs_[0] is fallback_program()

@@ -1369,7 +1369,22 @@ void mount_fs::compress_job(uint64_t ino) {
       out.seconds > 0 ? static_cast<double>(r.size) / 1e6 / out.seconds : 0.0,
       out.choose_seconds, out.chunk_seconds, out.choose_cpu_seconds,
       out.chunk_cpu_seconds);
-  log_event(log_level::info, "compressed " + label + ": " + line);
+  std::string fell_back;
+  if (out.fallbacks.refused > 0) {
+    fell_back = "; " + std::to_string(out.fallbacks.refused) +
+                " chunks by the fallback program, which their own could not "
+                "code";
+  }
+  log_event(log_level::info, "compressed " + label + ": " + line + fell_back);
+  if (out.fallbacks.faulted > 0) {
+    log_event(log_level::error,
+              "compressing " + label + " stored " +
+                  std::to_string(out.fallbacks.faulted) +
+                  " chunks with the fallback program after an encoder fault "
+                  "(first: " +
+                  out.fallbacks.first_fault +
+                  "); they read back exactly, please report this");
+  }
   if (r.healed > 0) {
     log_event(log_level::error,
               "compressing " + label + " stored " + std::to_string(r.healed) +

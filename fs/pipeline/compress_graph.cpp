@@ -416,6 +416,7 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
   out.chunk_seconds =
       std::chrono::duration<double>(clock::now() - chosen).count();
   out.chunk_cpu_seconds = process_cpu_seconds() - cpu_chosen;
+  if (writer) out.fallbacks = writer->fallbacks();
   if (!stop()) {
     err.guard("commit", [&] {
       staged_commit::file_info f;

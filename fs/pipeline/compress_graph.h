@@ -27,6 +27,7 @@
 #include <string>
 
 #include "codec/choose/chooser.h"
+#include "codec/container/archive.h"
 #include "fs/store/store.h"
 
 namespace brevis::fs {
@@ -57,6 +58,8 @@ struct compress_outcome {
   // phase's CPU below twice its time on 2 cores means idle cores.
   double choose_cpu_seconds = 0;
   double chunk_cpu_seconds = 0;
+  // Chunks stored with the fallback program, and why (logged).
+  codec::archive_writer::fallback_counts fallbacks;
 };
 
 /// Compresses the staged copy of `req.ino` into the store and marks the

@@ -283,6 +283,42 @@ TEST(container_test, ill_typed_choice_falls_back) {
   EXPECT_EQ(read_all(r), file);
 }
 
+// Writes `file` with `chooser`'s program, chunk by chunk in order.
+archive_writer::fallback_counts fallbacks_writing(bytes const& file,
+                                                  program_chooser const& c) {
+  archive_writer w(file, "x", c, 4096);
+  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
+  w.plan_chunks();
+  bytes a = w.header();
+  for (size_t i = 0; i < w.chunk_count(); ++i)
+    put_bytes(a, w.append(w.encode(i)));
+  put_bytes(a, w.finish());
+  archive_reader r(a);
+  EXPECT_EQ(read_all(r), file);
+  return w.fallbacks();
+}
+
+// Chunks the fallback program stores are counted by why: a refusal (values
+// the program cannot code) is not a fault; an operator failing otherwise is.
+TEST(container_test, fallbacks_are_counted_by_why) {
+  bytes file = random_bytes(3 * 4096, 8);
+  for (uint8_t& b : file) b &= 7;  // three bits code it
+  file[2 * 4096 + 5] = 8;          // except in the third chunk
+  fixed_chooser const bits(make_leaf(opcode::bits, {3}));
+  archive_writer::fallback_counts const refused = fallbacks_writing(file, bits);
+  EXPECT_EQ(refused.refused, 1u);
+  EXPECT_EQ(refused.faulted, 0u);
+  EXPECT_EQ(refused.first_fault, "");
+
+  // Which failures are refusals; the rest are faults (no well-formed
+  // program of brevis's operators reaches them: choose_program checks it).
+  EXPECT_TRUE(archive_writer::is_refusal(errc::domain));
+  EXPECT_TRUE(archive_writer::is_refusal(errc::limit));
+  EXPECT_FALSE(archive_writer::is_refusal(errc::corrupt));
+  EXPECT_FALSE(archive_writer::is_refusal(errc::bad_program));
+  EXPECT_FALSE(archive_writer::is_refusal(errc::truncated));
+}
+
 // Writes `file` with rans0 for every chunk, decoding back when `verify`.
 bytes rans0_archive(byte_view file, bool verify, size_t& verified) {
   fixed_chooser chooser(make_leaf(opcode::rans0));
