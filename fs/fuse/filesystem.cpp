@@ -33,6 +33,19 @@ constexpr size_t max_xattr_text = 60000;
   throw std::system_error(err, std::generic_category(), what);
 }
 
+// The attribute namespaces the mount keeps (security.* and system.* carry
+// policy it does not enforce). As ext4 answers: a name outside them is
+// EOPNOTSUPP, one with nothing after its namespace EINVAL.
+void check_xattr_name(std::string_view name) {
+  for (std::string_view const space : {"user.", "trusted."}) {
+    if (name.starts_with(space)) {
+      if (name.size() == space.size()) sys_fail(EINVAL, "attribute name");
+      return;
+    }
+  }
+  sys_fail(EOPNOTSUPP, "attribute namespace");
+}
+
 int64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -1427,6 +1440,7 @@ struct statvfs mount_fs::statfs() {
 }
 
 std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
+  check_xattr_name(name);
   if (name.starts_with(brevis_prefix)) {
     inode_attr const a = store_.stat(ino);
     if (!S_ISREG(a.mode)) store_fail(store_errc::no_attr, "no attribute");
@@ -1500,10 +1514,8 @@ std::string mount_fs::programs_text(uint64_t ino) {
 
 void mount_fs::setxattr(uint64_t ino, std::string_view name,
                         std::string_view value, int flags) {
+  check_xattr_name(name);
   if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
-  if (!name.starts_with("user.") && !name.starts_with("trusted.")) {
-    sys_fail(EOPNOTSUPP, "attribute namespace");
-  }
   store_.set_xattr(ino, name, value, flags);
 }
 
@@ -1522,6 +1534,7 @@ std::vector<std::string> mount_fs::listxattr(uint64_t ino, caller who) {
 }
 
 void mount_fs::removexattr(uint64_t ino, std::string_view name) {
+  check_xattr_name(name);
   if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
   store_.remove_xattr(ino, name);
 }
