@@ -88,6 +88,8 @@ bool lost_a_write(std::string const& staged_path) {
   return ::stat(staged_path.c_str(), &st) == 0 && (st.st_mode & S_ISVTX) != 0;
 }
 
+constexpr int64_t unknown_mtime = INT64_MIN;
+
 }  // namespace
 
 struct mount_fs::node {
@@ -119,6 +121,28 @@ struct mount_fs::node {
   // every flush and fsync, and keeps the file from being compressed, until
   // the file is truncated to nothing (rewritten whole) or goes.
   std::atomic<int> write_error{0};
+  // The staged copy's mtime as the kernel last knows it (unknown_mtime:
+  // not known), which a write-back of its page cache puts back after
+  // writing (kernel_keeps_times). Set whenever the fd opens and after every
+  // change of ours the kernel sees the mtime of (a truncate, fallocate, a
+  // caller's write), and to each mtime the kernel sets.
+  std::atomic<int64_t> mtime_ns{unknown_mtime};
+  void remember_mtime() {
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0) mtime_ns = from_ts(st.st_mtim);
+  }
+  // Puts the mtime back after a write-back. A time the kernel sets
+  // meanwhile is stored before it is applied, so the last value put back
+  // is the latest.
+  void keep_mtime() const {
+    for (int64_t m = mtime_ns.load(); m != unknown_mtime;) {
+      timespec const ts[2] = {{0, UTIME_OMIT}, to_ts(m)};
+      (void)::futimens(fd, ts);
+      int64_t const now = mtime_ns.load();
+      if (now == m) return;
+      m = now;
+    }
+  }
 
   resize_gate gate;      // reads against truncates, until their replies
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
@@ -607,6 +631,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
         if (::ftruncate(n->fd, static_cast<off_t>(*r.size)) != 0) {
           sys_fail(errno, "truncate");
         }
+        n->remember_mtime();
         if (*r.size == 0 && n->write_error.exchange(0) != 0) {
           mark_lost_write(n->fd, false);  // nothing lost is left
         }
@@ -642,6 +667,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
       // commit of its own.
       std::shared_lock io(n->io);
       if (n->staged && n->fd >= 0) {
+        n->mtime_ns = *r.mtime_ns;  // before: see node::keep_mtime
         timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
         if (::futimens(n->fd, ts) != 0) sys_fail(errno, "set the times");
         return to_stat(store_.stat(ino));
@@ -655,6 +681,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
     }
     inode_attr const a = store_.set_attr(ino, u);
     if (S_ISREG(a.mode) && a.state == file_state::staged) {
+      n->mtime_ns = *r.mtime_ns;  // before: see node::keep_mtime
       timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
       ::utimensat(AT_FDCWD, store_.staging_path(ino).c_str(), ts, 0);
     }
@@ -679,7 +706,7 @@ void mount_fs::open_fd_locked(node& n) {
   std::string const path = store_.staging_path(n.ino);
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   n.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (n.fd >= 0) return;
+  if (n.fd >= 0) return n.remember_mtime();
   if (errno != ENOENT) sys_fail(errno, "open the staged copy");
   // No copy: the inode was dropped by an unlink (then stat throws
   // not_found) -- or a crash came between create's commit and its file.
@@ -699,6 +726,7 @@ void mount_fs::open_fd_locked(node& n) {
     ::unlink(path.c_str());
     store_fail(store_errc::not_found, "removed while opened");
   }
+  n.remember_mtime();
 }
 
 void mount_fs::stage_locked(node& n, uint64_t keep) {
@@ -760,6 +788,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   }
   if (n.fd >= 0) ::close(n.fd);
   n.fd = fd;
+  n.remember_mtime();
   n.staged = true;
   new_generation(n);
 }
@@ -794,8 +823,9 @@ bool mount_fs::open(uint64_t ino, int flags, caller who,
       attrs_changed = true;
     }
     if (n->staged && n->fd < 0) open_fd_locked(*n);
-    if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
-      sys_fail(errno, "truncate");
+    if ((flags & O_TRUNC) && n->fd >= 0) {
+      if (::ftruncate(n->fd, 0) != 0) sys_fail(errno, "truncate");
+      n->remember_mtime();
     }
     if ((flags & O_TRUNC) && n->fd >= 0 && n->write_error.exchange(0) != 0) {
       mark_lost_write(n->fd, false);  // nothing lost is left
@@ -1125,17 +1155,19 @@ void mount_fs::drop_behind(node& n, uint64_t gen,
 }
 
 size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
-                       size_t size) {
+                       size_t size, write_origin origin) {
   return write_with(
-      ino, offset, size, [&](int fd, uint64_t at, size_t len) -> ssize_t {
+      ino, offset, size,
+      [&](int fd, uint64_t at, size_t len) -> ssize_t {
         ssize_t const r =
             ::pwrite(fd, data + (at - offset), len, static_cast<off_t>(at));
         return r < 0 ? -errno : r;
-      });
+      },
+      origin);
 }
 
 size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
-                            write_fn const& put) {
+                            write_fn const& put, write_origin origin) {
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");
@@ -1158,6 +1190,14 @@ size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
       sys_fail(e, "write the staged copy");
     }
     done += static_cast<size_t>(r);
+  }
+  // A write-back of pages the kernel dated when they were written: it
+  // stated that mtime already, or keeps it as it was (a write in the same
+  // clock tick as the last change). Left to move here, it moved as late as
+  // the file's close, seen only after a remount (3 s, found by a POSIX
+  // probe). A caller's own write moves it, as the kernel will read back.
+  if (kernel_keeps_times_) {
+    origin == write_origin::page_cache ? n->keep_mtime() : n->remember_mtime();
   }
   return done;
 }
@@ -1199,6 +1239,7 @@ void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
                   static_cast<off_t>(length)) != 0) {
     sys_fail(errno, "fallocate");
   }
+  n->remember_mtime();
 }
 
 void mount_fs::written(node& n) {

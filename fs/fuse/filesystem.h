@@ -208,13 +208,24 @@ class mount_fs {
   };
   read_data read_view(uint64_t ino, uint64_t offset, size_t size,
                       bool from_fd = false);
-  size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
+  /// Where a write's bytes come from: a caller's write() (O_DIRECT, or
+  /// any without the kernel's writeback cache), or the kernel's page cache
+  /// writing back what callers wrote before (FUSE's writepage flag).
+  enum class write_origin { caller, page_cache };
+  size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size,
+               write_origin origin = write_origin::caller);
   /// Writes `size` bytes at `offset` of a staged file through `put`, which
   /// writes at most `len` of the rest to descriptor `fd` at `at` and returns
   /// how many, or -errno (FUSE splices a write's pages this way).
   using write_fn = std::function<ssize_t(int fd, uint64_t at, size_t len)>;
   size_t write_with(uint64_t ino, uint64_t offset, size_t size,
-                    write_fn const& put);
+                    write_fn const& put,
+                    write_origin origin = write_origin::caller);
+  /// Whether the kernel keeps files' times (its writeback cache is on): it
+  /// then updates a file's mtime as callers write into its page cache, and
+  /// states it (setattr) only when it moved, so writing those pages back
+  /// here, later, must leave the mtime as the kernel last stated it.
+  void kernel_keeps_times(bool on) { kernel_keeps_times_ = on; }
   /// What a close of a descriptor of `ino` answers (FUSE's flush): the
   /// errno of the first write of its staged copy that failed, else 0.
   int flush(uint64_t ino);
@@ -337,6 +348,7 @@ class mount_fs {
   void keep_removed(uint64_t ino, struct stat const& st);
   lookup_counts lookups_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> kernel_keeps_times_{false};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};
   std::shared_ptr<chunk_buffers> buffers_;

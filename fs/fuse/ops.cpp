@@ -202,9 +202,10 @@ std::string_view entry_name(char const* s) {
 
 // ------------------------------------------------------------------- ops
 
-void op_init(void*, fuse_conn_info* conn) {
+void op_init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
     conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    static_cast<context*>(userdata)->fs->kernel_keeps_times(true);
   }
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
     conn->want |= FUSE_CAP_PARALLEL_DIROPS;
@@ -459,7 +460,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // A write whose pages libfuse may hold in a pipe (spliced from the kernel):
 // they are spliced on into the staged copy.
 void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
-                  fuse_file_info* /*fi*/) {
+                  fuse_file_info* fi) {
   reply_errno(
       req, "write",
       [&] {
@@ -473,7 +474,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
               to.buf[0].pos = static_cast<off_t>(at);
               // Advances `in` past what it copied, so a retry goes on.
               return fuse_buf_copy(&to, in, fuse_buf_copy_flags{});
-            });
+            },
+            fi->writepage ? mount_fs::write_origin::page_cache
+                          : mount_fs::write_origin::caller);
         return fuse_reply_write(req, n), 0;
       },
       subject::inode);

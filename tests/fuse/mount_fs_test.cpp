@@ -201,6 +201,43 @@ TEST(mount_fs_cache, restaging_drops_cached_chunks) {
   m->release(f.ino, false);
 }
 
+// With the kernel's writeback cache the kernel dates writes into its page
+// cache and states the mtime itself: writing those pages back must not move
+// it (it moved to the close's time, seen only after a remount). A caller's
+// own write (O_DIRECT) moves it, and so does every write without the cache.
+TEST(mount_fs_times, page_cache_write_backs_keep_the_kernels_mtime) {
+  fixture f;
+  auto m = f.mount(16 << 20, 0);
+  ASSERT_TRUE(m->open(f.ino, O_WRONLY));  // staged again
+  int64_t const stated = int64_t{1'000'000'000} * 1'600'000'000 + 123;
+  setattr_request r;
+  r.mtime_ns = stated;
+  m->setattr(f.ino, r);
+  auto mtime = [&] {
+    struct stat const st = m->getattr(f.ino);
+    return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  };
+  ASSERT_EQ(mtime(), stated);
+  uint8_t const x[3] = {'x', 'y', 'z'};
+  using origin = mount_fs::write_origin;
+  // Without the cache, a write moves it, whatever its origin.
+  ASSERT_EQ(m->write(f.ino, 70000, x, 3, origin::page_cache), 3u);
+  EXPECT_GT(mtime(), stated);
+
+  m->kernel_keeps_times(true);
+  m->setattr(f.ino, r);
+  ASSERT_EQ(m->write(f.ino, 80000, x, 3, origin::page_cache), 3u);
+  EXPECT_EQ(mtime(), stated);
+  ASSERT_EQ(m->write(f.ino, 90000, x, 3, origin::caller), 3u);
+  int64_t const moved = mtime();
+  EXPECT_GT(moved, stated);
+  // ... and stays where that write put it through later write-backs.
+  ASSERT_EQ(m->write(f.ino, 100000, x, 3, origin::page_cache), 3u);
+  EXPECT_EQ(mtime(), moved);
+  m->release(f.ino, true);
+  EXPECT_EQ(mtime(), moved) << "recorded at the last writer's close";
+}
+
 TEST(mount_fs_cache, sequential_reader_drops_chunks_behind) {
   fixture f;
   ASSERT_GE(f.chunks(), 5u);
