@@ -50,6 +50,7 @@ void report_fallbacks(std::string const& path,
                       int verbosity) {
   char const* const name = path == "-" ? "stdin" : path.c_str();
   if (f.faulted > 0 && verbosity >= 1) {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): as its neighbours
     std::fprintf(stderr,
                  "brevis: warning: %s: %zu chunks stored with the fallback "
                  "program after an encoder fault (first: %s); the archive is "
@@ -57,6 +58,7 @@ void report_fallbacks(std::string const& path,
                  name, f.faulted, f.first_fault.c_str());
   }
   if (f.refused > 0 && verbosity >= 2) {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): as its neighbours
     std::fprintf(stderr,
                  "%s: %zu chunks stored with the fallback program: their "
                  "program could not code them\n",

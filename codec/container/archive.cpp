@@ -341,9 +341,7 @@ bytes archive_writer::finish() {
   return out;
 }
 
-bytes write_archive(byte_view file, std::string_view name,
-                    program_chooser const& chooser, uint32_t chunk_size) {
-  archive_writer w(file, name, chooser, chunk_size);
+bytes write_all(archive_writer& w) {
   for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
   w.plan_chunks();
   bytes out = w.header();
@@ -352,6 +350,12 @@ bytes write_archive(byte_view file, std::string_view name,
   }
   put_bytes(out, w.finish());
   return out;
+}
+
+bytes write_archive(byte_view file, std::string_view name,
+                    program_chooser const& chooser, uint32_t chunk_size) {
+  archive_writer w(file, name, chooser, chunk_size);
+  return write_all(w);
 }
 
 // ---------------------------------------------------------------- reader

@@ -187,6 +187,10 @@ class archive_writer {
   size_t appended_ = 0;                     // chunks appended so far
 };
 
+/// Chooses every region's program, plans the chunks and encodes them in
+/// order, all on this thread: the whole archive `w` writes.
+bytes write_all(archive_writer& w);
+
 /// Writes a whole archive of `file` in memory, serially (tests, small files).
 bytes write_archive(byte_view file, std::string_view name,
                     program_chooser const& chooser,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,7 +38,8 @@ constexpr size_t max_xattr_text = 60000;
 // policy it does not enforce). As ext4 answers: a name outside them is
 // EOPNOTSUPP, one with nothing after its namespace EINVAL.
 void check_xattr_name(std::string_view name) {
-  for (std::string_view const space : {"user.", "trusted."}) {
+  constexpr std::array<std::string_view, 2> kept = {"user.", "trusted."};
+  for (std::string_view const space : kept) {
     if (name.starts_with(space)) {
       if (name.size() == space.size()) sys_fail(EINVAL, "attribute name");
       return;
@@ -136,8 +138,8 @@ struct mount_fs::node {
   // is the latest.
   void keep_mtime() const {
     for (int64_t m = mtime_ns.load(); m != unknown_mtime;) {
-      timespec const ts[2] = {{0, UTIME_OMIT}, to_ts(m)};
-      (void)::futimens(fd, ts);
+      std::array<timespec, 2> const ts = {timespec{0, UTIME_OMIT}, to_ts(m)};
+      (void)::futimens(fd, ts.data());
       int64_t const now = mtime_ns.load();
       if (now == m) return;
       m = now;
@@ -1429,7 +1431,8 @@ void mount_fs::compress_job(uint64_t ino) {
                 " chunks by the fallback program, which their own could not "
                 "code";
   }
-  log_event(log_level::info, "compressed " + label + ": " + line + fell_back);
+  log_event(log_level::info,
+            "compressed " + label + ": " + &line[0] + fell_back);
   if (out.fallbacks.faulted > 0) {
     log_event(log_level::error,
               "compressing " + label + " stored " +

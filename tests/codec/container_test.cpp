@@ -218,12 +218,7 @@ TEST(container_test, typed_regions_are_cut_element_aligned) {
   regions[3] = {29003, 17, region_kind::opaque, dtype::none, {}, "pad"};
   fixed_chooser chooser(make_leaf(opcode::raw));
   archive_writer w(file, regions, chooser, 5000);
-  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
-  w.plan_chunks();
-  bytes a = w.header();
-  for (size_t i = 0; i < w.chunk_count(); ++i)
-    put_bytes(a, w.append(w.encode(i)));
-  put_bytes(a, w.finish());
+  bytes const a = write_all(w);
   archive_reader r(a);
   ASSERT_EQ(r.regions().size(), 4u);
   EXPECT_EQ(r.regions()[1].info.name, "w");
@@ -287,12 +282,7 @@ TEST(container_test, ill_typed_choice_falls_back) {
 archive_writer::fallback_counts fallbacks_writing(bytes const& file,
                                                   program_chooser const& c) {
   archive_writer w(file, "x", c, 4096);
-  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
-  w.plan_chunks();
-  bytes a = w.header();
-  for (size_t i = 0; i < w.chunk_count(); ++i)
-    put_bytes(a, w.append(w.encode(i)));
-  put_bytes(a, w.finish());
+  bytes const a = write_all(w);
   archive_reader r(a);
   EXPECT_EQ(read_all(r), file);
   return w.fallbacks();
@@ -301,7 +291,7 @@ archive_writer::fallback_counts fallbacks_writing(bytes const& file,
 // Chunks the fallback program stores are counted by why: a refusal (values
 // the program cannot code) is not a fault; an operator failing otherwise is.
 TEST(container_test, fallbacks_are_counted_by_why) {
-  bytes file = random_bytes(3 * 4096, 8);
+  bytes file = random_bytes(size_t{3} * 4096, 8);
   for (uint8_t& b : file) b &= 7;  // three bits code it
   file[2 * 4096 + 5] = 8;          // except in the third chunk
   fixed_chooser const bits(make_leaf(opcode::bits, {3}));

@@ -242,14 +242,7 @@ small_file headers_and_tensors(size_t count, size_t header, size_t tensor) {
 
 bytes write(small_file const& f, program_chooser const& c, uint32_t chunk) {
   archive_writer w(f.data, f.regions, c, chunk);
-  for (size_t r = 0; r < w.region_count(); ++r) w.choose_program(r);
-  w.plan_chunks();
-  bytes a = w.header();
-  for (size_t i = 0; i < w.chunk_count(); ++i) {
-    put_bytes(a, w.append(w.encode(i)));
-  }
-  put_bytes(a, w.finish());
-  return a;
+  return write_all(w);
 }
 
 TEST(literal_test, literal_regions_are_stored_in_the_index_alone) {

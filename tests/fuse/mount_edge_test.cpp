@@ -327,6 +327,7 @@ TEST_F(mount_edge, fallocate_modes) {
 TEST_F(mount_edge, mtime_survives_a_remount_after_a_late_write_back) {
   ASSERT_EQ(d_.start({"--quiet-ms", "60000"}), "");
   fs::path const f = mnt() / "late.bin";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, 40000), 0);

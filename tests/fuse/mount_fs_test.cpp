@@ -218,7 +218,8 @@ TEST(mount_fs_times, page_cache_write_backs_keep_the_kernels_mtime) {
     return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
   };
   ASSERT_EQ(mtime(), stated);
-  uint8_t const x[3] = {'x', 'y', 'z'};
+  std::array<uint8_t, 3> const xyz = {'x', 'y', 'z'};
+  uint8_t const* const x = xyz.data();
   using origin = mount_fs::write_origin;
   // Without the cache, a write moves it, whatever its origin.
   ASSERT_EQ(m->write(f.ino, 70000, x, 3, origin::page_cache), 3u);

@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -412,7 +413,7 @@ TEST_F(mount_test, posix_operations) {
   EXPECT_NE(::setxattr((m / "f").c_str(), "user.brevis.state", "x", 1, 0), 0);
   // As ext4: a namespace with no name is invalid, one the mount does not
   // keep unsupported, for reads and removals as for writes.
-  char buf[8];
+  std::array<char, 8> buf{};
   for (char const* name : {"user.", "trusted.", "bogus.x", "security.x"}) {
     int const want_errno =
         std::string_view(name).ends_with(".") ? EINVAL : EOPNOTSUPP;
@@ -420,7 +421,8 @@ TEST_F(mount_test, posix_operations) {
     EXPECT_EQ(::setxattr((m / "f").c_str(), name, "hi", 2, 0), -1) << name;
     EXPECT_EQ(errno, want_errno) << name;
     errno = 0;
-    EXPECT_EQ(::getxattr((m / "f").c_str(), name, buf, sizeof buf), -1) << name;
+    EXPECT_EQ(::getxattr((m / "f").c_str(), name, buf.data(), buf.size()), -1)
+        << name;
     EXPECT_EQ(errno, want_errno) << name;
     errno = 0;
     EXPECT_EQ(::removexattr((m / "f").c_str(), name), -1) << name;
