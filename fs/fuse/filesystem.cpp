@@ -146,7 +146,14 @@ struct mount_fs::node {
     }
   }
 
-  resize_gate gate;      // reads against truncates, until their replies
+  resize_gate gate;  // reads against truncates, until their replies
+  // Keeps reads of `self` off until the hold goes (resize_gate.h). Taken
+  // once no compression runs (mu held): a truncate waiting for one to
+  // cancel would otherwise hold every read of the file that long.
+  static resize_gate::hold hold_reads_off(std::shared_ptr<node> const& self) {
+    return resize_gate::enter_resize(
+        std::shared_ptr<resize_gate>(self, &self->gate));
+  }
   std::shared_mutex io;  // shared: use of fd; exclusive: state changes
   bool staged = false;
   int fd = -1;       // the staged copy, open while the file is open and staged
@@ -241,18 +248,6 @@ std::shared_ptr<mount_fs::node> mount_fs::find_node(uint64_t ino) {
   auto it = nodes_.find(ino);
   return it == nodes_.end() ? nullptr : it->second;
 }
-
-namespace {
-
-/// Keeps reads of `n` off until `into` is released (resize_gate.h). Taken
-/// once no compression runs (mu held): a truncate waiting for one to cancel
-/// would otherwise hold every read of the file that long.
-template <typename Node>
-void hold_reads_off(std::shared_ptr<Node> const& n, resize_gate::hold& into) {
-  into = resize_gate::enter_resize(std::shared_ptr<resize_gate>(n, &n->gate));
-}
-
-}  // namespace
 
 std::shared_ptr<mount_fs::node> mount_fs::get(uint64_t ino) {
   if (std::shared_ptr<node> n = find_node(ino)) return n;
@@ -622,7 +617,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
       std::unique_lock lk(n->mu);
       wait_not_compressing(*n, lk);
       if (n->gone) store_fail(store_errc::not_found, "removed");
-      hold_reads_off(n, gate);
+      gate = node::hold_reads_off(n);
       bool const queued = queue_->cancel(ino);
       ++n->writers;
       ++n->opens;  // an unlink meanwhile keeps it (see create)
@@ -802,7 +797,8 @@ bool mount_fs::open(uint64_t ino, int flags, caller who,
   std::unique_lock lk(n->mu);
   if (w) wait_not_compressing(*n, lk);
   resize_gate::hold held_here;
-  if (flags & O_TRUNC) hold_reads_off(n, resizing ? *resizing : held_here);
+  if (flags & O_TRUNC)
+    (resizing ? *resizing : held_here) = node::hold_reads_off(n);
   // dropping: its last handle went, the store is dropping it.
   if (n->gone || n->dropping) store_fail(store_errc::not_found, "removed");
   bool queued = false;
