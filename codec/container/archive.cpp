@@ -226,15 +226,6 @@ bool archive_writer::try_encode(size_t chunk, uint32_t program, byte_view in,
   payload.clear();
   try {
     encode_chunk(programs_[program], in, payload);
-    if (!verify_) return true;
-    // Decoding costs about as much as encoding did; the buffer is reused.
-    bytes back = scratch::take(in.size());
-    decode_chunk(programs_[program], payload, back.size(), back.data());
-    bool const same = std::equal(back.begin(), back.end(), in.begin());
-    scratch::give(std::move(back));
-    verified_.fetch_add(1, std::memory_order_relaxed);
-    if (!same) note_fault(chunk, program, "its payload decoded back wrong");
-    return same;
   } catch (error const& e) {
     // A refusal is the program's answer to values it was not chosen for;
     // anything else is an operator's fault. The fallback still gives a
@@ -246,6 +237,24 @@ bool archive_writer::try_encode(size_t chunk, uint32_t program, byte_view in,
     }
     return false;
   }
+  if (!verify_) return true;
+  // Decoding costs about as much as encoding did; the buffer is reused.
+  // Any failure here is a fault: the encoder wrote what the decoder
+  // refuses.
+  bool same = false;
+  try {
+    bytes back = scratch::take(in.size());
+    decode_chunk(programs_[program], payload, back.size(), back.data());
+    same = std::equal(back.begin(), back.end(), in.begin());
+    scratch::give(std::move(back));
+  } catch (error const& e) {
+    note_fault(chunk, program,
+               std::string("its payload does not decode: ") + e.what());
+    return false;
+  }
+  verified_.fetch_add(1, std::memory_order_relaxed);
+  if (!same) note_fault(chunk, program, "its payload decoded back wrong");
+  return same;
 }
 
 void archive_writer::note_fault(size_t chunk, uint32_t program,

@@ -34,16 +34,23 @@ constexpr size_t max_xattr_text = 60000;
   throw std::system_error(err, std::generic_category(), what);
 }
 
-// The attribute namespaces the mount keeps (security.* and system.* carry
-// policy it does not enforce). As ext4 answers: a name outside them is
-// EOPNOTSUPP, one with nothing after its namespace EINVAL.
-void check_xattr_name(std::string_view name) {
+// The attribute namespaces the mount keeps: user.* and trusted.*. As ext4
+// answers, a name with nothing after its namespace is EINVAL, and an
+// unknown namespace EOPNOTSUPP. security.* and system.* (ACLs) carry policy
+// the mount does not enforce: none is ever set (EOPNOTSUPP), so reading or
+// removing one finds nothing (ENODATA, as on ext4 for a file without one).
+enum class xattr_use { read, write };
+void check_xattr_name(std::string_view name, xattr_use use) {
   constexpr std::array<std::string_view, 2> kept = {"user.", "trusted."};
   for (std::string_view const space : kept) {
     if (name.starts_with(space)) {
       if (name.size() == space.size()) sys_fail(EINVAL, "attribute name");
       return;
     }
+  }
+  if (use == xattr_use::read &&
+      (name.starts_with("security.") || name.starts_with("system."))) {
+    store_fail(store_errc::no_attr, "no attribute");
   }
   sys_fail(EOPNOTSUPP, "attribute namespace");
 }
@@ -123,29 +130,15 @@ struct mount_fs::node {
   // every flush and fsync, and keeps the file from being compressed, until
   // the file is truncated to nothing (rewritten whole) or goes.
   std::atomic<int> write_error{0};
-  // The staged copy's mtime as the kernel last knows it (unknown_mtime:
-  // not known), which a write-back of its page cache puts back after
-  // writing (kernel_keeps_times). Set whenever the fd opens and after every
-  // change of ours the kernel sees the mtime of (a truncate, fallocate, a
-  // caller's write), and to each mtime the kernel sets.
+  // The file's mtime as the kernel last stated it (unknown_mtime: not
+  // known): the staged copy's when it was opened, then each setattr's.
+  // With the writeback cache the last writer's close records it (see
+  // mount_fs::kernel_keeps_times); the copy's own moved with every write.
   std::atomic<int64_t> mtime_ns{unknown_mtime};
   void remember_mtime() {
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0) mtime_ns = from_ts(st.st_mtim);
   }
-  // Puts the mtime back after a write-back. A time the kernel sets
-  // meanwhile is stored before it is applied, so the last value put back
-  // is the latest.
-  void keep_mtime() const {
-    for (int64_t m = mtime_ns.load(); m != unknown_mtime;) {
-      std::array<timespec, 2> const ts = {timespec{0, UTIME_OMIT}, to_ts(m)};
-      (void)::futimens(fd, ts.data());
-      int64_t const now = mtime_ns.load();
-      if (now == m) return;
-      m = now;
-    }
-  }
-
   resize_gate gate;  // reads against truncates, until their replies
   // Keeps reads of `self` off until the hold goes (resize_gate.h). Taken
   // once no compression runs (mu held): a truncate waiting for one to
@@ -461,6 +454,7 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
     ::futimens(n->fd,
                std::array<timespec, 2>{to_ts(spec.time_ns), to_ts(spec.time_ns)}
                    .data());
+    n->mtime_ns = spec.time_ns;
     if (!alive(a.ino)) {
       // Dropped by an unlink before we counted: no ghost copy stays.
       ::close(n->fd);
@@ -628,7 +622,6 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
         if (::ftruncate(n->fd, static_cast<off_t>(*r.size)) != 0) {
           sys_fail(errno, "truncate");
         }
-        n->remember_mtime();
         if (*r.size == 0 && n->write_error.exchange(0) != 0) {
           mark_lost_write(n->fd, false);  // nothing lost is left
         }
@@ -664,7 +657,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
       // commit of its own.
       std::shared_lock io(n->io);
       if (n->staged && n->fd >= 0) {
-        n->mtime_ns = *r.mtime_ns;  // before: see node::keep_mtime
+        n->mtime_ns = *r.mtime_ns;
         timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
         if (::futimens(n->fd, ts) != 0) sys_fail(errno, "set the times");
         return to_stat(store_.stat(ino));
@@ -678,7 +671,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
     }
     inode_attr const a = store_.set_attr(ino, u);
     if (S_ISREG(a.mode) && a.state == file_state::staged) {
-      n->mtime_ns = *r.mtime_ns;  // before: see node::keep_mtime
+      n->mtime_ns = *r.mtime_ns;
       timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
       ::utimensat(AT_FDCWD, store_.staging_path(ino).c_str(), ts, 0);
     }
@@ -821,9 +814,8 @@ bool mount_fs::open(uint64_t ino, int flags, caller who,
       attrs_changed = true;
     }
     if (n->staged && n->fd < 0) open_fd_locked(*n);
-    if ((flags & O_TRUNC) && n->fd >= 0) {
-      if (::ftruncate(n->fd, 0) != 0) sys_fail(errno, "truncate");
-      n->remember_mtime();
+    if ((flags & O_TRUNC) && n->fd >= 0 && ::ftruncate(n->fd, 0) != 0) {
+      sys_fail(errno, "truncate");
     }
     if ((flags & O_TRUNC) && n->fd >= 0 && n->write_error.exchange(0) != 0) {
       mark_lost_write(n->fd, false);  // nothing lost is left
@@ -1153,19 +1145,17 @@ void mount_fs::drop_behind(node& n, uint64_t gen,
 }
 
 size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
-                       size_t size, write_origin origin) {
+                       size_t size) {
   return write_with(
-      ino, offset, size,
-      [&](int fd, uint64_t at, size_t len) -> ssize_t {
+      ino, offset, size, [&](int fd, uint64_t at, size_t len) -> ssize_t {
         ssize_t const r =
             ::pwrite(fd, data + (at - offset), len, static_cast<off_t>(at));
         return r < 0 ? -errno : r;
-      },
-      origin);
+      });
 }
 
 size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
-                            write_fn const& put, write_origin origin) {
+                            write_fn const& put) {
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");
@@ -1188,14 +1178,6 @@ size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
       sys_fail(e, "write the staged copy");
     }
     done += static_cast<size_t>(r);
-  }
-  // A write-back of pages the kernel dated when they were written: it
-  // stated that mtime already, or keeps it as it was (a write in the same
-  // clock tick as the last change). Left to move here, it moved as late as
-  // the file's close, seen only after a remount (3 s, found by a POSIX
-  // probe). A caller's own write moves it, as the kernel will read back.
-  if (kernel_keeps_times_) {
-    origin == write_origin::page_cache ? n->keep_mtime() : n->remember_mtime();
   }
   return done;
 }
@@ -1237,7 +1219,6 @@ void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
                   static_cast<off_t>(length)) != 0) {
     sys_fail(errno, "fallocate");
   }
-  n->remember_mtime();
 }
 
 void mount_fs::written(node& n) {
@@ -1248,6 +1229,18 @@ void mount_fs::written(node& n) {
     std::scoped_lock lk(n.mu, n.io);
     --n.writers;
     if (n.writers == 0 && n.staged && !n.gone) {
+      // The kernel's mtime: it stated it before this close if it moved.
+      // Writes the daemon handled after that setattr (the kernel sends the
+      // two at once, and they run on different threads) moved the copy's
+      // to their own time, seen after a remount (found by a POSIX probe).
+      // Until the close the copy keeps its later time: a crash then leaves
+      // new bytes with a newer mtime, never an older one.
+      int64_t const stated = n.mtime_ns;
+      if (kernel_keeps_times_ && n.fd >= 0 && stated != unknown_mtime) {
+        std::array<timespec, 2> const ts = {timespec{0, UTIME_OMIT},
+                                            to_ts(stated)};
+        (void)::futimens(n.fd, ts.data());
+      }
       struct stat ss {};
       if (n.fd >= 0 && ::fstat(n.fd, &ss) == 0 && !n.orphan) {
         // Record size and mtime so `brevis stats` sees them while mounted.
@@ -1480,7 +1473,7 @@ struct statvfs mount_fs::statfs() {
 }
 
 std::string mount_fs::getxattr(uint64_t ino, std::string_view name) {
-  check_xattr_name(name);
+  check_xattr_name(name, xattr_use::read);
   if (name.starts_with(brevis_prefix)) {
     inode_attr const a = store_.stat(ino);
     if (!S_ISREG(a.mode)) store_fail(store_errc::no_attr, "no attribute");
@@ -1554,7 +1547,7 @@ std::string mount_fs::programs_text(uint64_t ino) {
 
 void mount_fs::setxattr(uint64_t ino, std::string_view name,
                         std::string_view value, int flags) {
-  check_xattr_name(name);
+  check_xattr_name(name, xattr_use::write);
   if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
   store_.set_xattr(ino, name, value, flags);
 }
@@ -1574,7 +1567,7 @@ std::vector<std::string> mount_fs::listxattr(uint64_t ino, caller who) {
 }
 
 void mount_fs::removexattr(uint64_t ino, std::string_view name) {
-  check_xattr_name(name);
+  check_xattr_name(name, xattr_use::read);
   if (name.starts_with(brevis_prefix)) sys_fail(EPERM, "read-only attribute");
   store_.remove_xattr(ino, name);
 }

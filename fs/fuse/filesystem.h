@@ -208,23 +208,18 @@ class mount_fs {
   };
   read_data read_view(uint64_t ino, uint64_t offset, size_t size,
                       bool from_fd = false);
-  /// Where a write's bytes come from: a caller's write() (O_DIRECT, or
-  /// any without the kernel's writeback cache), or the kernel's page cache
-  /// writing back what callers wrote before (FUSE's writepage flag).
-  enum class write_origin { caller, page_cache };
-  size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size,
-               write_origin origin = write_origin::caller);
+  size_t write(uint64_t ino, uint64_t offset, uint8_t const* data, size_t size);
   /// Writes `size` bytes at `offset` of a staged file through `put`, which
   /// writes at most `len` of the rest to descriptor `fd` at `at` and returns
   /// how many, or -errno (FUSE splices a write's pages this way).
   using write_fn = std::function<ssize_t(int fd, uint64_t at, size_t len)>;
   size_t write_with(uint64_t ino, uint64_t offset, size_t size,
-                    write_fn const& put,
-                    write_origin origin = write_origin::caller);
+                    write_fn const& put);
   /// Whether the kernel keeps files' times (its writeback cache is on): it
-  /// then updates a file's mtime as callers write into its page cache, and
-  /// states it (setattr) only when it moved, so writing those pages back
-  /// here, later, must leave the mtime as the kernel last stated it.
+  /// then dates every write, truncate and fallocate itself, and states the
+  /// mtime (setattr) only when it moved, before the last writer's close.
+  /// That close then records the mtime the kernel last stated, not the
+  /// staged copy's, which moved with each write the daemon made.
   void kernel_keeps_times(bool on) { kernel_keeps_times_ = on; }
   /// What a close of a descriptor of `ino` answers (FUSE's flush): the
   /// errno of the first write of its staged copy that failed, else 0.

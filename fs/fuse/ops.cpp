@@ -460,7 +460,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // A write whose pages libfuse may hold in a pipe (spliced from the kernel):
 // they are spliced on into the staged copy.
 void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
-                  fuse_file_info* fi) {
+                  fuse_file_info* /*fi*/) {
   reply_errno(
       req, "write",
       [&] {
@@ -474,9 +474,7 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off,
               to.buf[0].pos = static_cast<off_t>(at);
               // Advances `in` past what it copied, so a retry goes on.
               return fuse_buf_copy(&to, in, fuse_buf_copy_flags{});
-            },
-            fi->writepage ? mount_fs::write_origin::page_cache
-                          : mount_fs::write_origin::caller);
+            });
         return fuse_reply_write(req, n), 0;
       },
       subject::inode);

@@ -321,9 +321,9 @@ TEST_F(mount_edge, fallocate_modes) {
 
 // The mtime a writer sees before its close is the one a remount shows, when
 // the kernel writes the pages back only at the close, a second later. (A
-// write-back that the daemon handled after the kernel's setattr of the
-// times, racing on another thread, once moved it to the close's time; the
-// race itself is forced in mount_fs_times.)
+// write the daemon handled after the kernel's setattr of the times, on
+// another thread, once moved it to the close's time; mount_fs_times forces
+// that order.)
 TEST_F(mount_edge, mtime_survives_a_remount_after_a_late_write_back) {
   ASSERT_EQ(d_.start({"--quiet-ms", "60000"}), "");
   fs::path const f = mnt() / "late.bin";
