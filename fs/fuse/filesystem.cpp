@@ -134,7 +134,8 @@ struct mount_fs::node {
   // known): the staged copy's when it was opened, then each setattr's.
   // With the writeback cache the last writer's close records it (see
   // mount_fs::kernel_keeps_times); the copy's own moved with every write.
-  std::atomic<int64_t> mtime_ns{unknown_mtime};
+  // Read and written under mu only.
+  int64_t mtime_ns = unknown_mtime;
   void remember_mtime() {
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0) mtime_ns = from_ts(st.st_mtim);
