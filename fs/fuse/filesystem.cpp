@@ -216,6 +216,21 @@ void mount_fs::shutdown() {
   if (stopping_.exchange(true)) return;  // the destructor calls it again
   prefetch_.stop();
   if (queue_) queue_->stop();
+  // The session is over, so no handle is left. The kernel sends a last
+  // release without waiting for its answer: one still on its way when the
+  // stop came never arrives, and its orphan would stay in the store until
+  // the next mount (an offline fsck saw an inode with no directory entry).
+  try {
+    if (size_t const n = store_.tidy()) {
+      log_event(log_level::info,
+                "removed " + std::to_string(n) +
+                    " leftovers of files unlinked while open, whose last "
+                    "release did not come before the stop");
+    }
+  } catch (std::exception const& e) {
+    log_event(log_level::error, std::string("tidy at the stop: ") + e.what());
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the next mount tidies
+  }
   // What the reads cost: every miss was a chunk decoded (twice for one
   // chunk where it was evicted or dropped and read again). Best effort:
   // the destructor may be the caller, and must not throw.

@@ -133,7 +133,9 @@ class mount_fs {
 
   /// Tidies the store after an unclean stop and queues the staged files.
   void start();
-  /// Stops taking work and cancels what is running (left staged).
+  /// Stops taking work and cancels what is running (left staged), then
+  /// drops the orphans left: call it once no request can come (the session
+  /// ended), as every handle is gone then.
   void shutdown();
 
   /// Also of an inode whose last name went while the kernel may still hold
