@@ -7,6 +7,7 @@
 #include "codec/core/checksum.h"
 #include "codec/core/error.h"
 #include "src/buffer_ring.h"
+#include "src/decode_workers.h"
 #include "src/parallel.h"
 
 namespace brevis::cli {
@@ -59,7 +60,10 @@ void decode_all(codec::archive_reader const& reader, unsigned threads,
   // even in wall time: facemesh-detection-full.bf16.pt (1.1 MB) 5.3 ms CPU
   // at -T1, 6.8 ms at -T2; faceboxes.bf16.pt (2.1 MB) 6.1 and 8.3 ms.
   constexpr uint64_t serial_below = uint64_t{2} << 20;
-  unsigned const workers = pos < serial_below ? 1 : threads;
+  unsigned const workers =
+      pos < serial_below
+          ? 1
+          : decode_workers(threads, longest, decode_memory_limit());
   ordered_run(
       workers, chunks.size(),
       [&](size_t i) {

@@ -19,7 +19,9 @@ codec::archive_reader open_archive(input const& in);
 /// Which checksums decode_all() checks besides each chunk's.
 enum class whole_file_check { skip, check };
 
-/// Decodes every chunk (parallel, at most 2 x threads chunks in flight),
+/// Decodes every chunk (parallel, at most 2 x threads chunks in flight, and
+/// fewer threads where the chunks are so long that their decodes would not
+/// fit decode_memory_limit(): src/decode_workers.h),
 /// checking each chunk's XXH3, passes the original bytes to `sink` in file
 /// order, then (`check`) the whole-file XXH3. decompress skips that one: the
 /// chunk checksums cover every byte, the index checksum the chunk table,

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <tbb/global_control.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "fs/store/store.h"
 #include "src/buffer_ring.h"
 #include "src/commands.h"
+#include "src/decode_workers.h"
 #include "src/input.h"
 #include "src/output_file.h"
 #include "src/progress.h"
@@ -198,8 +200,13 @@ int store_get(store_cli_options const& opt) {
     };
     buffer_ring buffers(longest);
     codec::xxh3_stream hash;
+    // Fewer decodes at once where the chunks are long (a damaged index).
+    unsigned const workers =
+        decode_workers(opt.common.threads, longest, decode_memory_limit());
+    tbb::global_control const fewer(
+        tbb::global_control::max_allowed_parallelism, workers);
     fs::ordered_pipeline(
-        spans.size(), 2 * size_t{std::max(opt.common.threads, 1u)},
+        spans.size(), 2 * size_t{workers},
         [&](size_t i) {
           decoded d{buffers.take(), spans[i].length};
           if (s->read(*ino, spans[i].offset, d.length, d.data.get()) !=

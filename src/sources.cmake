@@ -7,6 +7,7 @@ list(APPEND BREVIS_CLI_SOURCES
   cmd_mount.cpp
   cmd_store.cpp
   cmd_verify.cpp
+  decode_workers.cpp
   fatal_signals.cpp
   huge_heap.cpp
   input.cpp

@@ -14,3 +14,6 @@ brevis_add_test(input_test cli/input_test.cpp
   ${PROJECT_SOURCE_DIR}/src/input.cpp
   ${PROJECT_SOURCE_DIR}/src/mapped_file.cpp
   ${PROJECT_SOURCE_DIR}/src/fatal_signals.cpp)
+# How many chunks the CLI decodes at once, compiled in.
+brevis_add_test(decode_workers_test cli/decode_workers_test.cpp
+  ${PROJECT_SOURCE_DIR}/src/decode_workers.cpp)
