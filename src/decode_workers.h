@@ -10,12 +10,14 @@
 namespace brevis::cli {
 
 /// The memory the decodes of one archive may take at once: a quarter of
-/// physical memory, at least 1 GiB.
+/// physical memory, of the cgroup's limit or of RLIMIT_AS, whichever is
+/// least; at least 1 GiB.
 uint64_t decode_memory_limit();
 
-/// At most `threads` and at least 1: how many decodes of chunks up to
-/// `longest` bytes fit `memory`, counting for each its budget and the two
-/// output buffers it keeps in flight.
+/// At most `threads` and at least 1 (even where one decode alone does not
+/// fit): how many decodes of chunks up to `longest` bytes fit `memory`,
+/// counting for each its budget, its payload and the two output buffers it
+/// keeps in flight.
 unsigned decode_workers(unsigned threads, uint64_t longest, uint64_t memory);
 
 }  // namespace brevis::cli

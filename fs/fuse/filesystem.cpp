@@ -216,21 +216,6 @@ void mount_fs::shutdown() {
   if (stopping_.exchange(true)) return;  // the destructor calls it again
   prefetch_.stop();
   if (queue_) queue_->stop();
-  // The session is over, so no handle is left. The kernel sends a last
-  // release without waiting for its answer: one still on its way when the
-  // stop came never arrives, and its orphan would stay in the store until
-  // the next mount (an offline fsck saw an inode with no directory entry).
-  try {
-    if (size_t const n = store_.tidy()) {
-      log_event(log_level::info,
-                "removed " + std::to_string(n) +
-                    " leftovers of files unlinked while open, whose last "
-                    "release did not come before the stop");
-    }
-  } catch (std::exception const& e) {
-    log_event(log_level::error, std::string("tidy at the stop: ") + e.what());
-  } catch (...) {  // NOLINT(bugprone-empty-catch): the next mount tidies
-  }
   // What the reads cost: every miss was a chunk decoded (twice for one
   // chunk where it was evicted or dropped and read again). Best effort:
   // the destructor may be the caller, and must not throw.
@@ -301,6 +286,29 @@ void mount_fs::forget_node(uint64_t ino) {
     new_generation(*n);
   }
   if (closed) erase_node(n);
+}
+
+size_t mount_fs::drop_orphans_at_stop() {
+  // The kernel sends a last release without waiting for its answer: one
+  // still on its way when the session ended never arrives, and its orphan
+  // stayed in the store until the next mount (an offline fsck saw an inode
+  // with no directory entry).
+  std::vector<std::shared_ptr<node>> orphans;
+  {
+    std::lock_guard lk(nodes_mu_);
+    for (auto const& [ino, n] : nodes_) orphans.push_back(n);
+  }
+  size_t dropped = 0;
+  for (std::shared_ptr<node> const& n : orphans) {
+    {
+      std::lock_guard lk(n->mu);
+      if (!n->orphan || n->dropping || n->gone) continue;
+      n->dropping = true;
+    }
+    drop_orphan(*n);
+    ++dropped;
+  }
+  return dropped;
 }
 
 void mount_fs::drop_orphan(node& n) {

@@ -133,10 +133,12 @@ class mount_fs {
 
   /// Tidies the store after an unclean stop and queues the staged files.
   void start();
-  /// Stops taking work and cancels what is running (left staged), then
-  /// drops the orphans left: call it once no request can come (the session
-  /// ended), as every handle is gone then.
+  /// Stops taking work and cancels what is running (left staged).
   void shutdown();
+  /// Drops the files unlinked while open whose last release never came,
+  /// and returns how many. Only once the session is over: no handle is
+  /// left then.
+  size_t drop_orphans_at_stop();
 
   /// Also of an inode whose last name went while the kernel may still hold
   /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor, a

@@ -893,6 +893,19 @@ int run_mount(mount_options const& opt) {
     notifier.close();
     fuse_session_unmount(se);
     fs.shutdown();
+    try {
+      if (size_t const n = fs.drop_orphans_at_stop()) {
+        log_event(log_level::info,
+                  "removed " + std::to_string(n) +
+                      " files unlinked while open: their last release did "
+                      "not come before the stop");
+      }
+    } catch (std::exception const& e) {
+      log_event(log_level::error,
+                std::string("files unlinked while open stay until the next "
+                            "mount: ") +
+                    e.what());
+    }
     ctx.fs = nullptr;
   } catch (std::exception const& e) {
     log_event(log_level::error, e.what());
