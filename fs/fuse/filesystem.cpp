@@ -288,27 +288,33 @@ void mount_fs::forget_node(uint64_t ino) {
   if (closed) erase_node(n);
 }
 
-size_t mount_fs::drop_orphans_at_stop() {
-  // The kernel sends a last release without waiting for its answer: one
-  // still on its way when the session ended never arrives, and its orphan
-  // stayed in the store until the next mount (an offline fsck saw an inode
-  // with no directory entry).
-  std::vector<std::shared_ptr<node>> orphans;
+size_t mount_fs::release_all_at_stop() {
+  // The kernel sends a release without waiting for its answer: one still
+  // on its way when the session ended never arrives. A writer's last close
+  // then never put the mtime the kernel stated on the staged copy (after a
+  // remount the file showed its last write-back's time instead) nor
+  // recorded its size, and an orphan stayed in the store (an offline fsck
+  // saw an inode with no directory entry; a CI run). Each is released here
+  // as the kernel would have; nothing is queued, as the mount is stopping.
+  std::vector<std::shared_ptr<node>> held;
   {
     std::lock_guard lk(nodes_mu_);
-    for (auto const& [ino, n] : nodes_) orphans.push_back(n);
+    for (auto const& [ino, n] : nodes_) held.push_back(n);
   }
-  size_t dropped = 0;
-  for (std::shared_ptr<node> const& n : orphans) {
+  size_t files = 0;
+  for (std::shared_ptr<node> const& n : held) {
+    unsigned writers = 0;
+    unsigned readers = 0;
     {
       std::lock_guard lk(n->mu);
-      if (!n->orphan || n->dropping || n->gone) continue;
-      n->dropping = true;
+      writers = n->writers;
+      readers = n->opens - n->writers;
     }
-    drop_orphan(*n);
-    ++dropped;
+    files += writers + readers > 0;
+    for (; writers > 0; --writers) release(n->ino, true);
+    for (; readers > 0; --readers) release(n->ino, false);
   }
-  return dropped;
+  return files;
 }
 
 void mount_fs::drop_orphan(node& n) {

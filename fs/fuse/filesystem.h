@@ -135,10 +135,11 @@ class mount_fs {
   void start();
   /// Stops taking work and cancels what is running (left staged).
   void shutdown();
-  /// Drops the files unlinked while open whose last release never came,
-  /// and returns how many. Only once the session is over: no handle is
-  /// left then.
-  size_t drop_orphans_at_stop();
+  /// Releases the handles whose release never came, as their last closes
+  /// would (recording sizes and times, dropping orphans), and returns how
+  /// many files had any. Only after shutdown(), once the session is over:
+  /// no handle is left then.
+  size_t release_all_at_stop();
 
   /// Also of an inode whose last name went while the kernel may still hold
   /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor, a

@@ -894,17 +894,16 @@ int run_mount(mount_options const& opt) {
     fuse_session_unmount(se);
     fs.shutdown();
     try {
-      if (size_t const n = fs.drop_orphans_at_stop()) {
+      if (size_t const n = fs.release_all_at_stop()) {
         log_event(log_level::info,
-                  "removed " + std::to_string(n) +
-                      " files unlinked while open: their last release did "
-                      "not come before the stop");
+                  "files released at the stop, as the kernel's last "
+                  "release of each had not come: " +
+                      std::to_string(n));
       }
     } catch (std::exception const& e) {
       log_event(log_level::error,
-                std::string("files unlinked while open stay until the next "
-                            "mount: ") +
-                    e.what());
+                std::string("releasing the files still open at the stop: ") +
+                    e.what() + " (the next mount tidies them)");
     }
     ctx.fs = nullptr;
   } catch (std::exception const& e) {
