@@ -1056,6 +1056,7 @@ TEST_F(mount_edge, fsck_of_a_live_mount_keeps_files_unlinked_while_open) {
 TEST_F(mount_edge, an_orphan_open_at_the_stop_goes_with_the_mount) {
   ASSERT_EQ(d_.start({"--quiet-ms", "50"}), "");
   write_file(mnt() / "o", std::string(3000, 'o'));
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int const fd = ::open((mnt() / "o").c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   fs::remove(mnt() / "o");
