@@ -307,8 +307,8 @@ size_t mount_fs::release_all_at_stop() {
     unsigned readers = 0;
     {
       std::lock_guard lk(n->mu);
-      writers = n->writers;
-      readers = n->opens - n->writers;
+      writers = std::min<unsigned>(n->writers, n->opens);
+      readers = n->opens - writers;
     }
     files += writers + readers > 0;
     for (; writers > 0; --writers) release(n->ino, true);
