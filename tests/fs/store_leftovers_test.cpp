@@ -164,5 +164,49 @@ TEST(store_leftovers, aborted_add_before_commit_is_cut_at_once) {
   EXPECT_EQ(bytes_of(f.pack(1)), end);  // certainly not committed: cut
 }
 
+// A created file's empty staged copy exists from its inode's commit on: a
+// daemon killed inside a create left a staged inode without one, which fsck
+// reported as damage (found by a stop/kill probe). A create stopped before
+// its commit leaves a stray copy instead, which tidy() removes.
+TEST(store_leftovers, a_created_file_has_its_copy_from_its_commit_on) {
+  leftover_fixture f;
+  bool fail = false;
+  f.so.fault_hook = [&](std::string_view p) {
+    if (p == "create_copied" && fail) {
+      throw store_error(store_errc::io, "injected");
+    }
+  };
+  store s(f.path(), f.so);
+  store::node_spec spec;
+  spec.mode = S_IFREG | 0644;
+  spec.time_ns = int64_t{1'600'000'000} * 1'000'000'000 + 123;
+  uint64_t const ino = s.make_node(root_inode, "c", spec).ino;
+  struct stat st {};
+  ASSERT_EQ(::stat(s.staging_path(ino).c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1'600'000'000);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 123);
+  EXPECT_TRUE(s.fsck({}).clean());
+
+  fail = true;
+  EXPECT_THROW(s.make_node(root_inode, "d", spec), store_error);
+  fail = false;
+  EXPECT_FALSE(s.lookup(root_inode, "d").has_value());
+  size_t copies = 0;
+  for (auto const& e :
+       std::filesystem::directory_iterator(f.dir / "s/staging")) {
+    (void)e;
+    ++copies;
+  }
+  EXPECT_EQ(copies, 2u) << "the stopped create's copy";
+  EXPECT_EQ(s.tidy(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(s.staging_path(ino)));
+  EXPECT_TRUE(s.fsck({}).clean());
+  // The number goes to the next node, whose copy is its own.
+  uint64_t const next = s.make_node(root_inode, "e", spec).ino;
+  EXPECT_TRUE(std::filesystem::exists(s.staging_path(next)));
+  EXPECT_TRUE(s.fsck({}).clean());
+}
+
 }  // namespace
 }  // namespace brevis::fs
