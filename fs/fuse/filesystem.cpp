@@ -288,6 +288,20 @@ void mount_fs::forget_node(uint64_t ino) {
   if (closed) erase_node(n);
 }
 
+std::vector<uint64_t> mount_fs::open_for_writing() {
+  std::vector<std::shared_ptr<node>> all;
+  {
+    std::lock_guard lk(nodes_mu_);
+    for (auto const& [ino, n] : nodes_) all.push_back(n);
+  }
+  std::vector<uint64_t> out;
+  for (std::shared_ptr<node> const& n : all) {
+    std::lock_guard lk(n->mu);
+    if (n->writers > 0 && !n->gone) out.push_back(n->ino);
+  }
+  return out;
+}
+
 size_t mount_fs::release_all_at_stop() {
   // The kernel sends a release without waiting for its answer: one still
   // on its way when the session ended never arrives. A writer's last close

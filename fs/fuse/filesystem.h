@@ -135,6 +135,9 @@ class mount_fs {
   void start();
   /// Stops taking work and cancels what is running (left staged).
   void shutdown();
+  /// The files some handle holds open for writing (the kernel may hold
+  /// pages of theirs not yet written back).
+  std::vector<uint64_t> open_for_writing();
   /// Releases the handles whose release never came, as their last closes
   /// would (recording sizes and times, dropping orphans), and returns how
   /// many files had any. Only after shutdown(), once the session is over:

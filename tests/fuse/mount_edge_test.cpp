@@ -1071,6 +1071,31 @@ TEST_F(mount_edge, an_orphan_open_at_the_stop_goes_with_the_mount) {
   EXPECT_TRUE(fs::is_empty(staging)) << "a staged copy was left behind";
 }
 
+// A writer still holding its file when the mount is told to stop: what its
+// write(2)s handed to the kernel's page cache (the writeback cache) is
+// written back before the session ends, and recorded, instead of being
+// thrown away with the connection (the file read back empty: a stop/kill
+// probe). A second signal would stop at once.
+TEST_F(mount_edge, a_stop_keeps_what_a_writer_still_open_has_written) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  std::string const data(300000, 'h');
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  int const fd =
+      ::open((mnt() / "held").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, data.data(), data.size()),
+            static_cast<ssize_t>(data.size()));
+  ASSERT_EQ(d_.stop(SIGTERM), 0) << d_.log();
+  ::close(fd);  // the connection is gone
+  EXPECT_NE(d_.log().find("writes back what it holds"), std::string::npos)
+      << d_.log();
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  std::string const got = read_file(mnt() / "held");
+  EXPECT_EQ(got.size(), data.size()) << d_.log();
+  EXPECT_TRUE(got == data);
+  fsck_clean();
+}
+
 // The packs a gc beside the mount removes: the daemon lets go of their
 // descriptors when it next reports free space (df) or opens a pack, so
 // their space comes back, and what moved still reads back.

@@ -1,0 +1,116 @@
+#include "fs/fuse/stop_signals.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "fs/pipeline/event_log.h"
+
+namespace brevis::fs {
+namespace {
+
+// What the handler may touch: plain atomics and a semaphore (sem_post is
+// async-signal-safe, and so is fuse_session_exit, which libfuse's own
+// handler calls).
+std::atomic<fuse_session*> the_session{nullptr};
+std::atomic<int> signals_seen{0};
+std::atomic<bool> loop_running{false};
+std::atomic<bool> writing_back{false};
+std::atomic<bool> hurry{false};
+sem_t wake_flusher;
+
+void on_stop_signal(int /*sig*/) {
+  int const saved = errno;
+  if (signals_seen.fetch_add(1) == 0) {
+    sem_post(&wake_flusher);
+  } else {
+    // A second signal: at once. During the write-back only what is being
+    // written back is waited for: the kernel waits for the loop's answers
+    // to it, and the loop's end would leave it waiting for good.
+    hurry = true;
+    fuse_session* const se = the_session.load();
+    if (se && !writing_back) fuse_session_exit(se);
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+stop_signals::stop_signals(fuse_session* se, write_back_fn write_back)
+    : se_(se),
+      write_back_(std::move(write_back)),
+      loop_thread_(pthread_self()) {
+  sem_init(&wake_flusher, 0, 0);
+  signals_seen = 0;
+  hurry = false;
+  writing_back = false;
+  the_session = se;
+  loop_running = true;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) != 0 || now.sa_handler == SIG_IGN) {
+      continue;  // ignored (nohup): stays so
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    // No SA_RESTART: the signal must interrupt the loop thread's sem_wait,
+    // which is how fuse_session_loop_mt notices an exit (sem_wait is never
+    // restarted anyway).
+    ::sigaction(sig, &sa, nullptr);
+  }
+  flusher_ = std::thread([this] { flush_then_stop(); });
+}
+
+stop_signals::~stop_signals() {
+  loop_ended();
+  if (flusher_.joinable()) flusher_.join();
+  the_session = nullptr;
+  sem_destroy(&wake_flusher);
+}
+
+void stop_signals::loop_ended() {
+  // A wake-up sent as the loop ended stays pending instead of breaking a
+  // system call of the stop (no SA_RESTART).
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  if (pthread_equal(pthread_self(), loop_thread_)) {
+    pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  }
+  if (loop_running.exchange(false)) sem_post(&wake_flusher);
+}
+
+void stop_signals::flush_then_stop() {
+  while (sem_wait(&wake_flusher) != 0 && errno == EINTR) {
+  }
+  if (!loop_running) return;  // the loop ended otherwise (an unmount)
+  log_event(log_level::info,
+            "stopping: the kernel writes back what it holds for the mount");
+  writing_back = true;
+  try {
+    write_back_([] { return hurry.load(); });
+  } catch (std::exception const& e) {
+    log_event(log_level::error,
+              std::string("stopping: ") + e.what() +
+                  " (what writers left open had not written back is lost)");
+  } catch (...) {  // NOLINT(bugprone-empty-catch): stopping regardless
+  }
+  writing_back = false;
+  fuse_session_exit(se_);
+  // Wakes the loop thread's wait (this thread blocks the signal), again
+  // until the loop has ended: one that came just before the thread began
+  // to wait woke nothing.
+  while (loop_running) {
+    pthread_kill(loop_thread_, SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace brevis::fs
