@@ -302,6 +302,18 @@ std::vector<uint64_t> mount_fs::open_for_writing() {
   return out;
 }
 
+void mount_fs::wait_for_quiet_writes(std::function<bool()> const& hurry) {
+  using clock = std::chrono::steady_clock;
+  constexpr auto quiet = std::chrono::milliseconds(200);
+  auto const give_up = clock::now() + std::chrono::seconds(5);
+  while (!hurry() && clock::now() < give_up) {
+    auto const since = clock::now().time_since_epoch() -
+                       std::chrono::nanoseconds(last_write_ns_.load());
+    if (since >= quiet) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 size_t mount_fs::release_all_at_stop() {
   // The kernel sends a release without waiting for its answer: one still
   // on its way when the session ended never arrives. A writer's last close
@@ -477,14 +489,19 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
     std::scoped_lock lk(n->mu, n->io);
     if (n->gone) store_fail(store_errc::not_found, "removed while created");
     n->name = name;
-    // Counted before the copy exists: an unlink from now on keeps the
+    // Counted before the copy is opened: an unlink from now on keeps the
     // inode as an orphan instead of dropping it under us.
     ++n->opens;
     ++n->writers;
     std::string const path = store_.staging_path(a.ino);
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-    n->fd = ::open(path.c_str(),
-                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    // The copy make_node made (empty): an open that found the new name
+    // first may have written to it, and opened it already.
+    bool const opened_here = n->fd < 0;
+    if (opened_here) {
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+      n->fd =
+          ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
     if (n->fd < 0) {
       int const e = errno;
       --n->opens;
@@ -495,10 +512,12 @@ struct stat mount_fs::create(uint64_t parent, std::string_view name,
       }
       sys_fail(e, "create the staged copy");
     }
-    ::futimens(n->fd,
-               std::array<timespec, 2>{to_ts(spec.time_ns), to_ts(spec.time_ns)}
-                   .data());
-    n->mtime_ns = spec.time_ns;
+    if (opened_here) {
+      ::futimens(n->fd, std::array<timespec, 2>{to_ts(spec.time_ns),
+                                                to_ts(spec.time_ns)}
+                            .data());
+      n->mtime_ns = spec.time_ns;
+    }
     if (!alive(a.ino)) {
       // Dropped by an unlink before we counted: no ghost copy stays.
       ::close(n->fd);
@@ -1200,6 +1219,9 @@ size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
 
 size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
                             write_fn const& put) {
+  last_write_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");

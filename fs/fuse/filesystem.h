@@ -138,6 +138,9 @@ class mount_fs {
   /// The files some handle holds open for writing (the kernel may hold
   /// pages of theirs not yet written back).
   std::vector<uint64_t> open_for_writing();
+  /// Returns once no write has come for 200 ms, or after 5 s, or once
+  /// `hurry` says so.
+  void wait_for_quiet_writes(std::function<bool()> const& hurry);
   /// Releases the handles whose release never came, as their last closes
   /// would (recording sizes and times, dropping orphans), and returns how
   /// many files had any. Only after shutdown(), once the session is over:
@@ -352,6 +355,8 @@ class mount_fs {
   lookup_counts lookups_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> kernel_keeps_times_{false};
+  // When a write of the kernel's last came in (steady clock, ns).
+  std::atomic<int64_t> last_write_ns_{0};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};
   std::shared_ptr<chunk_buffers> buffers_;

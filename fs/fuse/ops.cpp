@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -66,24 +67,26 @@ class kernel_notifier {
   explicit kernel_notifier(fuse_session* se) : se_(se) {}
 
   void attributes_changed(uint64_t ino) {
-    std::lock_guard lk(mu_);
+    std::shared_lock lk(mu_);
     // Best effort: -ENOENT only means the kernel no longer caches the inode.
     if (se_) fuse_lowlevel_notify_inval_inode(se_, ino, -1, 0);
   }
   /// Has the kernel write back the file's dirty pages and drop its cached
-  /// ones, and waits for those writes to be answered (invalidating a
-  /// dirty page launders it first). Not from a request handler.
+  /// ones, waiting for those writes to be answered (invalidating a dirty
+  /// page launders it first). Not from a request handler.
   bool write_back(uint64_t ino) {
-    std::lock_guard lk(mu_);
+    std::shared_lock lk(mu_);
     return se_ && fuse_lowlevel_notify_inval_inode(se_, ino, 0, 0) == 0;
   }
   void close() {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     se_ = nullptr;
   }
 
  private:
-  std::mutex mu_;
+  // Shared by notices, which may wait on the loop's answers (write_back):
+  // a worker's notice must not wait behind them. close() waits for all.
+  std::shared_mutex mu_;
   fuse_session* se_;
 };
 
@@ -892,22 +895,20 @@ int run_mount(mount_options const& opt) {
     fs.start();
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     if (opt.threads) fuse_loop_cfg_set_max_threads(cfg, opt.threads);
-    // At a stop signal, what the kernel holds of files still open is
-    // written back before the session ends: syncfs sends every dirty page
-    // but need not wait for the answers (6.18 returned before them, and
-    // one test run in 25 under load lost a held file's bytes), so each
-    // file open for writing is then laundered, which waits.
+    // At a stop signal, what the kernel holds of files still open for
+    // writing is written back before the session ends (closed files have
+    // nothing left: a close writes back and waits). Invalidating a file's
+    // pages launders the dirty ones and waits for their answers. syncfs
+    // did not wait for them on 6.18 (a held file's bytes were lost in 8
+    // runs in 100 under load), and where the kernel copies pages to write
+    // them back (before 6.16 or so), pages already on their way are clean
+    // and the invalidation does not wait for them: so the loop serves on
+    // until writes have been quiet a moment.
     auto write_back = [&](std::function<bool()> const& hurry) {
-      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-      int const fd =
-          ::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (fd >= 0) {
-        ::syncfs(fd);
-        ::close(fd);
-      }
+      std::vector<uint64_t> const held = fs.open_for_writing();
       size_t failed = 0;
-      for (uint64_t ino : fs.open_for_writing()) {
-        if (hurry()) break;
+      for (uint64_t ino : held) {
+        if (hurry()) return;
         failed += !notifier.write_back(ino);
       }
       if (failed != 0) {
@@ -916,6 +917,7 @@ int run_mount(mount_options const& opt) {
                       std::to_string(failed) +
                       " files still open could not be asked for");
       }
+      if (!held.empty()) fs.wait_for_quiet_writes(hurry);
     };
     // Its flushing thread starts with the signals blocked, as ours must.
     stop_signals stopping(se, write_back);

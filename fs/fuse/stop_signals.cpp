@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -18,6 +19,8 @@ namespace {
 // What the handler may touch: plain atomics and a semaphore (sem_post is
 // async-signal-safe, and so is fuse_session_exit, which libfuse's own
 // handler calls).
+constexpr std::array<int, 3> stop_set = {SIGINT, SIGTERM, SIGHUP};
+
 std::atomic<fuse_session*> the_session{nullptr};
 std::atomic<int> signals_seen{0};
 std::atomic<bool> loop_running{false};
@@ -52,11 +55,13 @@ stop_signals::stop_signals(fuse_session* se, write_back_fn write_back)
   writing_back = false;
   the_session = se;
   loop_running = true;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction now {};
+  for (size_t i = 0; i < stop_set.size(); ++i) {
+    int const sig = stop_set[i];
+    struct sigaction& now = before_[i];
     if (::sigaction(sig, nullptr, &now) != 0 || now.sa_handler == SIG_IGN) {
       continue;  // ignored (nohup): stays so
     }
+    installed_[i] = true;
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -71,6 +76,9 @@ stop_signals::stop_signals(fuse_session* se, write_back_fn write_back)
 stop_signals::~stop_signals() {
   loop_ended();
   if (flusher_.joinable()) flusher_.join();
+  for (size_t i = 0; i < stop_set.size(); ++i) {
+    if (installed_[i]) ::sigaction(stop_set[i], &before_[i], nullptr);
+  }
   the_session = nullptr;
   sem_destroy(&wake_flusher);
 }
@@ -80,7 +88,7 @@ void stop_signals::loop_ended() {
   // system call of the stop (no SA_RESTART).
   sigset_t stops;
   sigemptyset(&stops);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  for (int sig : stop_set) sigaddset(&stops, sig);
   if (pthread_equal(pthread_self(), loop_thread_)) {
     pthread_sigmask(SIG_BLOCK, &stops, nullptr);
   }
@@ -95,7 +103,7 @@ void stop_signals::flush_then_stop() {
             "stopping: the kernel writes back what it holds for the mount");
   writing_back = true;
   try {
-    write_back_([] { return hurry.load(); });
+    write_back_([] { return hurry.load() || !loop_running.load(); });
   } catch (std::exception const& e) {
     log_event(log_level::error,
               std::string("stopping: ") + e.what() +

@@ -12,7 +12,9 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 
+#include <array>
 #include <functional>
 #include <thread>
 
@@ -41,6 +43,9 @@ class stop_signals {
   write_back_fn const write_back_;
   pthread_t const loop_thread_;
   std::thread flusher_;
+  // The handlers taken over (SIGINT, SIGTERM, SIGHUP), put back at the end.
+  std::array<struct sigaction, 3> before_{};
+  std::array<bool, 3> installed_{};
 };
 
 }  // namespace brevis::fs
