@@ -76,7 +76,10 @@ class kernel_notifier {
   /// page launders it first). Not from a request handler.
   bool write_back(uint64_t ino) {
     std::shared_lock lk(mu_);
-    return se_ && fuse_lowlevel_notify_inval_inode(se_, ino, 0, 0) == 0;
+    if (!se_) return false;
+    int const r = fuse_lowlevel_notify_inval_inode(se_, ino, 0, 0);
+    // -ENOENT: the kernel no longer has the inode, nor pages of it.
+    return r == 0 || r == -ENOENT;
   }
   void close() {
     std::unique_lock lk(mu_);

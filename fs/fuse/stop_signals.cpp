@@ -1,12 +1,12 @@
 #include "fs/fuse/stop_signals.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <exception>
 #include <string>
 #include <utility>
@@ -16,17 +16,19 @@
 namespace brevis::fs {
 namespace {
 
-// What the handler may touch: plain atomics and a semaphore (sem_post is
-// async-signal-safe, and so is fuse_session_exit, which libfuse's own
-// handler calls).
 constexpr std::array<int, 3> stop_set = {SIGINT, SIGTERM, SIGHUP};
 
+// What the handler may touch, so globals: plain atomics and a semaphore
+// (sem_post is async-signal-safe, and so is fuse_session_exit, which
+// libfuse's own handler calls).
+// NOLINTBEGIN(cppcoreguidelines-avoid-non-const-global-variables)
 std::atomic<fuse_session*> the_session{nullptr};
 std::atomic<int> signals_seen{0};
 std::atomic<bool> loop_running{false};
 std::atomic<bool> writing_back{false};
 std::atomic<bool> hurry{false};
 sem_t wake_flusher;
+// NOLINTEND(cppcoreguidelines-avoid-non-const-global-variables)
 
 void on_stop_signal(int /*sig*/) {
   int const saved = errno;
@@ -83,6 +85,7 @@ stop_signals::~stop_signals() {
   sem_destroy(&wake_flusher);
 }
 
+// NOLINTNEXTLINE(readability-make-member-function-const): process state
 void stop_signals::loop_ended() {
   // A wake-up sent as the loop ended stays pending instead of breaking a
   // system call of the stop (no SA_RESTART).
@@ -116,6 +119,9 @@ void stop_signals::flush_then_stop() {
   // until the loop has ended: one that came just before the thread began
   // to wait woke nothing.
   while (loop_running) {
+    // Not to end the thread: on_stop_signal takes it (run_mount never
+    // leaves SIGTERM ignored), and its arrival breaks the wait.
+    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
     pthread_kill(loop_thread_, SIGTERM);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

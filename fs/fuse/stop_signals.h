@@ -12,9 +12,9 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <signal.h>
 
 #include <array>
+#include <csignal>
 #include <functional>
 #include <thread>
 
@@ -32,6 +32,8 @@ class stop_signals {
   ~stop_signals();
   stop_signals(stop_signals const&) = delete;
   stop_signals& operator=(stop_signals const&) = delete;
+  stop_signals(stop_signals&&) = delete;
+  stop_signals& operator=(stop_signals&&) = delete;
 
   /// The loop returned: nothing is flushed or woken any more.
   void loop_ended();
