@@ -1079,9 +1079,10 @@ TEST_F(mount_edge, an_orphan_open_at_the_stop_goes_with_the_mount) {
 TEST_F(mount_edge, a_stop_keeps_what_a_writer_still_open_has_written) {
   ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
   std::string const data(300000, 'h');
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-vararg): open(2)
   int const fd =
       ::open((mnt() / "held").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  // NOLINTEND(cppcoreguidelines-pro-type-vararg)
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::write(fd, data.data(), data.size()),
             static_cast<ssize_t>(data.size()));
