@@ -61,6 +61,13 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+/// For the stop's quiet wait: a clock that does not jump.
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 timespec to_ts(int64_t ns) {
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(ns / 1000000000);
@@ -288,14 +295,21 @@ void mount_fs::forget_node(uint64_t ino) {
   if (closed) erase_node(n);
 }
 
-std::vector<uint64_t> mount_fs::open_for_writing() {
+std::vector<std::shared_ptr<mount_fs::node>> mount_fs::all_nodes() {
+  std::lock_guard lk(nodes_mu_);
   std::vector<std::shared_ptr<node>> all;
-  {
-    std::lock_guard lk(nodes_mu_);
-    for (auto const& [ino, n] : nodes_) all.push_back(n);
-  }
+  all.reserve(nodes_.size());
+  for (auto const& [ino, n] : nodes_) all.push_back(n);
+  return all;
+}
+
+std::vector<uint64_t> mount_fs::begin_write_back() {
+  // From now on writes are timed; the start counts as one, so the wait
+  // covers a write already on its way when the stop began.
+  last_write_ns_ = steady_ns();
+  timing_writes_ = true;
   std::vector<uint64_t> out;
-  for (std::shared_ptr<node> const& n : all) {
+  for (std::shared_ptr<node> const& n : all_nodes()) {
     std::lock_guard lk(n->mu);
     if (n->writers > 0 && !n->gone) out.push_back(n->ino);
   }
@@ -307,8 +321,7 @@ void mount_fs::wait_for_quiet_writes(std::function<bool()> const& hurry) {
   constexpr auto quiet = std::chrono::milliseconds(200);
   auto const give_up = clock::now() + std::chrono::seconds(5);
   while (!hurry() && clock::now() < give_up) {
-    auto const since = clock::now().time_since_epoch() -
-                       std::chrono::nanoseconds(last_write_ns_.load());
+    auto const since = std::chrono::nanoseconds(steady_ns() - last_write_ns_);
     if (since >= quiet) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -322,13 +335,8 @@ size_t mount_fs::release_all_at_stop() {
   // recorded its size, and an orphan stayed in the store (an offline fsck
   // saw an inode with no directory entry; a CI run). Each is released here
   // as the kernel would have; nothing is queued, as the mount is stopping.
-  std::vector<std::shared_ptr<node>> held;
-  {
-    std::lock_guard lk(nodes_mu_);
-    for (auto const& [ino, n] : nodes_) held.push_back(n);
-  }
   size_t files = 0;
-  for (std::shared_ptr<node> const& n : held) {
+  for (std::shared_ptr<node> const& n : all_nodes()) {
     unsigned writers = 0;
     unsigned readers = 0;
     {
@@ -1219,9 +1227,8 @@ size_t mount_fs::write(uint64_t ino, uint64_t offset, uint8_t const* data,
 
 size_t mount_fs::write_with(uint64_t ino, uint64_t offset, size_t size,
                             write_fn const& put) {
-  last_write_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
+  if (timing_writes_.load(std::memory_order_relaxed))
+    last_write_ns_ = steady_ns();
   std::shared_ptr<node> n = get(ino);
   std::shared_lock io(n->io);
   if (!n->staged || n->fd < 0) sys_fail(EBADF, "write to a file not open");

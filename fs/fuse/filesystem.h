@@ -135,11 +135,12 @@ class mount_fs {
   void start();
   /// Stops taking work and cancels what is running (left staged).
   void shutdown();
-  /// The files some handle holds open for writing (the kernel may hold
-  /// pages of theirs not yet written back).
-  std::vector<uint64_t> open_for_writing();
-  /// Returns once no write has come for 200 ms, or after 5 s, or once
-  /// `hurry` says so.
+  /// At a stop: starts timing the writes that still come, and returns the
+  /// files some handle holds open for writing (the kernel may hold pages
+  /// of theirs not yet written back).
+  std::vector<uint64_t> begin_write_back();
+  /// After begin_write_back(): returns once no write has come for 200 ms,
+  /// or after 5 s, or once `hurry` says so.
   void wait_for_quiet_writes(std::function<bool()> const& hurry);
   /// Releases the handles whose release never came, as their last closes
   /// would (recording sizes and times, dropping orphans), and returns how
@@ -274,6 +275,8 @@ class mount_fs {
   /// now, or at its last release when it is still open.
   void forget_node(uint64_t ino);
   void erase_node(std::shared_ptr<node> const& n);
+  /// Every node there is now (a copy of the table, taken under nodes_mu_).
+  std::vector<std::shared_ptr<node>> all_nodes();
   /// The last handle of orphan `n` went: drop the inode and its copy.
   void drop_orphan(node& n);
   /// Queues staged `n` again after an interrupted compression.
@@ -355,7 +358,10 @@ class mount_fs {
   lookup_counts lookups_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> kernel_keeps_times_{false};
-  // When a write of the kernel's last came in (steady clock, ns).
+  // When the last write came in (steady clock, ns), timed only from
+  // begin_write_back() on: a store by every writing thread costs the
+  // write path a contended cache line.
+  std::atomic<bool> timing_writes_{false};
   std::atomic<int64_t> last_write_ns_{0};
   std::unique_ptr<compress_queue> queue_;
   std::atomic<uint64_t> next_gen_{1};

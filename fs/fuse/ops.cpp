@@ -13,7 +13,6 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -37,6 +36,7 @@
 #include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/fuse/mount.h"
+#include "fs/fuse/mount_lock.h"
 #include "fs/fuse/readahead.h"
 #include "fs/fuse/stop_signals.h"
 #include "fs/pipeline/event_log.h"
@@ -740,54 +740,6 @@ std::string absolute(std::string const& p) {
 
 }  // namespace
 
-namespace {
-
-/// STORE/mount.lock, flocked for as long as the mount lives (the daemon
-/// inherits the descriptor across fuse_daemonize's fork).
-class mount_lock {
- public:
-  explicit mount_lock(std::string const& store_dir) {
-    std::string const path = store_dir + "/mount.lock";
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0) {
-      throw std::system_error(errno, std::generic_category(), path);
-    }
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      int const e = errno;
-      std::string holder;
-      char buf[32] = {};
-      ssize_t const n = ::pread(fd_, buf, sizeof buf - 1, 0);
-      if (n > 0)
-        holder = " (by pid " + std::string(buf, strnlen(buf, 31)) + ")";
-      ::close(fd_);
-      fd_ = -1;
-      if (e == EWOULDBLOCK) {
-        throw std::runtime_error("store " + store_dir + " is already mounted" +
-                                 holder);
-      }
-      throw std::system_error(e, std::generic_category(), path);
-    }
-  }
-  ~mount_lock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  mount_lock(mount_lock const&) = delete;
-  mount_lock& operator=(mount_lock const&) = delete;
-  /// Records who holds it (after daemonizing: the serving process).
-  void note_pid() {
-    std::string const pid = std::to_string(::getpid());
-    if (::ftruncate(fd_, 0) == 0) {
-      (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
-    }
-  }
-
- private:
-  int fd_ = -1;
-};
-
-}  // namespace
-
 int run_mount(mount_options const& opt) {
   std::string store_dir, mountpoint, mountpoint_real;
   std::unique_ptr<mount_lock> lock;
@@ -908,7 +860,7 @@ int run_mount(mount_options const& opt) {
     // and the invalidation does not wait for them: so the loop serves on
     // until writes have been quiet a moment.
     auto write_back = [&](std::function<bool()> const& hurry) {
-      std::vector<uint64_t> const held = fs.open_for_writing();
+      std::vector<uint64_t> const held = fs.begin_write_back();
       size_t failed = 0;
       for (uint64_t ino : held) {
         if (hurry()) return;

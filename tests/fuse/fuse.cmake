@@ -28,6 +28,9 @@ target_link_libraries(mount_read_test PRIVATE brevis_fuse)
 # The mount's kernel readahead: finding the mount's device.
 brevis_add_test(readahead_test fuse/readahead_test.cpp)
 target_link_libraries(readahead_test PRIVATE brevis_fuse)
+# One mount per store: a holder that is exiting is waited for.
+brevis_add_test(mount_lock_test fuse/mount_lock_test.cpp)
+target_link_libraries(mount_lock_test PRIVATE brevis_fuse)
 # A full disk under the store: writers are told, rm still frees space.
 brevis_add_test(mount_full_disk_test fuse/mount_full_disk_test.cpp)
 add_dependencies(mount_full_disk_test brevis)
