@@ -104,7 +104,7 @@ bool lost_a_write(std::string const& staged_path) {
   return ::stat(staged_path.c_str(), &st) == 0 && (st.st_mode & S_ISVTX) != 0;
 }
 
-constexpr int64_t unknown_mtime = INT64_MIN;
+constexpr int64_t unknown_time = INT64_MIN;
 
 }  // namespace
 
@@ -137,15 +137,18 @@ struct mount_fs::node {
   // every flush and fsync, and keeps the file from being compressed, until
   // the file is truncated to nothing (rewritten whole) or goes.
   std::atomic<int> write_error{0};
-  // The file's mtime as the kernel last stated it (unknown_mtime: not
+  // The file's mtime as the kernel last stated it (unknown_time: not
   // known): the staged copy's when it was opened, then each setattr's.
   // With the writeback cache the last writer's close records it (see
   // mount_fs::kernel_keeps_times); the copy's own moved with every write.
+  // The ctime likewise, from the setattrs alone (a copy keeps none).
   // Read and written under mu only.
-  int64_t mtime_ns = unknown_mtime;
-  void remember_mtime() {
+  int64_t mtime_ns = unknown_time;
+  int64_t ctime_ns = unknown_time;
+  void remember_times() {
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0) mtime_ns = from_ts(st.st_mtim);
+    ctime_ns = unknown_time;
   }
   resize_gate gate;  // reads against truncates, until their replies
   // Keeps reads of `self` off until the hold goes (resize_gate.h). Taken
@@ -670,7 +673,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
       if (r.uid) st.st_uid = *r.uid;
       if (r.gid) st.st_gid = *r.gid;
       if (r.mtime_ns) st.st_mtim = st.st_atim = to_ts(*r.mtime_ns);
-      st.st_ctim = to_ts(now_ns());
+      st.st_ctim = to_ts(r.ctime_ns.value_or(now_ns()));
       return st;
     }
   }
@@ -712,7 +715,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
   u.uid = r.uid;
   u.gid = r.gid;
   u.mtime_ns = r.mtime_ns;
-  u.ctime_ns = now_ns();
+  u.ctime_ns = r.ctime_ns.value_or(now_ns());
   if (!r.mtime_ns) return to_stat(store_.set_attr(ino, u));
   // A compression commits the mtime of the copy it read; one running with
   // another mtime is cancelled first, so the user's time is the last one
@@ -723,12 +726,13 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
     if (!r.mode && !r.uid && !r.gid && n->writers > 0 && !n->orphan &&
         !n->gone) {
       // Open for writing (so not compressing): the last writer's close
-      // records the copy's mtime and a new ctime in the store, so the
+      // records the copy's mtime and the stated ctime in the store, so the
       // kernel's time update at each close (writeback cache) costs no
       // commit of its own.
       std::shared_lock io(n->io);
       if (n->staged && n->fd >= 0) {
         n->mtime_ns = *r.mtime_ns;
+        if (r.ctime_ns) n->ctime_ns = *r.ctime_ns;
         timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
         if (::futimens(n->fd, ts) != 0) sys_fail(errno, "set the times");
         return to_stat(store_.stat(ino));
@@ -767,7 +771,7 @@ void mount_fs::open_fd_locked(node& n) {
   std::string const path = store_.staging_path(n.ino);
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   n.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (n.fd >= 0) return n.remember_mtime();
+  if (n.fd >= 0) return n.remember_times();
   if (errno != ENOENT) sys_fail(errno, "open the staged copy");
   // No copy: the inode was dropped by an unlink (then stat throws
   // not_found) -- or a crash came between create's commit and its file.
@@ -787,7 +791,7 @@ void mount_fs::open_fd_locked(node& n) {
     ::unlink(path.c_str());
     store_fail(store_errc::not_found, "removed while opened");
   }
-  n.remember_mtime();
+  n.remember_times();
 }
 
 void mount_fs::stage_locked(node& n, uint64_t keep) {
@@ -849,7 +853,7 @@ void mount_fs::stage_locked(node& n, uint64_t keep) {
   }
   if (n.fd >= 0) ::close(n.fd);
   n.fd = fd;
-  n.remember_mtime();
+  n.remember_times();
   n.staged = true;
   new_generation(n);
 }
@@ -1309,7 +1313,7 @@ void mount_fs::written(node& n) {
       // Until the close the copy keeps its later time: a crash then leaves
       // new bytes with a newer mtime, never an older one.
       int64_t const stated = n.mtime_ns;
-      if (kernel_keeps_times_ && n.fd >= 0 && stated != unknown_mtime) {
+      if (kernel_keeps_times_ && n.fd >= 0 && stated != unknown_time) {
         std::array<timespec, 2> const ts = {timespec{0, UTIME_OMIT},
                                             to_ts(stated)};
         (void)::futimens(n.fd, ts.data());
@@ -1320,7 +1324,9 @@ void mount_fs::written(node& n) {
         store::attr_update u;
         u.size = static_cast<uint64_t>(ss.st_size);
         u.mtime_ns = from_ts(ss.st_mtim);
-        u.ctime_ns = now_ns();
+        u.ctime_ns = kernel_keeps_times_ && n.ctime_ns != unknown_time
+                         ? n.ctime_ns
+                         : now_ns();
         try {
           store_.set_attr(n.ino, u);
         } catch (store_error const& e) {

@@ -88,7 +88,9 @@ struct setattr_request {
   std::optional<uint32_t> mode, uid, gid;
   std::optional<uint64_t> size;
   std::optional<int64_t> mtime_ns;  // already resolved for "now"
-  bool ctime_only = false;          // nothing else asked: just touch ctime
+  // The kernel's, where it keeps the times (writeback cache); else the
+  // change takes the daemon's clock.
+  std::optional<int64_t> ctime_ns;
 };
 
 class mount_fs {

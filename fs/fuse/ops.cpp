@@ -300,7 +300,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
         } else if (to_set & FUSE_SET_ATTR_MTIME) {
           r.mtime_ns = ts_ns(attr->st_mtim);
         }
-        // atime is not kept (reads report mtime); ctime always moves.
+        // The kernel states the ctime where it keeps the times (the
+        // writeback cache): what it showed is what a remount shows.
+        if (to_set & FUSE_SET_ATTR_CTIME) r.ctime_ns = ts_ns(attr->st_ctim);
+        // atime is not kept (reads report mtime).
         // A new size: reads wait until the kernel has it (resize_gate.h).
         resize_gate::hold resizing;
         struct stat const st = fs_of(req).setattr(ino, r, &resizing);
