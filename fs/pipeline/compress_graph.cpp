@@ -124,7 +124,11 @@ class mapped_copy {
 class page_dropper {
  public:
   page_dropper(mapped_copy const* m, uint64_t slack) : m_(m), slack_(slack) {
-    if (m_) thread_ = std::thread([this] { run(); });
+    // A copy no larger than the slack never needs one (a small file's
+    // job started two such threads for nothing).
+    if (m_ && m_->bytes().size() > slack_) {
+      thread_ = std::thread([this] { run(); });
+    }
   }
   ~page_dropper() {
     {

@@ -5,7 +5,7 @@
 namespace brevis::fs::detail {
 
 pack_syncer::pack_syncer(pack_file& pack, uint64_t step)
-    : pack_(pack), step_(step == 0 ? 1 : step), thread_([this] { run(); }) {}
+    : pack_(pack), step_(step == 0 ? 1 : step) {}
 
 pack_syncer::~pack_syncer() { stop(); }
 
@@ -16,6 +16,11 @@ void pack_syncer::appended(uint64_t end) {
     if (first_ == 0) first_ = end;
     appended_ = std::max(appended_, end);
     wake = appended_ >= std::max(synced_, first_) + step_;
+    // The thread starts at the first step: a job that appends less (a
+    // small file) never pays for one.
+    if (wake && !stopping_ && !thread_.joinable()) {
+      thread_ = std::thread([this] { run(); });
+    }
   }
   if (wake) cv_.notify_one();
 }
@@ -32,12 +37,14 @@ uint64_t pack_syncer::synced() const {
 }
 
 void pack_syncer::stop() {
+  std::thread running;
   {
     std::lock_guard lk(mu_);
     stopping_ = true;
+    running = std::move(thread_);
   }
   cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  if (running.joinable()) running.join();
 }
 
 void pack_syncer::run() {

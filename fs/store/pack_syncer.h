@@ -51,7 +51,7 @@ class pack_syncer {
   uint64_t first_ = 0;  // the first offset reported: steps count from it
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::thread thread_;
+  std::thread thread_;  // from the first step on; under mu_
 };
 
 }  // namespace brevis::fs::detail
