@@ -1269,17 +1269,22 @@ void mount_fs::fsync(uint64_t ino, bool datasync) {
   if (int const e = n->write_error.load()) {
     sys_fail(e, "an earlier write of the file failed");
   }
-  std::shared_lock io(n->io);
-  if (!n->staged || n->fd < 0) return;  // committed data is synced
-  if ((datasync ? ::fdatasync(n->fd) : ::fsync(n->fd)) != 0) {
-    sys_fail(errno, "fsync");
+  {
+    std::shared_lock io(n->io);
+    if (n->staged && n->fd >= 0) {  // a compressed file's data is synced
+      if ((datasync ? ::fdatasync(n->fd) : ::fsync(n->fd)) != 0) {
+        sys_fail(errno, "fsync");
+      }
+      // The copy's name in staging/ too: create made it without a sync,
+      // and a power cut could otherwise lose a file its writer had synced.
+      if (!n->entry_synced) {
+        detail::sync_parent_directory(store_.staging_path(ino));
+        n->entry_synced = true;
+      }
+    }
   }
-  // The copy's name in staging/ too: create made it without a sync, and a
-  // power cut could otherwise lose a file its writer had synced.
-  if (!n->entry_synced) {
-    detail::sync_parent_directory(store_.staging_path(ino));
-    n->entry_synced = true;
-  }
+  // Then its inode and attributes, which commit without a sync.
+  store_.sync();
 }
 
 void mount_fs::fallocate(uint64_t ino, int mode, uint64_t offset,
@@ -1527,6 +1532,11 @@ void mount_fs::report_queue(uint64_t running, std::string const& name) {
     // This job runs inside the queue: it is one of the pending entries.
     size_t const pending = queue_ ? queue_->pending() : 0;
     st.queued = pending > 0 ? pending - 1 : 0;
+    std::lock_guard lk(report_mu_);
+    // Idle and empty as last recorded: a commit would say it again (each
+    // small file's job ended in one, a third of its syncs).
+    if (running == 0 && st.queued == 0 && reported_idle_) return;
+    reported_idle_ = false;
     st.running = running;
     st.running_name = name;
     if (running) {
@@ -1534,6 +1544,7 @@ void mount_fs::report_queue(uint64_t running, std::string const& name) {
       st.running_size = store_.stat(running).size;
     }
     store_.set_pipeline_status(st);
+    reported_idle_ = running == 0 && st.queued == 0;
   } catch (std::exception const& e) {
     log_error(running, std::string("recording the queue: ") + e.what());
   }

@@ -240,6 +240,8 @@ class mount_fs {
   int flush(uint64_t ino);
   /// Throws that error too, before syncing.
   void fsync(uint64_t ino, bool datasync);
+  /// Makes every change so far durable (a directory's fsync).
+  void sync_index() { store_.sync(); }
   /// `writer`: what open() returned; create() handles are writers.
   void release(uint64_t ino, bool writer);
   /// fallocate(2) modes 0, FALLOC_FL_KEEP_SIZE and FALLOC_FL_PUNCH_HOLE on
@@ -301,6 +303,8 @@ class mount_fs {
   void compress_job(uint64_t ino);
   /// Records the queue in the store for `brevis stats` (running: 0 idle).
   void report_queue(uint64_t running, std::string const& name);
+  std::mutex report_mu_;
+  bool reported_idle_ = false;  // the store says: nothing queued or running
   /// A job that failed for a reason other than a writer or an unlink.
   static constexpr unsigned retry_delay_s = 60;
   /// Jobs from this size on are recorded as running (report_queue).

@@ -554,6 +554,19 @@ void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
+// A directory's entries are in the index: syncing it makes them durable
+// (creates and links commit without a sync).
+void op_fsyncdir(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/,
+                 fuse_file_info* /*fi*/) {
+  reply_errno(
+      req, "fsyncdir",
+      [&] {
+        fs_of(req).sync_index();
+        return fuse_reply_err(req, 0), 0;
+      },
+      subject::inode);
+}
+
 void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 fuse_file_info* fi, bool plus) {
   reply_errno(req, "readdir", [&] {
@@ -721,6 +734,7 @@ fuse_lowlevel_ops make_ops() {
   o.fsync = op_fsync;
   o.opendir = op_opendir;
   o.releasedir = op_releasedir;
+  o.fsyncdir = op_fsyncdir;
   o.readdir = op_readdir;
   o.readdirplus = op_readdirplus;
   o.statfs = op_statfs;

@@ -133,7 +133,7 @@ void store::set_pipeline_status(pipeline_status const& st) {
   impl& s = *impl_;
   pipeline_status kept = st;
   if (kept.running_name.size() > 255) kept.running_name.resize(255);
-  s.write_txn([&](txn& t) {
+  s.unsynced_write_txn([&](txn& t) {
     t.put(s.extra, status_key(), encode(kept));
     return 0;
   });

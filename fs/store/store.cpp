@@ -208,9 +208,13 @@ store::impl::impl(std::string d, store_options o)
     lmdb_check(mdb_env_create(&env), "create environment");
     lmdb_check(mdb_env_set_maxdbs(env, 8), "set maxdbs");
     lmdb_check(mdb_env_set_mapsize(env, opt.initial_map_size), "set mapsize");
-    lmdb_check(mdb_env_open(env, index_dir().c_str(),
-                            MDB_NOTLS | (opt.read_only ? MDB_RDONLY : 0), 0600),
-               "open environment");
+    // MDB_NOMETASYNC: commit() syncs the meta page itself, and
+    // commit_unsynced() leaves it to a later sync (store_impl.h).
+    lmdb_check(
+        mdb_env_open(env, index_dir().c_str(),
+                     MDB_NOTLS | (opt.read_only ? MDB_RDONLY : MDB_NOMETASYNC),
+                     0600),
+        "open environment");
     if (opt.read_only) {
       txn t(env, false);
       auto open_db = [&](char const* name, MDB_dbi& dbi) {
@@ -283,7 +287,7 @@ store::impl::impl(std::string d, store_options o)
       codec::put_le<uint64_t>(nb, root_inode + 1);
       t.put(meta, as_bytes_view("next_ino"), nb);
     }
-    t.commit();
+    commit(t);
   } catch (...) {
     if (env) mdb_env_close(env);
     if (lock_fd >= 0) ::close(lock_fd);
@@ -299,9 +303,27 @@ store::impl::impl(std::string d, store_options o)
 
 store::impl::~impl() {
   puncher.reset();  // punches what is queued, with the index still open
+  syncer.reset();
+  try {
+    if (env) sync_index();
+  } catch (...) {  // a sync that fails here would have failed the commit
+  }
   mdb_env_close(env);
   if (lock_fd >= 0) ::close(lock_fd);
   if (append_fd >= 0) ::close(append_fd);
+}
+
+void store::impl::sync_index() {
+  if (!unsynced.exchange(false)) return;
+  try {
+    // No env_lock: the callers may hold it, and a sync (an fdatasync of
+    // the file) does not touch the map a resize replaces.
+    lmdb_check(mdb_env_sync(env, 1), "sync the index");
+  } catch (...) {
+    unsynced = true;
+    throw;
+  }
+  hit("index_synced");
 }
 
 namespace {
@@ -639,6 +661,8 @@ store::store(std::string dir, store_options opt)
 store::~store() = default;
 
 open_report const& store::report() const { return impl_->report; }
+
+void store::sync() const { impl_->sync_index(); }
 
 store::punch_counts store::punched() const {
   return {impl_->punched_records.load(), impl_->punched_bytes.load(),

@@ -226,6 +226,10 @@ class store {
   /// process) removed, so that their space is freed: a mount asks before it
   /// reports free space.
   void forget_removed_packs() const;
+  /// Makes every commit so far durable. Creates, links and attribute
+  /// changes commit without a sync, and are synced within a second
+  /// (FORMAT.md S.4); a file's fsync on the mount asks for this.
+  void sync() const;
   /// Logical bytes per chunk of new files (store_options::chunk_size).
   uint32_t chunk_size() const;
 

@@ -160,7 +160,7 @@ inode_attr store::make_node(uint64_t parent, std::string_view name,
     store_fail(store_errc::invalid, "unsupported file type");
   }
   impl& s = *impl_;
-  return s.write_txn([&](txn& t) {
+  return s.unsynced_write_txn([&](txn& t) {
     ns n{s, t};
     n.dir(parent);
     codec::bytes const dk = dirent_key(parent, name);
@@ -207,7 +207,7 @@ inode_attr store::link(uint64_t ino, uint64_t parent, std::string_view name,
                        int64_t time_ns) {
   check_name(name);
   impl& s = *impl_;
-  return s.write_txn([&](txn& t) {
+  return s.unsynced_write_txn([&](txn& t) {
     ns n{s, t};
     n.dir(parent);
     inode_rec r = s.get_inode(t, ino);
@@ -395,7 +395,7 @@ uint64_t store::parent_of(uint64_t dir) const {
 
 inode_attr store::set_attr(uint64_t ino, attr_update const& u) {
   impl& s = *impl_;
-  return s.write_txn([&](txn& t) {
+  return s.unsynced_write_txn([&](txn& t) {
     inode_rec r = s.get_inode(t, ino);
     if (u.mode) r.mode = (r.mode & S_IFMT) | (*u.mode & 07777);
     if (u.uid) r.uid = *u.uid;

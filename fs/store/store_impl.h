@@ -4,6 +4,7 @@
 #include <lmdb.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -13,6 +14,7 @@
 
 #include "codec/container/archive.h"
 #include "codec/dsl/program.h"
+#include "fs/store/deferred_sync.h"
 #include "fs/store/hole_puncher.h"
 #include "fs/store/lmdb_util.h"
 #include "fs/store/pack.h"
@@ -169,6 +171,13 @@ struct store::impl {
     writer_guard g(*this);
     return write_txn_locked(f);
   }
+  /// write_txn whose commit is not synced (commit_unsynced): for records
+  /// no irreversible step follows, such as a new inode or new attributes.
+  template <typename F>
+  auto unsynced_write_txn(F&& f) {
+    writer_guard g(*this);
+    return write_txn_locked(f, false);
+  }
   /// Same, for a caller that already holds the writer lock.
   /// write_txn for an operation that frees space (an unlink, a rename over
   /// a file): on a full disk it gives up the reserve and tries once more.
@@ -196,14 +205,21 @@ struct store::impl {
   bool release_reserve() const;
 
   template <typename F>
-  auto write_txn_locked(F&& f) {
+  auto write_txn_locked(F&& f, bool synced = true) {
     for (;;) {
       try {
         std::shared_lock lk(env_lock);
         detail::txn t(env, true);
         dying.clear();
         auto r = f(t);
-        if (t.get()) commit(t);  // f may commit itself
+        if (t.get()) {  // f may commit itself
+          // Records it made dead are punched once it commits: synced first.
+          if (synced || !dying.empty()) {
+            commit(t);
+          } else {
+            commit_unsynced(t);
+          }
+        }
         queue_dying();
         return r;
       } catch (detail::map_full const&) {
@@ -215,8 +231,30 @@ struct store::impl {
   }
   /// Whether the index's filesystem has (next to) no space left.
   bool disk_full() const;
-  /// Commits `t`; LMDB's EIO for a write a full disk cut short is ENOSPC.
-  void commit(detail::txn& t) const {
+  /// Commits `t` and syncs the index: durable once it returns, with every
+  /// commit before it (FORMAT.md S.4). LMDB's EIO for a write a full disk
+  /// cut short is ENOSPC.
+  void commit(detail::txn& t) {
+    commit_txn(t);
+    unsynced = true;
+    sync_index();
+  }
+  /// Commits `t` without syncing the index (the environment is opened
+  /// MDB_NOMETASYNC: its pages are synced, its meta page is not). A power
+  /// loss or an OS crash may undo it (never a process's crash), leaving
+  /// the index as the commit before it left it; the next synced commit,
+  /// sync_index(), or the deferred sync a moment later makes it durable.
+  void commit_unsynced(detail::txn& t) {
+    commit_txn(t);
+    unsynced = true;
+    std::lock_guard lk(syncer_mu);
+    if (!syncer) {
+      syncer = std::make_unique<detail::deferred_sync>(
+          [this] { sync_index(); }, std::chrono::milliseconds(unsynced_ms));
+    }
+    syncer->due();
+  }
+  void commit_txn(detail::txn& t) {
     try {
       t.commit();
     } catch (detail::map_resized const&) {
@@ -227,6 +265,14 @@ struct store::impl {
                  std::string(e.what()) + " (the disk is full)");
     }
   }
+  /// Makes every commit so far durable (one fdatasync; none when every one
+  /// was synced). Hit point "index_synced" after it synced.
+  void sync_index();
+  /// How long a commit may stay unsynced.
+  static constexpr unsigned unsynced_ms = 1000;
+  std::atomic<bool> unsynced{false};
+  std::mutex syncer_mu;
+  std::unique_ptr<detail::deferred_sync> syncer;  // under syncer_mu
 
   std::shared_ptr<codec::node const> program(detail::txn const& t,
                                              uint64_t hash) const;

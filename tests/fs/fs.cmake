@@ -5,6 +5,9 @@ brevis_add_test(store_test
 # (LMDB itself too: a test damages the index as a disk fault would.)
 target_link_libraries(store_test PRIVATE brevis_store PkgConfig::LMDB)
 add_dependencies(store_test brevis)
+# The index's deferred sync of unsynced commits.
+brevis_add_test(deferred_sync_test fs/deferred_sync_test.cpp)
+target_link_libraries(deferred_sync_test PRIVATE brevis_store)
 brevis_add_test(chunk_cache_test fs/chunk_cache_test.cpp)
 target_link_libraries(chunk_cache_test PRIVATE brevis_cache)
 brevis_add_test(resident_memory_test fs/resident_memory_test.cpp)

@@ -132,6 +132,85 @@ TEST(store_test, reopen_keeps_files) {
   EXPECT_EQ(read_all(s, *s.lookup(root_inode, "m")), data);
 }
 
+// Creates, links and attribute changes commit without a sync (FORMAT.md
+// S.4): a process that ends at once (no destructor, no deferred sync) has
+// still committed them, as a killed daemon has.
+TEST(store_test, unsynced_commits_outlive_their_process) {
+  temp_dir d;
+  { store s((d / "s").string()); }
+  pid_t const pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      store s((d / "s").string());
+      store::node_spec spec;
+      spec.mode = S_IFREG | 0640;
+      spec.time_ns = 1'000'000'000;
+      uint64_t const ino = s.make_node(root_inode, "f", spec).ino;
+      s.link(ino, root_inode, "g", 2'000'000'000);
+      store::attr_update u;
+      u.mode = 0600;
+      u.size = 0;
+      u.mtime_ns = 3'000'000'000;
+      u.ctime_ns = 4'000'000'000;
+      s.set_attr(ino, u);
+      rc = 0;
+    } catch (...) {
+    }
+    ::_exit(rc);  // before the deferred sync's second
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  store s((d / "s").string());
+  std::optional<uint64_t> const f = s.lookup(root_inode, "f");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(s.lookup(root_inode, "g"), f);
+  inode_attr const a = s.stat(*f);
+  EXPECT_EQ(a.mode & 07777, 0600u);
+  EXPECT_EQ(a.nlink, 2u);
+  EXPECT_EQ(a.mtime_ns, 3'000'000'000);
+  EXPECT_EQ(a.ctime_ns, 4'000'000'000);
+  EXPECT_NO_THROW(s.sync());
+  EXPECT_TRUE(fsck_clean(s));
+}
+
+// When each kind of commit reaches the disk: creates and attribute changes
+// a second later (one sync for all of them), or at sync(); removals at once.
+TEST(store_test, unsynced_commits_are_synced_a_moment_later) {
+  temp_dir d;
+  std::atomic<int> synced{0};
+  store_options o;
+  o.fault_hook = [&](std::string_view p) {
+    if (p == "index_synced") ++synced;
+  };
+  store s((d / "s").string(), o);
+  int const opened = synced.load();
+  store::node_spec spec;
+  spec.mode = S_IFDIR | 0755;
+  for (std::string const name : {"a", "b", "c"}) {
+    s.make_node(root_inode, name, spec);
+  }
+  store::attr_update u;
+  u.mode = 0700;
+  u.ctime_ns = 1;
+  s.set_attr(*s.lookup(root_inode, "a"), u);
+  EXPECT_EQ(synced.load(), opened);  // none synced as it committed
+  auto const end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (synced.load() == opened && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(synced.load(), opened + 1);  // one sync took the four
+  s.make_node(root_inode, "d", spec);
+  s.sync();
+  EXPECT_EQ(synced.load(), opened + 2);
+  s.sync();  // nothing left to sync
+  EXPECT_EQ(synced.load(), opened + 2);
+  s.remove(root_inode, "d", true, {}, 2);
+  EXPECT_EQ(synced.load(), opened + 3);  // synced as it committed
+}
+
 TEST(store_test, a_new_store_root_belongs_to_its_creator) {
   temp_dir d;
   int64_t const before =
