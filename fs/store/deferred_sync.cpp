@@ -22,8 +22,9 @@ deferred_sync::~deferred_sync() {
 void deferred_sync::due() {
   std::lock_guard lk(mu_);
   if (stopping_ || due_) return;  // one sync covers every commit before it
-  due_ = clock::now() + delay_;
+  // The thread first: when it cannot start, nothing is left due.
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  due_ = clock::now() + delay_;
   cv_.notify_all();
 }
 
@@ -36,11 +37,16 @@ void deferred_sync::run() {
     // Cleared before the sync: a commit meanwhile asks for the next one.
     due_.reset();
     lk.unlock();
+    bool failed = false;
     try {
       sync_();
     } catch (...) {
+      failed = true;
     }
     lk.lock();
+    // Tried again a delay later: an idle mount would otherwise stay
+    // unsynced until its next commit.
+    if (failed && !due_) due_ = clock::now() + delay_;
   }
 }
 

@@ -17,8 +17,8 @@ namespace brevis::fs::detail {
 
 class deferred_sync {
  public:
-  /// `sync` makes every commit so far durable; what it throws is dropped
-  /// (the next synced commit meets the same fault and reports it).
+  /// `sync` makes every commit so far durable; when it throws, it is tried
+  /// again a delay later (a synced commit meanwhile reports the fault).
   deferred_sync(std::function<void()> sync, std::chrono::milliseconds delay);
   /// Stops without syncing: the owner syncs what is left.
   ~deferred_sync();
@@ -27,7 +27,8 @@ class deferred_sync {
   deferred_sync(deferred_sync&&) = delete;  // its thread holds `this`
   deferred_sync& operator=(deferred_sync&&) = delete;
 
-  /// A commit was not synced: sync within the delay.
+  /// A commit was not synced: sync within the delay. Throws
+  /// std::system_error when the thread cannot start.
   void due();
 
  private:

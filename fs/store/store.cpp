@@ -314,10 +314,11 @@ store::impl::~impl() {
 }
 
 void store::impl::sync_index() {
+  // Held across the sync: a caller that finds another's sync running
+  // returns only once it is done (or tries itself, if it failed).
+  std::lock_guard lk(sync_mu);
   if (!unsynced.exchange(false)) return;
   try {
-    // No env_lock: the callers may hold it, and a sync (an fdatasync of
-    // the file) does not touch the map a resize replaces.
     lmdb_check(mdb_env_sync(env, 1), "sync the index");
   } catch (...) {
     unsynced = true;
@@ -662,7 +663,10 @@ store::~store() = default;
 
 open_report const& store::report() const { return impl_->report; }
 
-void store::sync() const { impl_->sync_index(); }
+void store::sync() const {
+  std::shared_lock lk(impl_->env_lock);  // a sync may read the meta pages
+  impl_->sync_index();
+}
 
 store::punch_counts store::punched() const {
   return {impl_->punched_records.load(), impl_->punched_bytes.load(),

@@ -10,6 +10,7 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 
 #include "codec/container/archive.h"
@@ -234,6 +235,9 @@ struct store::impl {
   /// Commits `t` and syncs the index: durable once it returns, with every
   /// commit before it (FORMAT.md S.4). LMDB's EIO for a write a full disk
   /// cut short is ENOSPC.
+  /// A sync that fails throws with the commit visible but not durable:
+  /// the caller then skips the irreversible step that was to follow (a
+  /// staged copy or a pack stays, for tidy() or gc).
   void commit(detail::txn& t) {
     commit_txn(t);
     unsynced = true;
@@ -247,12 +251,20 @@ struct store::impl {
   void commit_unsynced(detail::txn& t) {
     commit_txn(t);
     unsynced = true;
-    std::lock_guard lk(syncer_mu);
-    if (!syncer) {
-      syncer = std::make_unique<detail::deferred_sync>(
-          [this] { sync_index(); }, std::chrono::milliseconds(unsynced_ms));
+    try {
+      std::lock_guard lk(syncer_mu);
+      if (!syncer) {
+        syncer = std::make_unique<detail::deferred_sync>(
+            [this] {
+              std::shared_lock lk(env_lock);  // it may read the meta pages
+              sync_index();
+            },
+            std::chrono::milliseconds(unsynced_ms));
+      }
+      syncer->due();
+    } catch (std::system_error const&) {
+      sync_index();  // no thread for the deferred sync: now, then
     }
-    syncer->due();
   }
   void commit_txn(detail::txn& t) {
     try {
@@ -266,11 +278,13 @@ struct store::impl {
     }
   }
   /// Makes every commit so far durable (one fdatasync; none when every one
-  /// was synced). Hit point "index_synced" after it synced.
+  /// was synced). Hit point "index_synced" after it synced. With env_lock
+  /// held (shared): LMDB's sync may read the meta pages a resize remaps.
   void sync_index();
   /// How long a commit may stay unsynced.
   static constexpr unsigned unsynced_ms = 1000;
   std::atomic<bool> unsynced{false};
+  std::mutex sync_mu;  // sync_index's, around the flag and the sync
   std::mutex syncer_mu;
   std::unique_ptr<detail::deferred_sync> syncer;  // under syncer_mu
 
