@@ -238,4 +238,14 @@ inline std::vector<std::string> temp_leftovers(fs::path const& dir) {
   return found;
 }
 
+/// The threads of this process (tests of what starts one).
+inline size_t thread_count() {
+  size_t n = 0;
+  for (auto const& e : fs::directory_iterator("/proc/self/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
 }  // namespace brevis::cli_test

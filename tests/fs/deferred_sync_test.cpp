@@ -9,23 +9,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <stdexcept>
 #include <thread>
+
+#include "tests/cli/helpers.h"
 
 namespace brevis::fs::detail {
 namespace {
 
 using namespace std::chrono_literals;
-
-size_t thread_count() {
-  size_t n = 0;
-  for (auto const& e : std::filesystem::directory_iterator("/proc/self/task")) {
-    (void)e;
-    ++n;
-  }
-  return n;
-}
 
 bool wait_for(std::atomic<int> const& v, int want,
               std::chrono::milliseconds limit) {
@@ -39,11 +31,11 @@ bool wait_for(std::atomic<int> const& v, int want,
 
 TEST(deferred_sync, nothing_runs_until_a_sync_is_due) {
   std::atomic<int> syncs{0};
-  size_t const threads = thread_count();
+  size_t const threads = cli_test::thread_count();
   {
     deferred_sync d([&] { ++syncs; }, 10ms);
     std::this_thread::sleep_for(30ms);
-    EXPECT_EQ(thread_count(), threads);
+    EXPECT_EQ(cli_test::thread_count(), threads);
   }
   EXPECT_EQ(syncs.load(), 0);
 }

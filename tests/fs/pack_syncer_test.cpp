@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include "fs/store/records.h"
@@ -61,26 +60,16 @@ TEST(pack_syncer, syncs_a_step_behind_the_appends) {
   EXPECT_EQ(back.size(), 8000u);
 }
 
-// The threads of this process.
-size_t thread_count() {
-  size_t n = 0;
-  for (auto const& e : std::filesystem::directory_iterator("/proc/self/task")) {
-    (void)e;
-    ++n;
-  }
-  return n;
-}
-
 TEST(pack_syncer, less_than_a_step_is_left_to_the_commit) {
   temp_dir dir;
   pack_file pack((dir.path() / "b.pack").string(), true, true);
-  size_t const threads = thread_count();
+  size_t const threads = cli_test::thread_count();
   pack_syncer syncer(pack, 1u << 30);
   append(pack, syncer, 10, 4096, detail::pack_header_size);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(syncer.synced(), 0u);
   // Nor does it start a thread (a small file's job made one for nothing).
-  EXPECT_EQ(thread_count(), threads);
+  EXPECT_EQ(cli_test::thread_count(), threads);
   EXPECT_NO_THROW(syncer.finish());
   EXPECT_EQ(syncer.synced(), 0u);
 }
