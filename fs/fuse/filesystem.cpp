@@ -150,6 +150,11 @@ struct mount_fs::node {
     if (fd >= 0 && ::fstat(fd, &st) == 0) mtime_ns = from_ts(st.st_mtim);
     ctime_ns = unknown_time;
   }
+  // The store took `ctime` while the file may be open for writing (a
+  // chmod, say): the last writer's close must not record an older one.
+  void note_ctime(int64_t ctime) {
+    if (writers > 0) ctime_ns = ctime;
+  }
   resize_gate gate;  // reads against truncates, until their replies
   // Keeps reads of `self` off until the hold goes (resize_gate.h). Taken
   // once no compression runs (mu held): a truncate waiting for one to
@@ -716,7 +721,14 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
   u.gid = r.gid;
   u.mtime_ns = r.mtime_ns;
   u.ctime_ns = r.ctime_ns.value_or(now_ns());
-  if (!r.mtime_ns) return to_stat(store_.set_attr(ino, u));
+  if (!r.mtime_ns) {
+    inode_attr const a = store_.set_attr(ino, u);
+    if (std::shared_ptr<node> const held = find_node(ino)) {
+      std::lock_guard lk(held->mu);
+      held->note_ctime(*u.ctime_ns);
+    }
+    return to_stat(a);
+  }
   // A compression commits the mtime of the copy it read; one running with
   // another mtime is cancelled first, so the user's time is the last one
   // written. mu stays held so that none starts before the copy has it.
@@ -745,6 +757,7 @@ struct stat mount_fs::setattr(uint64_t ino, setattr_request const& r,
       if (!same) interrupted = wait_not_compressing(*n, lk);
     }
     inode_attr const a = store_.set_attr(ino, u);
+    n->note_ctime(*u.ctime_ns);
     if (S_ISREG(a.mode) && a.state == file_state::staged) {
       n->mtime_ns = *r.mtime_ns;
       timespec const ts[2] = {to_ts(*r.mtime_ns), to_ts(*r.mtime_ns)};
@@ -910,6 +923,7 @@ bool mount_fs::open(uint64_t ino, int flags, caller who,
         u.mode = mode & 07777 & ~kill;
         u.ctime_ns = now_ns();
         store_.set_attr(ino, u);
+        n->note_ctime(*u.ctime_ns);
         attrs_changed = true;
       }
     }
@@ -1329,9 +1343,17 @@ void mount_fs::written(node& n) {
         store::attr_update u;
         u.size = static_cast<uint64_t>(ss.st_size);
         u.mtime_ns = from_ts(ss.st_mtim);
-        u.ctime_ns = kernel_keeps_times_ && n.ctime_ns != unknown_time
-                         ? n.ctime_ns
-                         : now_ns();
+        // The kernel that keeps the times states the ctime of any change;
+        // none stated, nothing changed (an open for writing that wrote
+        // nothing), and the ctime stays, as on a local filesystem.
+        if (!kernel_keeps_times_) {
+          u.ctime_ns = now_ns();
+        } else if (n.ctime_ns != unknown_time) {
+          u.ctime_ns = n.ctime_ns;
+        }
+        // Recorded: the next writers state their own (a stale one would
+        // take the ctime back past a chmod made between them).
+        n.ctime_ns = unknown_time;
         try {
           store_.set_attr(n.ino, u);
         } catch (store_error const& e) {

@@ -1,6 +1,7 @@
 #include "fs/store/pack_syncer.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace brevis::fs::detail {
 
@@ -17,9 +18,15 @@ void pack_syncer::appended(uint64_t end) {
     appended_ = std::max(appended_, end);
     wake = appended_ >= std::max(synced_, first_) + step_;
     // The thread starts at the first step: a job that appends less (a
-    // small file) never pays for one.
-    if (wake && !stopping_ && !thread_.joinable()) {
-      thread_ = std::thread([this] { run(); });
+    // small file) never pays for one. Without a thread to spare, the
+    // commit's own sync does all of it.
+    if (wake && !stopping_ && !no_thread_ && !thread_.joinable()) {
+      try {
+        thread_ = std::thread([this] { run(); });
+      } catch (std::system_error const&) {
+        no_thread_ = true;
+        wake = false;
+      }
     }
   }
   if (wake) cv_.notify_one();

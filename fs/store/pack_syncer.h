@@ -29,7 +29,8 @@ class pack_syncer {
   pack_syncer(pack_syncer&&) = delete;  // its thread holds `this`
   pack_syncer& operator=(pack_syncer&&) = delete;
 
-  /// The pack holds the bytes the job appended up to offset `end`.
+  /// The pack holds the bytes the job appended up to offset `end`. Never
+  /// throws for want of a thread: the commit's sync then does it all.
   void appended(uint64_t end);
   /// Stops as the destructor does, then throws the error of a sync that
   /// failed, if one did: Linux reports a writeback error to one fdatasync
@@ -51,7 +52,8 @@ class pack_syncer {
   uint64_t first_ = 0;  // the first offset reported: steps count from it
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::thread thread_;  // from the first step on; under mu_
+  std::thread thread_;      // from the first step on; under mu_
+  bool no_thread_ = false;  // it could not start: the commit syncs all
 };
 
 }  // namespace brevis::fs::detail

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <system_error>
 
 #include "fs/store/job_records.h"
 #include "fs/store/pack_syncer.h"
@@ -45,7 +44,6 @@ struct staged_commit::state {
 
   std::unique_ptr<pack_file> pack;
   std::unique_ptr<pack_syncer> syncer;  // from the first append
-  bool no_syncer = false;               // its thread could not start
   std::string path;
   uint64_t pack_id = 0;
   bool fresh = false;
@@ -173,14 +171,10 @@ staged_commit::placement staged_commit::add_chunk(codec::chunk_entry const& e,
         c.pack->start_writeback(from, c.pos);
         c.flushing = c.pos;
       }
-      if (!c.syncer && !c.no_syncer) {
-        try {
-          c.syncer = std::make_unique<pack_syncer>(*c.pack, sync_step);
-        } catch (std::system_error const&) {
-          c.no_syncer = true;  // no thread to spare: the commit syncs all
-        }
+      if (!c.syncer) {
+        c.syncer = std::make_unique<pack_syncer>(*c.pack, sync_step);
       }
-      if (c.syncer) c.syncer->appended(c.pos);
+      c.syncer->appended(c.pos);
       c.live_added += record_size(payload.size());
       c.written += payload.size();
       c.s.hit("pack_write");

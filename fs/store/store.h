@@ -332,7 +332,7 @@ class store {
     std::optional<uint32_t> uid, gid;
     std::optional<uint64_t> size;  // staged files only: the logical size
     std::optional<int64_t> mtime_ns;
-    int64_t ctime_ns = 0;  // always set
+    std::optional<int64_t> ctime_ns;  // kept when empty
   };
   inode_attr set_attr(uint64_t ino, attr_update const& u);
   /// Errors: invalid when ino is not a symlink.

@@ -408,7 +408,7 @@ inode_attr store::set_attr(uint64_t ino, attr_update const& u) {
       r.size = *u.size;
     }
     if (u.mtime_ns) r.mtime_ns = *u.mtime_ns;
-    r.ctime_ns = u.ctime_ns;
+    if (u.ctime_ns) r.ctime_ns = *u.ctime_ns;
     t.put(s.inodes, inode_key(ino), encode(r));
     return to_attr(ino, r);
   });

@@ -35,7 +35,8 @@ TEST(deferred_sync, nothing_runs_until_a_sync_is_due) {
   {
     deferred_sync d([&] { ++syncs; }, 10ms);
     std::this_thread::sleep_for(30ms);
-    EXPECT_EQ(cli_test::thread_count(), threads);
+    // At most: a thread an earlier test joined may still have been listed.
+    EXPECT_LE(cli_test::thread_count(), threads);
   }
   EXPECT_EQ(syncs.load(), 0);
 }

@@ -69,7 +69,8 @@ TEST(pack_syncer, less_than_a_step_is_left_to_the_commit) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(syncer.synced(), 0u);
   // Nor does it start a thread (a small file's job made one for nothing).
-  EXPECT_EQ(cli_test::thread_count(), threads);
+  // At most: a thread an earlier test joined may still have been listed.
+  EXPECT_LE(cli_test::thread_count(), threads);
   EXPECT_NO_THROW(syncer.finish());
   EXPECT_EQ(syncer.synced(), 0u);
 }

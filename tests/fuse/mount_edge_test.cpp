@@ -349,6 +349,40 @@ TEST_F(mount_edge, mtime_survives_a_remount_after_a_late_write_back) {
   fsck_clean();
 }
 
+// A chmod while the file is open for writing, then a close: the ctime a
+// remount shows is the chmod's (the close recorded the last write's, which
+// is older). An open for writing that writes nothing leaves it.
+TEST_F(mount_edge, ctime_of_a_chmod_while_open_survives_a_remount) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "60000"}), "");
+  fs::path const f = mnt() / "c.bin";
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "0123456789", 10, 0), 10);
+  std::this_thread::sleep_for(1100ms);
+  ASSERT_EQ(::fchmod(fd, 0600), 0);
+  struct stat before {};
+  ASSERT_EQ(::fstat(fd, &before), 0);
+  ASSERT_EQ(::close(fd), 0);
+  auto same_ctime = [&](char const* when) {
+    struct stat after {};
+    ASSERT_EQ(::stat(f.c_str(), &after), 0) << when;
+    EXPECT_EQ(after.st_ctim.tv_sec, before.st_ctim.tv_sec) << when;
+    EXPECT_EQ(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec) << when;
+    EXPECT_EQ(after.st_mode & 07777, 0600u) << when;
+  };
+  remount({"--quiet-ms", "60000"});
+  same_ctime("after the chmod");
+  std::this_thread::sleep_for(20ms);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+  fd = ::open(f.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::close(fd), 0);
+  remount({"--quiet-ms", "60000"});
+  same_ctime("after an open for writing that wrote nothing");
+  fsck_clean();
+}
+
 TEST_F(mount_edge, posix_and_bsd_locks) {
   ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
   fs::path const f = mnt() / "locked";

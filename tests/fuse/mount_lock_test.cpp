@@ -6,11 +6,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -57,10 +59,13 @@ bool held(std::string const& path) {
 }
 
 /// A process that takes the lock, then lets its first thread exit (a
-/// zombie from then on) while a second holds the lock for `hold`.
-pid_t dying_holder(std::string const& dir, std::chrono::milliseconds hold) {
+/// zombie from then on) while a second holds the lock until `release`
+/// reads end of file on `release[0]` (the test closes `release[1]`), or
+/// for 30 s.
+pid_t dying_holder(std::string const& dir, std::array<int, 2> release) {
   pid_t const pid = ::fork();
   if (pid != 0) return pid;
+  ::close(release[1]);  // the test's end
   // Never destroyed: this thread ends without unwinding, and the other
   // ends the process.
   std::optional<mount_lock> lock;
@@ -69,8 +74,9 @@ pid_t dying_holder(std::string const& dir, std::chrono::milliseconds hold) {
   } catch (...) {
     ::_exit(2);
   }
-  std::thread([hold] {
-    std::this_thread::sleep_for(hold);
+  std::thread([r = release[0]] {
+    pollfd p{r, POLLIN, 0};
+    ::poll(&p, 1, 30000);
     ::_exit(0);
   }).detach();
   // This thread alone ends, without unwinding (pthread_exit's unwinding
@@ -128,18 +134,29 @@ TEST(mount_lock, a_live_holder_is_refused_at_once) {
 TEST(mount_lock, a_holder_that_is_exiting_is_waited_for) {
   temp_store s;
   std::string const path = s.dir + "/mount.lock";
-  pid_t const child = dying_holder(s.dir, 1500ms);
+  std::array<int, 2> release{};
+  ASSERT_EQ(::pipe2(release.data(), O_CLOEXEC), 0);
+  pid_t const child = dying_holder(s.dir, release);
   ASSERT_GT(child, 0);
+  ::close(release[0]);
   ASSERT_TRUE(wait_until([&] { return process_exiting(child); }, 10s));
   // The zombie still holds the lock: what a mount right after a kill sees.
   ASSERT_TRUE(held(path));
   EXPECT_EQ(file_text(path), std::to_string(child));
   // Without a wait it is refused, naming the holder.
   EXPECT_THROW(mount_lock(s.dir, 0ms), std::runtime_error);
-  {
-    mount_lock const lock(s.dir, 20s);  // waits for the last thread
-    EXPECT_EQ(file_text(path), std::to_string(::getpid()));
-  }
+  // The holder's last thread lets go 300 ms from now.
+  std::thread letting_go([&] {
+    std::this_thread::sleep_for(300ms);
+    ::close(release[1]);
+  });
+  auto const t0 = std::chrono::steady_clock::now();
+  std::optional<mount_lock> lock;
+  EXPECT_NO_THROW(lock.emplace(s.dir, 20s));  // waits for the last thread
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+  letting_go.join();
+  EXPECT_EQ(file_text(path), std::to_string(::getpid()));
+  lock.reset();
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
