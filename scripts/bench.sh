@@ -91,7 +91,8 @@ bench_before_peers() {
 #   cp of a ~300 MB bf16 checkpoint in; close -> compressed vs `brevis
 #   compress -T2`; sequential read cold (page cache dropped, fresh mount,
 #   best of 3, with both daemons' and the reader's CPU seconds) and warm;
-#   4 KiB and 128 KiB random reads/s (cold); the daemon's peak RSS
+#   4 KiB and 128 KiB random reads/s (cold); 500 small files written;
+#   the daemon's peak RSS
 #   (VmHWM) while a 2 GB checkpoint is copied in, compressed and read back,
 #   against --cache-size + --pipeline-memory + 128 MiB.
 # The checkpoints are built from corpus tensors into $BENCH_DATA (default
@@ -426,6 +427,18 @@ bench_mount() {
   unmount "$w/bmnt"; mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100; drop_caches
   p128=$(random_reads "$w/pmnt/ck" 131072 500); b128=$(random_reads "$w/bmnt/ck" 131072 500)
 
+  # Small files: 500 of 8 bytes, each created, written and closed by a
+  # shell loop, into a directory of either mount (on brevis, a create and
+  # a close commit each, and each file is compressed behind).
+  small_files() {  # DIR: seconds for the 500
+    local s j
+    mkdir -p "$1"; s=$(now)
+    for ((j = 0; j < 500; ++j)); do echo "file $j" >"$1/f$j"; done
+    elapsed "$s" "$(now)"
+  }
+  local p_small b_small
+  p_small=$(small_files "$w/pmnt/small"); b_small=$(small_files "$w/bmnt/small")
+
   # Peak memory: a fresh daemon takes the 2 GB checkpoint in, compresses it
   # and reads it back cold (BENCH_MOUNT_BIG=0 skips it: the read rounds
   # alone, for comparing builds).
@@ -473,6 +486,7 @@ bench_mount() {
     echo "| sequential read, warm | $(mbs "$b_warm") | $(mbs "$p_warm") | $(ratio "$p_warm" "$b_warm") | >= 0.9 |"
     echo "| 4 KiB random reads/s, cold | $b4 | $p4 | $(ratio "$b4" "$p4") | |"
     echo "| 128 KiB random reads/s, cold | $b128 | $p128 | $(ratio "$b128" "$p128") | |"
+    echo "| 500 small files written, ms a file | $(awk -v t="$b_small" 'BEGIN{printf "%.2f", t * 2}') | $(awk -v t="$p_small" 'BEGIN{printf "%.2f", t * 2}') | $(ratio "$p_small" "$b_small") | |"
     if [[ $big_job != - ]]; then
       echo "| peak RSS, 2 GB in, compressed (${big_job} s), read back | $((hwm / 1024)) MiB | limit $((256 + 256 + 128)) MiB | | <= limit |"
     fi
