@@ -188,8 +188,19 @@ struct leaf_cost {
 // makes no sparse copy (leaf_bytes' costs, from the same sums in the same
 // order); only the static table's estimate reads the present values, from a
 // reused buffer.
+// region_input's leaning to rans_static over rans0 (0: none).
+struct wide_preference {
+  uint64_t from = 0;
+  double margin = 0;
+};
+
+wide_preference wide_preference_of(region_input const& in) {
+  return {in.wide_static_from, in.wide_static_margin};
+}
+
 leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
-                    double chunks, bool static_allowed) {
+                    double chunks, bool static_allowed,
+                    wide_preference wide = {}) {
   uint64_t n = 0;
   size_t present = 0;
   uint32_t first = 0;
@@ -230,6 +241,19 @@ leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
     }
     if (st.bytes + node_bytes < best.bytes) {
       best = {opcode::rans_static, st.bytes + node_bytes, st.scale};
+    } else if (best.op == opcode::rans0 && wide.from != 0 &&
+               static_cast<double>(n) >=
+                   static_cast<double>(wide.from) * std::max(1.0, chunks)) {
+      // Its 32 states (as wide_framing_bytes counts them) where the
+      // estimate counted 8: below rans_static::wide_from a chunk.
+      double const framing = static_cast<double>(n) / std::max(1.0, chunks) <
+                                     static_cast<double>(rans_static::wide_from)
+                                 ? 72 * std::max(1.0, chunks)
+                                 : 0;
+      double const bytes = st.bytes + node_bytes + framing;
+      if (bytes <= best.bytes * (1 + wide.margin)) {
+        best = {opcode::rans_static, bytes, st.scale};
+      }
     }
   }
   return best;
@@ -497,7 +521,7 @@ unsigned entropy_streams(node const& n) {
 // planes, float fields or bit fields, each child closed by its best leaf;
 // its bytes counted from `base` (what the program spends above it).
 split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
-                        bool statics, double base) {
+                        bool statics, double base, wide_preference wide) {
   // Byte planes (low, high), float fields (sign, exponent, mantissa) and
   // bit fields (mantissa, sign and exponent together: a symbol fewer per
   // element than fields, and never more entropy).
@@ -509,7 +533,7 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
     for (size_t i = 0; i < costed_n; ++i) {
       if (costed[i].first == counts) return costed[i].second;
     }
-    leaf_cost const l = best_leaf(*counts, width, chunks, statics);
+    leaf_cost const l = best_leaf(*counts, width, chunks, statics, wide);
     costed[costed_n++] = {counts, l};
     return l;
   };
@@ -620,7 +644,8 @@ void add_sparse(region_input const& in, double chunks, bool statics,
   // byte of its own.
   auto const mask =
       sparse_mask_histogram16(in.data, std::max<size_t>(1, in.chunk_size / 2));
-  leaf_cost const mask_leaf = best_leaf(mask, 1, chunks, statics);
+  leaf_cost const mask_leaf =
+      best_leaf(mask, 1, chunks, statics, wide_preference_of(in));
   // The operator's node and, per chunk, its count of nonzero values.
   double const above = view_bytes + node_bytes +
                        chunks * varint_bytes(static_cast<uint64_t>(
@@ -644,7 +669,8 @@ void add_sparse(region_input const& in, double chunks, bool statics,
         node_bytes + leaf_bytes(opcode::rans0, bytes, value_bytes, 1, chunks);
     if (b < kid_bytes) kid = make_leaf(opcode::rans0), kid_bytes = b;
   }
-  split_choice sp = best_split(vm, m, chunks, statics, 0);
+  split_choice sp =
+      best_split(vm, m, chunks, statics, 0, wide_preference_of(in));
   if (sp.bytes < kid_bytes) {
     kid = std::move(sp.split);
     kid_bytes = sp.bytes;
@@ -739,7 +765,8 @@ closed_form_parts closed_form_costs(region_input const& in,
       }
     }
   }
-  split_choice sp = best_split(mg, m, chunks, statics, view_bytes);
+  split_choice sp =
+      best_split(mg, m, chunks, statics, view_bytes, wide_preference_of(in));
   parts.split = view_of(std::move(sp.split));
   parts.split_bytes = sp.bytes;
   parts.split_scales = std::move(sp.scales);

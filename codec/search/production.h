@@ -32,6 +32,13 @@ struct region_input {
   // root_hist's marginals, for bf16/fp16 tensors where already computed
   float16_marginals const* marginals = nullptr;
   uint32_t chunk_size = 1u << 20;  // the archive's chunks, as coded
+  // The store's reads are bound by decoding: where set, the closed form
+  // closes a stream of at least `wide_static_from` symbols (a chunk) with
+  // rans_static, whose 32 states decode with vector code, rather than
+  // rans0 (4 states, scalar, about 2.5 times the time a symbol) when that
+  // costs at most `wide_static_margin` more. 0: the smaller wins.
+  uint64_t wide_static_from = 0;
+  double wide_static_margin = 0;
 
   /// How many chunks code the whole region (at least one).
   [[nodiscard]] double chunks() const {

@@ -296,11 +296,16 @@ class search_file_chooser final : public recording_chooser {
       own_marginals = float16_marginals_of(own, search::meaning_of(r.type));
       marginals = &own_marginals;
     }
-    region_input const in{.info = r,
-                          .data = data,
-                          .root_hist = &own,
-                          .marginals = marginals,
-                          .chunk_size = opt_.search.chunk_size};
+    region_input const in{
+        .info = r,
+        .data = data,
+        .root_hist = &own,
+        .marginals = marginals,
+        .chunk_size = opt_.search.chunk_size,
+        .wide_static_from = opt_.wide_static_margin > 0
+                                ? uint64_t{1} << opt_.wide_lanes_log2
+                                : 0,
+        .wide_static_margin = opt_.wide_static_margin};
     auto choice = search::closed_form_program(in, false);
     if (!choice) return false;
     program = std::move(choice->program);
@@ -659,6 +664,11 @@ std::unique_ptr<program_chooser> make_search_chooser(
     // role would keep their entropy-coded mantissas.
     throw std::invalid_argument("pack_mantissas is per-region choosing only");
   }
+  if (opt.wide_static_margin > 0 && opt.sharing != table_sharing::per_region) {
+    // The file's closed forms are settled with its tables, without it.
+    throw std::invalid_argument(
+        "wide_static_margin is per-region choosing only");
+  }
   std::unique_ptr<program_chooser> chooser =
       std::make_unique<search_chooser>(opt);
   if (opt.classes && opt.search.how != search::strategy::fixed) {
@@ -676,6 +686,7 @@ search_chooser_options store_chooser_options() {
   o.search.budget = store_search_budget;
   o.pack_mantissas = true;
   o.wide_lanes_log2 = store_wide_lanes_log2;
+  o.wide_static_margin = store_wide_static_margin;
   return o;
 }
 

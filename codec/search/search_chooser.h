@@ -44,6 +44,11 @@ struct search_chooser_options {
   // symbols on (wide_lanes.h); 16, the format's default, writes no
   // parameter. The store: store_wide_lanes_log2.
   unsigned wide_lanes_log2 = rans_static::wide_from_log2;
+  // Per-region choosing: the closed form takes rans_static over rans0 for
+  // streams of at least 2^wide_lanes_log2 symbols a chunk where it costs at
+  // most this share more (region_input::wide_static_margin). The store:
+  // store_wide_static_margin.
+  double wide_static_margin = 0;
   // Runs the passes over a whole file (every bf16/fp16 tensor's count, its
   // closed-form costs and choice) on the caller's threads; empty: serially.
   // The programs are the same either way.
@@ -64,6 +69,14 @@ inline constexpr double packed_mantissa_margin = 0.005;
 /// 5, alternated) for +55,562 B (+0.03%) of packs; 2^11 and 2^13 measured
 /// no better.
 inline constexpr unsigned store_wide_lanes_log2 = 12;
+
+/// The store's wide_static_margin. ckpt-300m through `store add`: packs
+/// 176,766,500 -> 176,755,587 B (the estimates overrate rans_static's
+/// share here), `store get -T1` 233.6 -> 229.1 ms of CPU (the least of 20
+/// runs each, alternated; Zen 5): rans0's share of it 10% -> 4%, partly
+/// paid back in table fills. 1% moved few streams (packs -1 KB); 10% was
+/// as fast, at +22 KB.
+inline constexpr double store_wide_static_margin = 0.03;
 
 /// The search chooser. With table_sharing::per_region (the store) a region's
 /// program depends only on its own bytes, dtype and shape: no file tables,

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "codec/container/archive.h"
+#include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
@@ -471,6 +472,66 @@ TEST(closed_form, split_of_fewer_streams_wins_within_the_margin) {
   EXPECT_EQ(pick({{1000 * (1 + 2 * m), 1, 2}, {1003, 2, 1}, {1000, 3, 0}}), 1u);
   EXPECT_EQ(pick({}), 0u);
   EXPECT_EQ(pick({{1000, 3, 0}}), 0u);
+}
+
+// The store's leaning to vector-decoded leaves (region_input's
+// wide_static_*): a rans0 leaf of a stream of at least wide_static_from
+// symbols gives way to rans_static where that costs at most the margin more,
+// with its 32 states counted; shorter streams and a margin of 0 keep rans0.
+TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
+  auto const choose = [](size_t n, uint64_t from, double margin) {
+    planted p;
+    p.shape = {n};
+    p.values = gaussian_bf16(n, 0.05f, 7);
+    planted_input const t(p);
+    region_input in = t.in();
+    in.wide_static_from = from;
+    in.wide_static_margin = margin;
+    auto choice = closed_form_program(in, false);
+    EXPECT_TRUE(choice.has_value());
+    // Whatever it chose decodes to the tensor.
+    bytes payload;
+    encode_chunk(choice->program, t.data, payload);
+    bytes back(t.data.size());
+    decode_chunk(choice->program, payload, back.size(), back.data());
+    EXPECT_EQ(back, t.data);
+    return std::move(*choice);
+  };
+  // Its high bytes (sign and exponent) by rans0 as the smaller.
+  closed_form_choice const plain = choose(13200, 0, 0);
+  ASSERT_TRUE(uses_op(plain.program, opcode::rans0))
+      << program_text(plain.program);
+  closed_form_choice const wide = choose(13200, 4096, 0.03);
+  EXPECT_FALSE(uses_op(wide.program, opcode::rans0))
+      << program_text(wide.program);
+  EXPECT_TRUE(uses_op(wide.program, opcode::rans_static));
+  EXPECT_GT(wide.estimated_bytes, plain.estimated_bytes);
+  EXPECT_LE(wide.estimated_bytes, plain.estimated_bytes * 1.03);
+  // No margin: the smaller, as without the preference.
+  EXPECT_EQ(program_text(choose(13200, 4096, 0).program),
+            program_text(plain.program));
+  // A stream below wide_static_from keeps rans0.
+  closed_form_choice const small = choose(3000, 0, 0);
+  ASSERT_TRUE(uses_op(small.program, opcode::rans0));
+  EXPECT_EQ(program_text(choose(3000, 4096, 0.03).program),
+            program_text(small.program));
+}
+
+// The store's chooser takes it (store_wide_static_margin); the same
+// options without the margin keep rans0; a per-file chooser refuses it.
+TEST(closed_form, store_chooser_takes_wide_static) {
+  size_t const n = 13200;
+  bytes const data = pack(gaussian_bf16(n, 0.05f, 7));
+  region const r{0, data.size(), region_kind::tensor, dtype::bf16, {n}, "w"};
+  node const p = make_store_chooser()->choose(r, data);
+  EXPECT_FALSE(uses_op(p, opcode::rans0)) << program_text(p);
+  EXPECT_TRUE(uses_op(p, opcode::rans_static)) << program_text(p);
+  search_chooser_options o = store_chooser_options();
+  o.wide_static_margin = 0;
+  EXPECT_TRUE(uses_op(make_search_chooser(o)->choose(r, data), opcode::rans0));
+  search_chooser_options per_file;
+  per_file.wide_static_margin = store_wide_static_margin;
+  EXPECT_THROW(make_search_chooser(per_file), std::invalid_argument);
 }
 
 }  // namespace
