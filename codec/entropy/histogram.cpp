@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "codec/entropy/rans_static.h"
 
@@ -29,7 +31,9 @@ constexpr size_t zero_lanes = 4;
 struct counters {
   std::vector<uint32_t> count = std::vector<uint32_t>(symbols + zero_lanes, 0);
   std::vector<uint8_t> touched = std::vector<uint8_t>(symbols / block, 0);
-  std::vector<uint16_t> seen, sorted;  // the smallest inputs' symbols
+  // The smallest inputs' distinct symbols, and their sorted copy.
+  std::unique_ptr<uint16_t[]> seen = std::make_unique<uint16_t[]>(sort_below);
+  std::unique_ptr<uint16_t[]> sorted = std::make_unique<uint16_t[]>(sort_below);
   // The large inputs' histogram, in one scan of the counters, before it is
   // copied out at its size (reused: no fresh pages to fault in).
   sparse_histogram16 scratch = sparse_histogram16(symbols);
@@ -184,24 +188,32 @@ sparse_histogram16 histogram16(byte_view data) {
     return sparse_histogram16(dst, dst + k);
   }
   if (n < sort_below) {
-    // The symbols seen, put in order by a two-pass radix sort.
-    std::vector<uint16_t>& seen = c.seen;
-    std::vector<uint16_t>& sorted = c.sorted;
-    seen.clear();
+    // The symbols seen, put in order by a two-pass radix sort. Every lane
+    // is written at the next entry, which only a first sight keeps: with a
+    // branch there instead (taken about every other lane on small tensors,
+    // whose values are mostly distinct, and mispredicted) ckpt-300m's bf16
+    // tensors of fewer lanes (4.6 M lanes) took 4.5 ns a lane, not 1.8.
+    uint16_t* seen = c.seen.get();
+    uint16_t* sorted = c.sorted.get();
+    size_t distinct = 0;
     for (size_t i = 0; i < n; ++i) {
       auto const w = load_le<uint16_t>(p + 2 * i);
-      if (count[w]++ == 0) seen.push_back(w);
+      seen[distinct] = w;
+      distinct += count[w]++ == 0;
     }
-    sorted.resize(seen.size());
     for (unsigned shift : {0u, 8u}) {
       size_t at[257] = {};
-      for (uint16_t w : seen) ++at[((w >> shift) & 255) + 1];
+      for (size_t k = 0; k < distinct; ++k) {
+        ++at[((seen[k] >> shift) & 255) + 1];
+      }
       for (size_t k = 1; k < 257; ++k) at[k] += at[k - 1];
-      for (uint16_t w : seen) sorted[at[(w >> shift) & 255]++] = w;
-      seen.swap(sorted);
+      for (size_t k = 0; k < distinct; ++k) {
+        sorted[at[(seen[k] >> shift) & 255]++] = seen[k];
+      }
+      std::swap(seen, sorted);
     }
-    out.resize(seen.size());
-    for (size_t k = 0; k < seen.size(); ++k) {
+    out.resize(distinct);
+    for (size_t k = 0; k < distinct; ++k) {
       out[k] = {seen[k], count[seen[k]]};
       count[seen[k]] = 0;
     }
