@@ -294,6 +294,14 @@ store::impl::impl(std::string d, store_options o)
     if (append_fd >= 0) ::close(append_fd);
     throw;
   }
+  // Made here, not at the first unsynced commit: nothing is allocated
+  // between a commit and its return (its thread starts at the first due()).
+  syncer = std::make_unique<detail::deferred_sync>(
+      [this] {
+        std::shared_lock lk(env_lock);  // it may read the meta pages
+        sync_index();
+      },
+      std::chrono::milliseconds(unsynced_ms));
   recover();
   keep_reserve();
   puncher = std::make_unique<hole_puncher>(

@@ -252,15 +252,6 @@ struct store::impl {
     commit_txn(t);
     unsynced = true;
     try {
-      std::lock_guard lk(syncer_mu);
-      if (!syncer) {
-        syncer = std::make_unique<detail::deferred_sync>(
-            [this] {
-              std::shared_lock lk(env_lock);  // it may read the meta pages
-              sync_index();
-            },
-            std::chrono::milliseconds(unsynced_ms));
-      }
       syncer->due();
     } catch (std::system_error const&) {
       sync_index();  // no thread for the deferred sync: now, then
@@ -285,8 +276,8 @@ struct store::impl {
   static constexpr unsigned unsynced_ms = 1000;
   std::atomic<bool> unsynced{false};
   std::mutex sync_mu;  // sync_index's, around the flag and the sync
-  std::mutex syncer_mu;
-  std::unique_ptr<detail::deferred_sync> syncer;  // under syncer_mu
+  // Made once the store is open (a writer's only), never replaced.
+  std::unique_ptr<detail::deferred_sync> syncer;
 
   std::shared_ptr<codec::node const> program(detail::txn const& t,
                                              uint64_t hash) const;
