@@ -61,6 +61,13 @@ sparse_hist sparse_of(std::span<uint64_t const> counts) {
 // 88 bytes more a chunk, rans_static 72 (its 24 more states' 96 bytes,
 // less what they hold of the last symbols). Without them, fields' two rans0
 // leaves look cheaper than bitfields' one static leaf.
+// rans_static's 32 states in each of `chunks` chunks, where the estimates
+// count 8 in one.
+double wide_static_framing_bytes(double chunks) {
+  // Each chunk codes its own framing; the estimates count it once.
+  return 72 * std::max(1.0, chunks) + 32 * (std::max(1.0, chunks) - 1);
+}
+
 double wide_framing_bytes(opcode leaf, uint64_t symbols, double chunks) {
   double const per_chunk = static_cast<double>(symbols) / std::max(1.0, chunks);
   if (leaf == opcode::rans0 &&
@@ -69,8 +76,7 @@ double wide_framing_bytes(opcode leaf, uint64_t symbols, double chunks) {
   }
   if (leaf == opcode::rans_static &&
       per_chunk >= static_cast<double>(rans_static::wide_from)) {
-    // Each chunk codes its own framing; the estimates count it once.
-    return 72 * std::max(1.0, chunks) + 32 * (std::max(1.0, chunks) - 1);
+    return wide_static_framing_bytes(chunks);
   }
   return 0;
 }
@@ -180,15 +186,14 @@ struct leaf_cost {
   opcode op = opcode::raw;
   double bytes = infinite;
   unsigned scale = 0;  // rans_static's precision
+  // The smallest leaf's bytes: `bytes` unless the wide preference took
+  // rans_static over rans0. Operators and splits are weighed on these, so
+  // that the preference only ever swaps a leaf (weighed on `bytes`, a
+  // split of one rans0 stream gave way to one of three).
+  double least = infinite;
 };
 
-// The best leaf for a value of `width`-byte lanes whose whole histogram is
-// `counts` (dense, indexed by value), among those the search would try on
-// it. Called for each byte plane and float field of every region, so it
-// makes no sparse copy (leaf_bytes' costs, from the same sums in the same
-// order); only the static table's estimate reads the present values, from a
-// reused buffer.
-// region_input's leaning to rans_static over rans0 (0: none).
+// region_input's leaning to rans_static over rans0 (from 0: none).
 struct wide_preference {
   uint64_t from = 0;
   double margin = 0;
@@ -198,6 +203,12 @@ wide_preference wide_preference_of(region_input const& in) {
   return {in.wide_static_from, in.wide_static_margin};
 }
 
+// The best leaf for a value of `width`-byte lanes whose whole histogram is
+// `counts` (dense, indexed by value), among those the search would try on
+// it. Called for each byte plane and float field of every region, so it
+// makes no sparse copy (leaf_bytes' costs, from the same sums in the same
+// order); only the static table's estimate reads the present values, from a
+// reused buffer.
 leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
                     double chunks, bool static_allowed,
                     wide_preference wide = {}) {
@@ -228,8 +239,8 @@ leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
   consider(opcode::zero, present == 1 && first == 0 ? 0 : infinite);
   consider(opcode::constant, present == 1 ? width * chunks : infinite);
   consider(opcode::rans0, n == 0 ? infinite : rans0_bytes(bytes, chunks));
+  static_cost st;
   if (static_allowed) {
-    static_cost st;
     if (present >= 2) {
       thread_local sparse_hist h;
       h.clear();
@@ -241,19 +252,21 @@ leaf_cost best_leaf(std::span<uint64_t const> counts, unsigned width,
     }
     if (st.bytes + node_bytes < best.bytes) {
       best = {opcode::rans_static, st.bytes + node_bytes, st.scale};
-    } else if (best.op == opcode::rans0 && wide.from != 0 &&
-               static_cast<double>(n) >=
-                   static_cast<double>(wide.from) * std::max(1.0, chunks)) {
-      // Its 32 states (as wide_framing_bytes counts them) where the
-      // estimate counted 8: below rans_static::wide_from a chunk.
-      double const framing = static_cast<double>(n) / std::max(1.0, chunks) <
-                                     static_cast<double>(rans_static::wide_from)
-                                 ? 72 * std::max(1.0, chunks)
-                                 : 0;
-      double const bytes = st.bytes + node_bytes + framing;
-      if (bytes <= best.bytes * (1 + wide.margin)) {
-        best = {opcode::rans_static, bytes, st.scale};
-      }
+    }
+  }
+  best.least = best.bytes;
+  // Where rans0 decodes with its 4 states (below x32_threshold bytes a
+  // chunk; above, htscodecs' 32-way code decodes as fast as rans_static).
+  double const per_chunk = static_cast<double>(n) / std::max(1.0, chunks);
+  if (best.op == opcode::rans0 && wide.from != 0 &&
+      per_chunk >= static_cast<double>(wide.from) &&
+      per_chunk * width < static_cast<double>(htscodecs_rans::x32_threshold)) {
+    // Its 32 states, where the estimate counted 8 (below
+    // rans_static::wide_from symbols a chunk, so always here).
+    double const bytes =
+        st.bytes + node_bytes + wide_static_framing_bytes(chunks);
+    if (bytes <= best.least * (1 + wide.margin)) {
+      best = {opcode::rans_static, bytes, st.scale, best.least};
     }
   }
   return best;
@@ -501,7 +514,8 @@ constexpr double view_bytes = 2 * node_bytes + 2;
 
 struct split_choice {
   node split;  // planes, fields or bitfields, closed by their leaves
-  double bytes = infinite;
+  double bytes = infinite;       // with its leaves' least bytes (leaf_cost)
+  double extra = 0;              // what the wide preference adds to them
   std::vector<unsigned> scales;  // of its rans_static children
   unsigned streams = 0;          // entropy-coded leaves (rANS, zstd)
 };
@@ -578,11 +592,13 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
     }
     std::vector<node> leaves;
     std::vector<unsigned> scales;
+    double extra = 0;
     for (std::vector<uint64_t> const* counts : kids) {
       unsigned const width = counts->size() > 256 ? 2 : 1;
       leaf_cost const l = leaf_of(counts, width);
       node kid = make_leaf(l.op);
-      double kid_bytes = l.bytes;
+      double kid_bytes = l.least;
+      double kid_extra = l.bytes - l.least;
       if (width == 2 && op != opcode::bitfields) {
         // fp16's mantissa: also its byte planes, order 0 each (not under
         // bitfields, whose point is a symbol fewer per element).
@@ -591,11 +607,13 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
         leaf_cost const hi = best_leaf(planes[1], 1, chunks, false);
         if (node_bytes + lo.bytes + hi.bytes < kid_bytes) {
           kid_bytes = node_bytes + lo.bytes + hi.bytes;
+          kid_extra = 0;
           kid =
               make_op(opcode::planes, {}, {make_leaf(lo.op), make_leaf(hi.op)});
         }
       }
       bytes += kid_bytes;
+      extra += kid_extra;
       scales.push_back(kid.op == opcode::rans_static ? l.scale : 0);
       leaves.push_back(std::move(kid));
     }
@@ -604,6 +622,7 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
     split_choice c;
     c.split = make_op(op, std::move(params), std::move(leaves));
     c.bytes = bytes;
+    c.extra = extra;
     c.scales = std::move(scales);
     c.streams = entropy_streams(c.split);
     smallest = std::min(smallest, bytes);
@@ -650,7 +669,8 @@ void add_sparse(region_input const& in, double chunks, bool statics,
   double const above = view_bytes + node_bytes +
                        chunks * varint_bytes(static_cast<uint64_t>(
                                     static_cast<double>(nonzero) / chunks)) +
-                       mask_leaf.bytes;
+                       mask_leaf.least;
+  double kid_extra = 0;
   uint64_t const value_bytes = 2 * nonzero;
   node kid = make_leaf(opcode::raw);
   double kid_bytes = node_bytes + static_cast<double>(value_bytes);
@@ -674,6 +694,7 @@ void add_sparse(region_input const& in, double chunks, bool statics,
   if (sp.bytes < kid_bytes) {
     kid = std::move(sp.split);
     kid_bytes = sp.bytes;
+    kid_extra = sp.extra;
     scales = std::move(sp.scales);
   }
   // The values' own table, where it may win (as closed_form_decide's).
@@ -688,6 +709,7 @@ void add_sparse(region_input const& in, double chunks, bool statics,
     if (b < kid_bytes) {
       kid = make_leaf(opcode::rans_static);
       kid_bytes = b;
+      kid_extra = 0;
       scales.clear();
     }
   }
@@ -696,6 +718,7 @@ void add_sparse(region_input const& in, double chunks, bool statics,
       {make_op(opcode::sparse, {}, {make_leaf(mask_leaf.op), std::move(kid)}),
        make_leaf(opcode::raw)});
   parts.sparse_bytes = above + kid_bytes;
+  parts.sparse_extra = mask_leaf.bytes - mask_leaf.least + kid_extra;
   parts.sparse_scales = std::move(scales);
   parts.mask_counts.assign(mask.begin(), mask.end());
   parts.mask_scale = mask_leaf.op == opcode::rans_static ? mask_leaf.scale : 0;
@@ -769,6 +792,7 @@ closed_form_parts closed_form_costs(region_input const& in,
       best_split(mg, m, chunks, statics, view_bytes, wide_preference_of(in));
   parts.split = view_of(std::move(sp.split));
   parts.split_bytes = sp.bytes;
+  parts.split_extra = sp.extra;
   parts.split_scales = std::move(sp.scales);
   if (static_cast<double>(mg.zeros) >=
           sparse_rate * static_cast<double>(mg.count) &&
@@ -786,9 +810,12 @@ closed_form_choice closed_form_decide(region_input const& in,
   // The candidates in the order the search would offer them, the first of
   // the least cost winning: the elements' leaves, the file's shared table,
   // the planes and fields, the elements' own table; then sparse.
+  // Weighed on the least bytes (leaf_cost); the winner's estimate then
+  // gets what the wide preference adds to it.
   closed_form_choice best;
   best.program = std::move(parts.elements);
   best.estimated_bytes = parts.elements_bytes;
+  double extra = 0;
   if (in.tables != nullptr) {
     if (auto const use = in.tables->table_for(in.info.offset)) {
       // Its estimate leaves out the wide framing and the states' loss.
@@ -803,12 +830,14 @@ closed_form_choice closed_form_decide(region_input const& in,
             opcode::view, {2, static_cast<uint64_t>(meaning_of(in.info.type))},
             {*use->leaf, make_leaf(opcode::raw)});
         best.estimated_bytes = bytes;
+        extra = 0;
       }
     }
   }
   if (parts.split_bytes < best.estimated_bytes) {
     best.program = std::move(parts.split);
     best.estimated_bytes = parts.split_bytes;
+    extra = parts.split_extra;
     best.scales = std::move(parts.split_scales);
   }
   // The elements' own table: its estimate costs O(distinct values) with a
@@ -831,6 +860,7 @@ closed_form_choice closed_form_decide(region_input const& in,
             opcode::view, {2, static_cast<uint64_t>(meaning_of(in.info.type))},
             {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
         best.estimated_bytes = bytes;
+        extra = 0;
         best.scales.clear();
       }
     }
@@ -842,10 +872,12 @@ closed_form_choice closed_form_decide(region_input const& in,
   if (parts.sparse_bytes < (1 - sparse_win_margin) * best.estimated_bytes) {
     best.program = std::move(parts.sparse);
     best.estimated_bytes = parts.sparse_bytes;
+    extra = parts.sparse_extra;
     best.scales = std::move(parts.sparse_scales);
     best.mask_counts = std::move(parts.mask_counts);
     best.mask_scale = parts.mask_scale;
   }
+  best.estimated_bytes += extra;
   return best;
 }
 

@@ -77,6 +77,9 @@ struct closed_form_parts {
   double elements_bytes = 0;
   node split;  // the best of their planes, fields and bitfields
   double split_bytes = std::numeric_limits<double>::infinity();
+  // The bytes region_input's wide preference adds to split_bytes and
+  // sparse_bytes, which weigh every leaf at its least.
+  double split_extra = 0;
   std::vector<unsigned> split_scales;
   double terms = 0;  // the marginals' sum of c log2 c
   // Where a tenth of the elements or more are zero: sparse, its mask and
@@ -85,6 +88,7 @@ struct closed_form_parts {
   // table precision are held for build_closed_form_tables.
   node sparse;
   double sparse_bytes = std::numeric_limits<double>::infinity();
+  double sparse_extra = 0;
   std::vector<unsigned> sparse_scales;
   std::vector<uint64_t> mask_counts;
   unsigned mask_scale = 0;

@@ -33,10 +33,12 @@ struct region_input {
   float16_marginals const* marginals = nullptr;
   uint32_t chunk_size = 1u << 20;  // the archive's chunks, as coded
   // The store's reads are bound by decoding: where set, the closed form
-  // closes a stream of at least `wide_static_from` symbols (a chunk) with
+  // closes a stream of at least `wide_static_from` symbols a chunk with
   // rans_static, whose 32 states decode with vector code, rather than
-  // rans0 (4 states, scalar, about 2.5 times the time a symbol) when that
-  // costs at most `wide_static_margin` more. 0: the smaller wins.
+  // rans0 when that costs at most `wide_static_margin` more. Below 32 KiB
+  // a chunk rans0 decodes 4 states with scalar code, about 2.5 times the
+  // time a symbol (above, 32 with vector code: left alone). Operators and
+  // splits are weighed without it. 0: the smaller wins.
   uint64_t wide_static_from = 0;
   double wide_static_margin = 0;
 

@@ -75,7 +75,9 @@ inline constexpr unsigned store_wide_lanes_log2 = 12;
 /// share here), `store get -T1` 233.6 -> 229.1 ms of CPU (the least of 20
 /// runs each, alternated; Zen 5): rans0's share of it 10% -> 4%, partly
 /// paid back in table fills. 1% moved few streams (packs -1 KB); 10% was
-/// as fast, at +22 KB.
+/// as fast, at +22 KB. Like store_search_budget, every writer of a store
+/// must use the same value: a tensor stored before a change codes to
+/// another payload after it and is not deduplicated.
 inline constexpr double store_wide_static_margin = 0.03;
 
 /// The search chooser. With table_sharing::per_region (the store) a region's

@@ -237,6 +237,15 @@ store::impl::impl(std::string d, store_options o)
       t.commit();  // keeps the database handles
       return;
     }
+    // A writer's, made here (inside the try: a throw closes the index),
+    // not at the first unsynced commit: nothing is allocated between a
+    // commit and its return (its thread starts at the first due()).
+    syncer = std::make_unique<detail::deferred_sync>(
+        [this] {
+          std::shared_lock lk(env_lock);  // it may read the meta pages
+          sync_index();
+        },
+        std::chrono::milliseconds(unsynced_ms));
     writer_guard g(*this);
     txn t(env, true);
     auto open_db = [&](char const* name, MDB_dbi& dbi) {
@@ -294,14 +303,6 @@ store::impl::impl(std::string d, store_options o)
     if (append_fd >= 0) ::close(append_fd);
     throw;
   }
-  // Made here, not at the first unsynced commit: nothing is allocated
-  // between a commit and its return (its thread starts at the first due()).
-  syncer = std::make_unique<detail::deferred_sync>(
-      [this] {
-        std::shared_lock lk(env_lock);  // it may read the meta pages
-        sync_index();
-      },
-      std::chrono::milliseconds(unsynced_ms));
   recover();
   keep_reserve();
   puncher = std::make_unique<hole_puncher>(

@@ -253,8 +253,8 @@ struct store::impl {
     unsynced = true;
     try {
       syncer->due();
-    } catch (std::system_error const&) {
-      sync_index();  // no thread for the deferred sync: now, then
+    } catch (...) {  // no thread (or no memory for one): sync now, then
+      sync_index();
     }
   }
   void commit_txn(detail::txn& t) {

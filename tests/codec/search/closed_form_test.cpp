@@ -19,6 +19,7 @@
 #include "codec/dsl/operator.h"
 #include "codec/leaves/rans_static.h"
 #include "codec/search/search_chooser.h"
+#include "tests/codec/generators.h"
 #include "tests/codec/parse_fixtures.h"
 #include "tests/codec/search/searched_archive.h"
 #include "tests/codec/uses_op.h"
@@ -474,15 +475,43 @@ TEST(closed_form, split_of_fewer_streams_wins_within_the_margin) {
   EXPECT_EQ(pick({{1000, 3, 0}}), 0u);
 }
 
+// The program with every rans0 and rans_static leaf written "rans", and
+// no blobs: what the wide preference may not change.
+std::string layout_of(node const& n) {
+  bool const rans = n.op == opcode::rans0 || n.op == opcode::rans_static;
+  std::string s = rans ? "rans" : std::to_string(static_cast<int>(n.op));
+  if (!rans) {
+    for (uint64_t p : n.params) s.append(":").append(std::to_string(p));
+  }
+  s.push_back('(');
+  for (node const& c : n.children) s.append(layout_of(c)).push_back(',');
+  s.push_back(')');
+  return s;
+}
+
+size_t count_op(node const& n, opcode op) {
+  size_t k = n.op == op;
+  for (node const& c : n.children) k += count_op(c, op);
+  return k;
+}
+
 // The store's leaning to vector-decoded leaves (region_input's
 // wide_static_*): a rans0 leaf of a stream of at least wide_static_from
-// symbols gives way to rans_static where that costs at most the margin more,
-// with its 32 states counted; shorter streams and a margin of 0 keep rans0.
+// symbols gives way to rans_static where that costs at most the margin
+// more; the program's layout stays (operators and splits are weighed as
+// without it), shorter streams and a margin of 0 keep rans0.
 TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
-  auto const choose = [](size_t n, uint64_t from, double margin) {
+  auto const choose = [](std::string const& dtype, size_t n, float sigma,
+                         uint64_t from, double margin) {
     planted p;
+    p.dtype = dtype;
     p.shape = {n};
-    p.values = gaussian_bf16(n, 0.05f, 7);
+    p.values = gaussian_bf16(n, sigma, 7);
+    if (dtype == "F16") {
+      std::mt19937 rng(7);
+      std::normal_distribution<float> g(0.0f, sigma);
+      for (uint16_t& v : p.values) v = testing::to_fp16(g(rng));
+    }
     planted_input const t(p);
     region_input in = t.in();
     in.wide_static_from = from;
@@ -497,24 +526,43 @@ TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
     EXPECT_EQ(back, t.data);
     return std::move(*choice);
   };
-  // Its high bytes (sign and exponent) by rans0 as the smaller.
-  closed_form_choice const plain = choose(13200, 0, 0);
+  // A bf16 tensor's high bytes (sign and exponent) by rans0 as the smaller.
+  closed_form_choice const plain = choose("BF16", 13200, 0.05f, 0, 0);
   ASSERT_TRUE(uses_op(plain.program, opcode::rans0))
       << program_text(plain.program);
-  closed_form_choice const wide = choose(13200, 4096, 0.03);
+  closed_form_choice const wide = choose("BF16", 13200, 0.05f, 4096, 0.03);
   EXPECT_FALSE(uses_op(wide.program, opcode::rans0))
       << program_text(wide.program);
-  EXPECT_TRUE(uses_op(wide.program, opcode::rans_static));
+  EXPECT_EQ(layout_of(wide.program), layout_of(plain.program));
   EXPECT_GT(wide.estimated_bytes, plain.estimated_bytes);
   EXPECT_LE(wide.estimated_bytes, plain.estimated_bytes * 1.03);
   // No margin: the smaller, as without the preference.
-  EXPECT_EQ(program_text(choose(13200, 4096, 0).program),
+  EXPECT_EQ(program_text(choose("BF16", 13200, 0.05f, 4096, 0).program),
             program_text(plain.program));
   // A stream below wide_static_from keeps rans0.
-  closed_form_choice const small = choose(3000, 0, 0);
+  closed_form_choice const small = choose("BF16", 3000, 0.05f, 0, 0);
   ASSERT_TRUE(uses_op(small.program, opcode::rans0));
-  EXPECT_EQ(program_text(choose(3000, 4096, 0.03).program),
+  EXPECT_EQ(program_text(choose("BF16", 3000, 0.05f, 4096, 0.03).program),
             program_text(small.program));
+  // Across sizes and spreads: the layout stays and rans0 leaves only go
+  // (small fp16 tensors took a split of three rans0 streams for one of one
+  // when splits were weighed with the preference in).
+  size_t fewer = 0;
+  for (std::string const dtype : {"BF16", "F16"}) {
+    for (size_t n : {4096, 6000, 13200, 30000}) {
+      for (float sigma : {0.02f, 0.05f, 0.3f}) {
+        closed_form_choice const a = choose(dtype, n, sigma, 0, 0);
+        closed_form_choice const b = choose(dtype, n, sigma, 4096, 0.03);
+        EXPECT_EQ(layout_of(b.program), layout_of(a.program))
+            << dtype << " " << n << " " << sigma;
+        size_t const ra = count_op(a.program, opcode::rans0);
+        size_t const rb = count_op(b.program, opcode::rans0);
+        EXPECT_LE(rb, ra) << dtype << " " << n << " " << sigma;
+        fewer += rb < ra;
+      }
+    }
+  }
+  EXPECT_GT(fewer, 0u);
 }
 
 // The store's chooser takes it (store_wide_static_margin); the same
