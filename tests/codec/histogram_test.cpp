@@ -23,13 +23,14 @@ sparse_histogram16 reference(bytes const& d) {
 // one after another (each must see them zeroed). Sparse inputs (mostly
 // zeros, or all) take the large inputs' way of counting zeros apart; the
 // first 1024 lanes choose that way, so zeros there and not after, or after
-// and not there, count alike too.
+// and not there, count alike too. Pruned weights' negative zeros (0x8000)
+// count as any value.
 TEST(histogram_test, matches_a_plain_count) {
   std::mt19937 rng(21);
   for (size_t lanes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17},
                        size_t{4099}, size_t{8191}, size_t{8192}, size_t{65535},
                        size_t{65536}, size_t{65537}, size_t{200001}}) {
-    for (int kind = 0; kind < 9; ++kind) {
+    for (int kind = 0; kind < 12; ++kind) {
       bytes d;
       for (size_t i = 0; i < lanes; ++i) {
         uint16_t v = 0;
@@ -58,6 +59,17 @@ TEST(histogram_test, matches_a_plain_count) {
           case 8:
             v = i < 1024 || rng() % 4 ? static_cast<uint16_t>(rng() | 1) : 0;
             break;  // zeros past those lanes only
+          case 9:   // pruned: zeros and negative zeros (0x8000), a third each
+            v = rng() % 3 == 0   ? 0
+                : rng() % 2 == 0 ? 0x8000
+                                 : static_cast<uint16_t>(0x3c00 + rng() % 40);
+            break;
+          case 10:
+            v = 0x8000;
+            break;  // all negative zeros
+          case 11:
+            v = i < 1024 ? static_cast<uint16_t>(0x3c00 + rng() % 40) : 0x8000;
+            break;  // negative zeros past the lanes that pick the way only
           default:
             v = static_cast<uint16_t>(i);
             break;  // ramp
