@@ -70,14 +70,16 @@ inline constexpr double packed_mantissa_margin = 0.005;
 /// no better.
 inline constexpr unsigned store_wide_lanes_log2 = 12;
 
-/// The store's wide_static_margin. ckpt-300m through `store add`: packs
-/// 176,766,500 -> 176,755,587 B (the estimates overrate rans_static's
-/// share here), `store get -T1` 233.6 -> 229.1 ms of CPU (the least of 20
-/// runs each, alternated; Zen 5): rans0's share of it 10% -> 4%, partly
-/// paid back in table fills. 1% moved few streams (packs -1 KB); 10% was
-/// as fast, at +22 KB. Like store_search_budget, every writer of a store
-/// must use the same value: a tensor stored before a change codes to
-/// another payload after it and is not deduplicated.
+/// The store's wide_static_margin. `store add` of ckpt-300m (bf16): packs
+/// 176,766,500 -> 176,755,587 B, `store get -T1` 2-4% less CPU (three
+/// alternated runs, the least of 16-20 each; e.g. 222.0 -> 218.4 ms
+/// median of the five least); of four fp16 corpus files (blazepose-heavy,
+/// movenet-multipose, faceres, handlandmark-full): 40,642,753 ->
+/// 40,640,582 B, 89.8-94.0 -> 86.8-90.8 ms. rans0's share of the bf16
+/// decode 10% -> 4%, partly paid back in table fills. 1% moved few
+/// streams; 10% was as fast, at +22 KB. Like store_search_budget, every
+/// writer of a store must use the same value: a tensor stored before a
+/// change codes to another payload after it and is not deduplicated.
 inline constexpr double store_wide_static_margin = 0.03;
 
 /// The search chooser. With table_sharing::per_region (the store) a region's

@@ -498,8 +498,8 @@ size_t count_op(node const& n, opcode op) {
 // The store's leaning to vector-decoded leaves (region_input's
 // wide_static_*): a rans0 leaf of a stream of at least wide_static_from
 // symbols gives way to rans_static where that costs at most the margin
-// more; the program's layout stays (operators and splits are weighed as
-// without it), shorter streams and a margin of 0 keep rans0.
+// more, and a split may change with it, but never to one of more rans0
+// leaves; shorter streams and a margin of 0 keep rans0.
 TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
   auto const choose = [](std::string const& dtype, size_t n, float sigma,
                          uint64_t from, double margin) {
@@ -533,7 +533,7 @@ TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
   closed_form_choice const wide = choose("BF16", 13200, 0.05f, 4096, 0.03);
   EXPECT_FALSE(uses_op(wide.program, opcode::rans0))
       << program_text(wide.program);
-  EXPECT_EQ(layout_of(wide.program), layout_of(plain.program));
+  EXPECT_EQ(layout_of(wide.program), layout_of(plain.program));  // a swap
   EXPECT_GT(wide.estimated_bytes, plain.estimated_bytes);
   EXPECT_LE(wide.estimated_bytes, plain.estimated_bytes * 1.03);
   // No margin: the smaller, as without the preference.
@@ -544,25 +544,28 @@ TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
   ASSERT_TRUE(uses_op(small.program, opcode::rans0));
   EXPECT_EQ(program_text(choose("BF16", 3000, 0.05f, 4096, 0.03).program),
             program_text(small.program));
-  // Across sizes and spreads: the layout stays and rans0 leaves only go
-  // (small fp16 tensors took a split of three rans0 streams for one of one
-  // when splits were weighed with the preference in).
-  size_t fewer = 0;
+  // Across sizes and spreads: rans0 leaves only go (small fp16 tensors
+  // took a split of three rans0 leaves for one of one when splits were
+  // weighed with the preference alone), for at most the margin more, and
+  // some layouts change.
+  size_t fewer = 0, changed = 0;
   for (std::string const dtype : {"BF16", "F16"}) {
     for (size_t n : {4096, 6000, 13200, 30000}) {
       for (float sigma : {0.02f, 0.05f, 0.3f}) {
         closed_form_choice const a = choose(dtype, n, sigma, 0, 0);
         closed_form_choice const b = choose(dtype, n, sigma, 4096, 0.03);
-        EXPECT_EQ(layout_of(b.program), layout_of(a.program))
-            << dtype << " " << n << " " << sigma;
         size_t const ra = count_op(a.program, opcode::rans0);
         size_t const rb = count_op(b.program, opcode::rans0);
         EXPECT_LE(rb, ra) << dtype << " " << n << " " << sigma;
+        EXPECT_LE(b.estimated_bytes, a.estimated_bytes * 1.035)
+            << dtype << " " << n << " " << sigma;
         fewer += rb < ra;
+        changed += layout_of(b.program) != layout_of(a.program);
       }
     }
   }
   EXPECT_GT(fewer, 0u);
+  EXPECT_GT(changed, 0u);
 }
 
 // The store's chooser takes it (store_wide_static_margin); the same
