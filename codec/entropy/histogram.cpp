@@ -220,6 +220,8 @@ sparse_histogram16 histogram16(byte_view data) {
       dst[k] = {seen[k], count[seen[k]]};
       count[seen[k]] = 0;
     }
+    // (Braces would read as a list of two entries.)
+    // NOLINTNEXTLINE(modernize-return-braced-init-list)
     return sparse_histogram16(dst, dst + distinct);
   }
   // Mid-sized inputs: a flag per block of symbols (a plain store, no read), so

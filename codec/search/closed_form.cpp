@@ -639,7 +639,8 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
   // bf16 tensors and four fp16 corpus files that decoded 3-5% faster than
   // only swapping leaves; on some small fp16 tensors it took a split of
   // one rans0 stream for one of three.
-  std::vector<split_candidate> least, preferred;
+  std::vector<split_candidate> least;
+  std::vector<split_candidate> preferred;
   least.reserve(candidates.size());
   preferred.reserve(candidates.size());
   for (auto const& [c, op] : candidates) {

@@ -548,7 +548,8 @@ TEST(closed_form, store_takes_wide_static_over_rans0_within_its_margin) {
   // took a split of three rans0 leaves for one of one when splits were
   // weighed with the preference alone), for at most the margin more, and
   // some layouts change.
-  size_t fewer = 0, changed = 0;
+  size_t fewer = 0;
+  size_t changed = 0;
   for (std::string const dtype : {"BF16", "F16"}) {
     for (size_t n : {4096, 6000, 13200, 30000}) {
       for (float sigma : {0.02f, 0.05f, 0.3f}) {
