@@ -512,8 +512,8 @@ constexpr double view_bytes = 2 * node_bytes + 2;
 
 struct split_choice {
   node split;  // planes, fields or bitfields, closed by their leaves
-  double bytes = infinite;       // with its leaves' least bytes (leaf_cost)
-  double extra = 0;              // what the wide preference adds to them
+  double bytes = infinite;       // as weighed without the wide preference
+  double extra = 0;              // what the chosen split costs beyond `bytes`
   std::vector<unsigned> scales;  // of its rans_static children
   unsigned streams = 0;          // entropy-coded leaves (rANS, zstd)
 };
@@ -582,6 +582,8 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
   };
   // Every candidate not pruned, and the least bytes among them.
   std::vector<std::pair<split_choice, opcode>> candidates;
+  // (Of the preferred costs (below), which are never less: a candidate
+  // pruned against them could win neither pick.)
   double smallest = infinite;
   for (opcode op : order) {
     double bytes = base + node_bytes;
@@ -630,15 +632,17 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
     c.extra = extra;
     c.scales = std::move(scales);
     c.streams = entropy_streams(c.split);
-    smallest = std::min(smallest, bytes);
+    smallest = std::min(smallest, bytes + extra);
     candidates.emplace_back(std::move(c), op);
   }
   // Picked on the leaves' least bytes, and with what the wide preference
   // adds: that one unless it has more rans0 leaves (the preference's
-  // point is fewer). Weighed with it, a layout may change: on ckpt-300m's
-  // bf16 tensors and four fp16 corpus files that decoded 3-5% faster than
-  // only swapping leaves; on some small fp16 tensors it took a split of
-  // one rans0 stream for one of three.
+  // point is fewer). Weighed with it, a split may change (ckpt-300m's
+  // decode: 2-4% less CPU than none, where only swapping leaves took 3%
+  // more); weighed with it alone, some small fp16 tensors took a split of
+  // three rans0 leaves for one of one. The split's `bytes` stay the least
+  // pick's, so that the operators above weigh it as without the
+  // preference; `extra` takes the rest of the chosen one's cost.
   std::vector<split_candidate> least;
   std::vector<split_candidate> preferred;
   least.reserve(candidates.size());
@@ -647,15 +651,20 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
     least.push_back({c.bytes, c.streams, rank(op)});
     preferred.push_back({c.bytes + c.extra, c.streams, rank(op)});
   }
-  size_t pick = pick_split(least);
+  size_t const plain = pick_split(least);
+  if (plain == candidates.size()) return split_choice{};
+  size_t pick = plain;
   size_t const with = pick_split(preferred);
-  if (pick < candidates.size() && with < candidates.size() &&
+  if (with < candidates.size() &&
       count_rans0(candidates[with].first.split) <=
-          count_rans0(candidates[pick].first.split)) {
+          count_rans0(candidates[plain].first.split)) {
     pick = with;
   }
-  return pick == candidates.size() ? split_choice{}
-                                   : std::move(candidates[pick].first);
+  double const weighed = candidates[plain].first.bytes;
+  split_choice out = std::move(candidates[pick].first);
+  out.extra += out.bytes - weighed;  // may be negative
+  out.bytes = weighed;
+  return out;
 }
 
 // The bytes of a varint holding `v`.

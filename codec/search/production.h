@@ -37,8 +37,9 @@ struct region_input {
   // rans_static, whose 32 states decode with vector code, rather than
   // rans0 when that costs at most `wide_static_margin` more. Below 32 KiB
   // a chunk rans0 decodes 4 states with scalar code, about 2.5 times the
-  // time a symbol (above, 32 with vector code: left alone). Operators and
-  // splits are weighed without it. 0: the smaller wins.
+  // time a symbol (above, 32 with vector code: left alone). Operators are
+  // weighed without it; a split is picked with it unless that adds rans0
+  // leaves. 0: the smaller wins.
   uint64_t wide_static_from = 0;
   double wide_static_margin = 0;
 
