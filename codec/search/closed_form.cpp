@@ -638,7 +638,7 @@ split_choice best_split(float16_marginals const& mg, meaning m, double chunks,
   // Picked on the leaves' least bytes, and with what the wide preference
   // adds: that one unless it has more rans0 leaves (the preference's
   // point is fewer). Weighed with it, a split may change (ckpt-300m's
-  // decode: 2-4% less CPU than none, where only swapping leaves took 3%
+  // decode: 1.6-4% less CPU than none, where only swapping leaves took 3%
   // more); weighed with it alone, some small fp16 tensors took a split of
   // three rans0 leaves for one of one. The split's `bytes` stay the least
   // pick's, so that the operators above weigh it as without the

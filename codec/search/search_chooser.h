@@ -71,7 +71,7 @@ inline constexpr double packed_mantissa_margin = 0.005;
 inline constexpr unsigned store_wide_lanes_log2 = 12;
 
 /// The store's wide_static_margin. `store add` of ckpt-300m (bf16): packs
-/// 176,766,500 -> 176,755,587 B, `store get -T1` 2-4% less CPU (three
+/// 176,766,500 -> 176,755,587 B, `store get -T1` 1.6-4% less CPU (three
 /// alternated runs, the least of 16-20 each; e.g. 222.0 -> 218.4 ms
 /// median of the five least); of four fp16 corpus files (blazepose-heavy,
 /// movenet-multipose, faceres, handlandmark-full): 40,642,753 ->
