@@ -31,11 +31,6 @@ size_t fresh_capacity(size_t size) {
                                                         : size;
 }
 
-cache& local() {
-  thread_local cache c;
-  return c;
-}
-
 // The uninitialized buffers of decoders, kept apart from the `bytes`.
 struct buffer_cache {
   buffer_cache() { free.reserve(max_buffers); }
@@ -43,10 +38,37 @@ struct buffer_cache {
   size_t bytes_held = 0;
 };
 
-buffer_cache& local_buffers() {
-  thread_local buffer_cache c;
-  return c;
+}  // namespace
+
+struct pool::caches {
+  cache values;
+  buffer_cache buffers;
+};
+
+pool::pool() : caches_(std::make_unique<caches>()) {}
+pool::~pool() = default;
+
+namespace {
+
+// Lent to this thread by a pool_scope, else null.
+thread_local pool* lent = nullptr;
+
+}  // namespace
+
+pool::caches& pool::current() {
+  thread_local pool own;
+  return *(lent ? lent : &own)->caches_;
 }
+
+pool_scope::pool_scope(pool& p) noexcept : previous_(lent) { lent = &p; }
+
+pool_scope::~pool_scope() { lent = previous_; }
+
+namespace {
+
+cache& local() { return pool::current().values; }
+
+buffer_cache& local_buffers() { return pool::current().buffers; }
 
 }  // namespace
 

@@ -4,7 +4,8 @@
 // chunk; fresh ones each time cost page faults and zero-filling (the
 // allocator returns freed megabytes to the kernel), which measured slower
 // than the operators themselves. Buffers taken here come back through give()
-// and serve the next chunk of the same thread.
+// and serve the next chunk of the same thread (or of whichever thread holds
+// the pool a pool_scope lent).
 
 #include <cstddef>
 #include <memory>
@@ -41,5 +42,40 @@ buffer take_buffer(size_t size);
 /// Hands a buffer back to this thread's cache of buffers (bounded like the
 /// cache of `bytes`).
 void give(buffer&& b) noexcept;
+
+/// The cached buffers of one thread at a time. Each thread has its own; a
+/// pool_scope lends it another for a while. A process with more threads
+/// than concurrent decodes (the mount: a FUSE thread decodes the chunk
+/// its read needs) keeps one pool per decode running at once instead of
+/// one per thread that ever decoded, each grown to a chunk's buffers.
+class pool {
+ public:
+  pool();
+  ~pool();
+  pool(pool const&) = delete;
+  pool& operator=(pool const&) = delete;
+
+  struct caches;
+  /// The calling thread's pool's caches (for scratch.cpp).
+  static caches& current();
+
+ private:
+  std::unique_ptr<caches> caches_;
+};
+
+/// Makes take() and give() on this thread use `p` for the scope's
+/// lifetime. `p` must not be used by another thread meanwhile. Buffers
+/// taken in the scope and given back after it (or the reverse) simply
+/// change caches.
+class pool_scope {
+ public:
+  explicit pool_scope(pool& p) noexcept;
+  ~pool_scope();
+  pool_scope(pool_scope const&) = delete;
+  pool_scope& operator=(pool_scope const&) = delete;
+
+ private:
+  pool* previous_;
+};
 
 }  // namespace brevis::codec::scratch

@@ -8,7 +8,12 @@ namespace brevis::fs {
 
 decode_slots::decode_slots(unsigned slots)
     : slots_(slots ? slots
-                   : std::max(1u, std::thread::hardware_concurrency())) {}
+                   : std::max(1u, std::thread::hardware_concurrency())) {
+  for (unsigned i = 0; i < slots_; ++i) {
+    pools_.push_back(std::make_unique<codec::scratch::pool>());
+    idle_pools_.push_back(i);
+  }
+}
 
 decode_slots::slot::slot(decode_slots& s, bool reader) : s_(s) {
   std::unique_lock lk(s.mu_);
@@ -32,16 +37,22 @@ decode_slots::slot::slot(decode_slots& s, bool reader) : s_(s) {
   }
   ++s.busy_;
   s.peak_ = std::max(s.peak_, s.busy_);
+  pool_ = s.idle_pools_.back();  // one per slot: one is idle
+  s.idle_pools_.pop_back();
   // A slot still free with no reader left waiting (several were let go
   // while readers held the waiters back): pass it on.
   if (s.busy_ < s.slots_ && s.readers_waiting_ == 0 &&
       s.background_waiting_ != 0) {
     s.background_cv_.notify_one();
   }
+  lk.unlock();
+  scope_.emplace(*s.pools_[pool_]);
 }
 
 decode_slots::slot::~slot() {
+  scope_.reset();
   std::lock_guard lk(s_.mu_);
+  s_.idle_pools_.push_back(pool_);
   --s_.busy_;
   // Notified under the lock: a waiter counted here is inside wait().
   if (s_.readers_waiting_ != 0) {

@@ -8,11 +8,18 @@
 // wakes one waiter, a reader if any: waking them all (a broadcast per
 // decode) ran every waiting FUSE thread and prefetch thread through the
 // scheduler to find one slot, on 2 cores, with 8 READs in flight.
-// Thread-safe.
+// Each slot lends its decode a pool of the codec's scratch buffers, so that
+// the daemon keeps a decode's buffers per slot, not per thread that ever
+// decoded (ten FUSE threads, two prefetchers). Thread-safe.
 
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
+
+#include "codec/dsl/scratch.h"
 
 namespace brevis::fs {
 
@@ -23,7 +30,7 @@ class decode_slots {
   decode_slots(decode_slots const&) = delete;
   decode_slots& operator=(decode_slots const&) = delete;
 
-  /// Holds a slot for its lifetime.
+  /// Holds a slot, and its scratch pool on this thread, for its lifetime.
   class slot {
    public:
     slot(decode_slots& s, bool reader);
@@ -33,6 +40,8 @@ class decode_slots {
 
    private:
     decode_slots& s_;
+    unsigned pool_ = 0;
+    std::optional<codec::scratch::pool_scope> scope_;
   };
 
   unsigned size() const { return slots_; }
@@ -46,6 +55,8 @@ class decode_slots {
   mutable std::mutex mu_;
   std::condition_variable readers_cv_, background_cv_;
   unsigned busy_ = 0, peak_ = 0;
+  std::vector<std::unique_ptr<codec::scratch::pool>> pools_;
+  std::vector<unsigned> idle_pools_;  // of pools_, not held by a slot
   size_t readers_waiting_ = 0, background_waiting_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
@@ -57,6 +58,54 @@ TEST(dsl_test, scratch_buffers_have_the_asked_size_and_are_reused) {
   EXPECT_EQ(c.size(), 4000u);
   scratch::give(std::move(b));
   scratch::give(std::move(c));
+}
+
+// A pool lent by a pool_scope serves whichever thread holds it; outside
+// the scope a thread has its own again, and nested scopes restore the one
+// before. (Sizes no other test caches, so their buffers do not qualify.)
+TEST(dsl_test, scratch_pools_lent_to_threads_are_shared_by_them) {
+  scratch::pool lent;
+  uint8_t const* given = nullptr;
+  std::thread([&] {
+    scratch::pool_scope const scope(lent);
+    bytes a = scratch::take(777777);
+    given = a.data();
+    scratch::give(std::move(a));
+  }).join();
+  std::thread([&] {
+    bytes own = scratch::take(700000);  // not the lent pool's buffer
+    EXPECT_NE(own.data(), given);
+    scratch::pool other;
+    {
+      scratch::pool_scope const outer(lent);
+      {
+        scratch::pool_scope const inner(other);
+        bytes b = scratch::take(700000);  // the other pool has none
+        EXPECT_NE(b.data(), given);
+        scratch::give(std::move(b));
+      }
+      bytes c = scratch::take(700000);  // the lent pool again
+      EXPECT_EQ(c.data(), given);
+      scratch::give(std::move(c));
+    }
+    scratch::give(std::move(own));
+  }).join();
+  // Decoders' buffers too.
+  scratch::buffer kept;
+  {
+    scratch::pool_scope const scope(lent);
+    scratch::buffer b = scratch::take_buffer(654321);
+    kept.capacity = b.capacity;
+    uint8_t const* const p = b.data.get();
+    scratch::give(std::move(b));
+    std::thread([&] {
+      scratch::pool_scope const again(lent);
+      scratch::buffer d = scratch::take_buffer(600000);
+      EXPECT_EQ(d.data.get(), p);
+      scratch::give(std::move(d));
+    }).join();
+  }
+  EXPECT_GE(kept.capacity, 654321u);
 }
 
 TEST(dsl_test, empty_scratch_buffers_have_room_and_are_reused) {

@@ -246,6 +246,41 @@ TEST(decode_slots, never_more_decodes_than_slots) {
   EXPECT_GE(decode_slots(0).size(), 1u);  // one per core
 }
 
+// A slot lends its decode a scratch pool: what one decode gives back, the
+// next decode in that slot takes, whichever thread runs it; two slots held
+// at once lend two pools.
+TEST(decode_slots, slots_lend_their_scratch_pools) {
+  decode_slots one(1);
+  uint8_t const* given = nullptr;
+  std::thread([&] {
+    decode_slots::slot const s(one, true);
+    codec::bytes b = codec::scratch::take(888888);
+    given = b.data();
+    codec::scratch::give(std::move(b));
+  }).join();
+  std::thread([&] {
+    decode_slots::slot const s(one, false);
+    codec::bytes b = codec::scratch::take(800000);
+    EXPECT_EQ(b.data(), given);
+    codec::scratch::give(std::move(b));
+  }).join();
+  codec::bytes outside = codec::scratch::take(800000);  // this thread's own
+  EXPECT_NE(outside.data(), given);
+  codec::scratch::give(std::move(outside));
+
+  decode_slots two(2);
+  decode_slots::slot const a(two, true);
+  codec::bytes first = codec::scratch::take(999999);
+  uint8_t const* const p = first.data();
+  codec::scratch::give(std::move(first));
+  std::thread([&] {
+    decode_slots::slot const b(two, true);  // the other slot's pool
+    codec::bytes other = codec::scratch::take(900000);
+    EXPECT_NE(other.data(), p);
+    codec::scratch::give(std::move(other));
+  }).join();
+}
+
 // A slot let go wakes one waiter, a reader first. Two let go at once
 // while a reader and a background decode wait: the reader takes one, and
 // the other reaches the background decode, which the waiting reader held
