@@ -14,16 +14,16 @@
 
 namespace brevis::codec::scratch {
 
-/// A buffer of exactly `size` bytes, reused when this thread has one large
-/// enough. Its contents are unspecified: the caller writes every byte.
+/// A buffer of exactly `size` bytes, reused when this thread's pool has one
+/// large enough. Its contents are unspecified: the caller writes every byte.
 bytes take(size_t size);
 
 /// An empty buffer with room for at least `capacity` bytes (appending that
-/// many reallocates nothing), reused when this thread has one; nothing is
-/// zero-filled.
+/// many reallocates nothing), reused when this thread's pool has one; nothing
+/// is zero-filled.
 bytes take_empty(size_t capacity);
 
-/// Hands a buffer back to this thread's cache (which keeps a bounded number
+/// Hands a buffer back to this thread's pool (which keeps a bounded number
 /// of bytes, preferring the largest buffers, and frees the rest).
 void give(bytes&& b) noexcept;
 
@@ -35,19 +35,20 @@ struct buffer {
   size_t capacity = 0;
 };
 
-/// A buffer of at least `size` bytes, reused when this thread has one; its
-/// contents are unspecified.
+/// A buffer of at least `size` bytes, reused when this thread's pool has one;
+/// its contents are unspecified.
 buffer take_buffer(size_t size);
 
-/// Hands a buffer back to this thread's cache of buffers (bounded like the
+/// Hands a buffer back to this thread's pool of buffers (bounded like the
 /// cache of `bytes`).
 void give(buffer&& b) noexcept;
 
-/// The cached buffers of one thread at a time. Each thread has its own; a
-/// pool_scope lends it another for a while. A process with more threads
-/// than concurrent decodes (the mount: a FUSE thread decodes the chunk
-/// its read needs) keeps one pool per decode running at once instead of
-/// one per thread that ever decoded, each grown to a chunk's buffers.
+/// The cached buffers of one thread at a time ("this thread's pool" above):
+/// each thread has its own, and a pool_scope lends it another for a while. A
+/// process with more threads than concurrent decodes (the mount: a FUSE thread
+/// decodes the chunk its read needs) keeps one pool per decode running at once
+/// instead of one per thread that ever decoded, each grown to a chunk's
+/// buffers.
 class pool {
  public:
   pool();

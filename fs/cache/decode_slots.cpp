@@ -9,6 +9,9 @@ namespace brevis::fs {
 decode_slots::decode_slots(unsigned slots)
     : slots_(slots ? slots
                    : std::max(1u, std::thread::hardware_concurrency())) {
+  // Room for every pool: a slot's destructor gives its pool back without
+  // allocating.
+  idle_pools_.reserve(slots_);
   for (unsigned i = 0; i < slots_; ++i) {
     pools_.push_back(std::make_unique<codec::scratch::pool>());
     idle_pools_.push_back(i);

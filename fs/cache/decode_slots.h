@@ -8,9 +8,10 @@
 // wakes one waiter, a reader if any: waking them all (a broadcast per
 // decode) ran every waiting FUSE thread and prefetch thread through the
 // scheduler to find one slot, on 2 cores, with 8 READs in flight.
-// Each slot lends its decode a pool of the codec's scratch buffers, so that
-// the daemon keeps a decode's buffers per slot, not per thread that ever
-// decoded (ten FUSE threads, two prefetchers). Thread-safe.
+// Each slot lends the decode run under it a pool of the codec's scratch
+// buffers: the value buffers of chunk decodes are kept per slot, not per
+// thread that ever decoded one (ten FUSE threads, two prefetchers).
+// Thread-safe.
 
 #include <condition_variable>
 #include <cstddef>

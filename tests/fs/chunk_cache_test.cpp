@@ -252,18 +252,30 @@ TEST(decode_slots, never_more_decodes_than_slots) {
 TEST(decode_slots, slots_lend_their_scratch_pools) {
   decode_slots one(1);
   uint8_t const* given = nullptr;
-  std::thread([&] {
-    decode_slots::slot const s(one, true);
-    codec::bytes b = codec::scratch::take(888888);
-    given = b.data();
-    codec::scratch::give(std::move(b));
-  }).join();
+  // The first thread lives on (its own pool with it) until the second has
+  // taken its buffer: were the pool the thread's own, the buffer would
+  // still be held there, not freed for the allocator to hand out again.
+  std::atomic<bool> taken{false};
+  std::atomic<bool> released{false};
+  std::thread first_thread([&] {
+    {
+      decode_slots::slot const s(one, true);
+      codec::bytes b = codec::scratch::take(888888);
+      given = b.data();
+      codec::scratch::give(std::move(b));
+    }
+    released = true;
+    while (!taken) std::this_thread::yield();
+  });
+  while (!released) std::this_thread::yield();
   std::thread([&] {
     decode_slots::slot const s(one, false);
     codec::bytes b = codec::scratch::take(800000);
     EXPECT_EQ(b.data(), given);
+    taken = true;
     codec::scratch::give(std::move(b));
   }).join();
+  first_thread.join();
   codec::bytes outside = codec::scratch::take(800000);  // this thread's own
   EXPECT_NE(outside.data(), given);
   codec::scratch::give(std::move(outside));
