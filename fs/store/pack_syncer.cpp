@@ -1,7 +1,6 @@
 #include "fs/store/pack_syncer.h"
 
 #include <algorithm>
-#include <system_error>
 
 namespace brevis::fs::detail {
 
@@ -23,7 +22,7 @@ void pack_syncer::appended(uint64_t end) {
     if (wake && !stopping_ && !no_thread_ && !thread_.joinable()) {
       try {
         thread_ = std::thread([this] { run(); });
-      } catch (std::system_error const&) {
+      } catch (...) {  // system_error, or bad_alloc for its state
         no_thread_ = true;
         wake = false;
       }
