@@ -50,19 +50,24 @@ pool::~pool() = default;
 
 namespace {
 
-// Lent to this thread by a pool_scope, else null.
-thread_local pool* lent = nullptr;
+// The pool a pool_scope lent this thread, else null.
+pool*& lent() {
+  // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+  thread_local pool* p = nullptr;  // per thread: what a scope set
+  return p;
+}
 
 }  // namespace
 
 pool::caches& pool::current() {
-  thread_local pool own;
-  return *(lent ? lent : &own)->caches_;
+  thread_local caches own;  // the thread's own pool
+  pool* const p = lent();
+  return p != nullptr ? *p->caches_ : own;
 }
 
-pool_scope::pool_scope(pool& p) noexcept : previous_(lent) { lent = &p; }
+pool_scope::pool_scope(pool& p) noexcept : previous_(lent()) { lent() = &p; }
 
-pool_scope::~pool_scope() { lent = previous_; }
+pool_scope::~pool_scope() { lent() = previous_; }
 
 namespace {
 

@@ -55,6 +55,8 @@ class pool {
   ~pool();
   pool(pool const&) = delete;
   pool& operator=(pool const&) = delete;
+  pool(pool&&) = delete;
+  pool& operator=(pool&&) = delete;
 
   struct caches;
   /// The calling thread's pool's caches (for scratch.cpp).
@@ -74,6 +76,8 @@ class pool_scope {
   ~pool_scope();
   pool_scope(pool_scope const&) = delete;
   pool_scope& operator=(pool_scope const&) = delete;
+  pool_scope(pool_scope&&) = delete;
+  pool_scope& operator=(pool_scope&&) = delete;
 
  private:
   pool* previous_;

@@ -120,6 +120,7 @@ TEST(mount_signal, a_second_signal_ends_the_stop_without_losing_closed_files) {
   write_file(d.mnt() / "closed.safetensors", closed);
   // Another file held open with 32 MB the kernel holds (writeback cache)
   // for the first signal's write-back to wait on.
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int const fd = ::open((d.mnt() / "open.bin").c_str(),
                         O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0);
