@@ -414,6 +414,36 @@ TEST(compress_graph, a_damaged_newest_pack_is_not_appended_to) {
   EXPECT_EQ(f.s->stats().packs, 2u);
 }
 
+// A payload record claiming a length past the limit (damage): a read says
+// the store is damaged, without first allocating a buffer that long.
+TEST(compress_graph, a_payload_length_past_the_limit_is_damage) {
+  fixture f;
+  uint64_t const ino = f.stage("f", f.data);
+  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(ino, "f")).ok);
+  f.s.reset();
+  index_edit::edit_index(f.path(), [](MDB_txn* t) {
+    MDB_dbi const payloads = index_edit::open_db(t, "payloads");
+    std::vector<index_edit::record> records =
+        index_edit::records_of(t, payloads);
+    ASSERT_FALSE(records.empty());
+    for (auto& [key, value] : records) {
+      codec::store_le<uint64_t>(value.data() + 16, uint64_t{1} << 62);
+    }
+    index_edit::put_all(t, payloads, std::move(records));
+  });
+  f.s = std::make_unique<store>(f.path(), store_options{});
+  std::string out(f.data.size(), '\0');
+  try {
+    f.s->read(ino, 0, out.size(), reinterpret_cast<uint8_t*>(out.data()));
+    ADD_FAILURE() << "read a damaged payload record";
+  } catch (store_error const& e) {
+    EXPECT_EQ(e.code(), store_errc::corrupt) << e.what();
+    EXPECT_NE(std::string(e.what()).find("larger than the limit"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(compress_graph, stats_open_read_only_while_a_job_appends) {
   fixture f;
   uint64_t const ino = f.stage("f", f.data);
