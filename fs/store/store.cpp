@@ -22,7 +22,6 @@
 
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
-#include "codec/dsl/scratch.h"
 #include "fs/pipeline/ordered_pipeline.h"
 #include "fs/store/store_impl.h"
 
@@ -1305,19 +1304,16 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
           if (e.code() == store_errc::not_found) missing_pack = true;
           throw;
         }
-        // Record buffers come from the codec's scratch (this thread's, or
-        // the pool a decode slot lent it): a fresh one per chunk costs
-        // zeroing and page faults, measured at ~8% of a read, and one kept
-        // per thread held 7.8 MB across the mount's threads in a cold read.
-        // Taken out while in use, so a nested read gets its own. A length
-        // past the limit takes nothing: read_payload refuses it.
+        // Record buffers stay with their thread: a fresh one per chunk
+        // costs zeroing and page faults, measured at ~8% of a read. Taken
+        // out while in use, so a nested read on this thread gets its own.
+        // Not the codec's scratch (tried): its take() sets a buffer's exact
+        // size, and growing it again zero-fills, where this one only grows.
         // The payload's XXH3-128 is not checked here: the decoded bytes'
         // XXH3-64 below catches a damaged payload (the decoders validate
         // what they read, so it cannot crash them), and fsck checks it.
-        codec::bytes record = codec::scratch::take(
-            p.payload.length <= max_record_payload
-                ? static_cast<size_t>(record_size(p.payload.length))
-                : 0);
+        thread_local codec::bytes spare;
+        codec::bytes record = std::move(spare);
         codec::byte_view const payload = pack->read_payload(
             p.payload.offset, p.chunk.payload, p.payload.length, record);
         uint64_t const from = std::max(offset, p.offset);
@@ -1349,7 +1345,9 @@ size_t store::read(uint64_t ino, uint64_t offset, size_t length,
           std::memcpy(out + (from - offset), scratch.data() + (from - p.offset),
                       to - from);
         }
-        codec::scratch::give(std::move(record));
+        // Kept up to a few default chunks' worth, to bound what idle
+        // threads hold.
+        if (record.capacity() <= (8u << 20)) spare = std::move(record);
       };
       if (pieces.size() == 1) {
         decode(pieces[0]);
