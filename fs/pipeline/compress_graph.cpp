@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <tbb/flow_graph.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -309,8 +310,15 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     auto const chunks = writer->chunks();
     size_t const count = chunks.size();
     size_t const per_chunk = 3 * static_cast<size_t>(s.chunk_size());
+    // Four chunks a thread keep every stage busy; more only wait, holding
+    // memory that is fresh pages the first time (ckpt-300m's job: 85
+    // tokens touched 145-165 MB and took 0.75-0.82 s, 8 tokens 105 MB and
+    // 0.68-0.72 s on 2 cores).
+    size_t const busy = 4 * static_cast<size_t>(std::max(
+                                1, tbb::this_task_arena::max_concurrency()));
     size_t const tokens = std::clamp<size_t>(
-        req.memory_limit / std::max<size_t>(1, per_chunk), 2, 1024);
+        std::min(req.memory_limit / std::max<size_t>(1, per_chunk), busy), 2,
+        1024);
     size_t next = 0;
     flow::graph g;
     flow::input_node<size_t> source(g, [&](tbb::flow_control& fc) -> size_t {

@@ -15,7 +15,7 @@
 // So a 2 GB file costs the pipeline's memory limit, not 2 GB of resident
 // memory: the limiter keeps at most memory_limit / (3 chunk sizes) chunks
 // in flight (each holds a copy of its bytes, its payload and a decode
-// buffer).
+// buffer), and no more than four a thread.
 //
 // Node bodies never throw: the first error is kept, later nodes pass their
 // messages on without work (so the limiter drains), and the outcome says
