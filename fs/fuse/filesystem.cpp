@@ -116,8 +116,10 @@ struct mount_fs::node {
   std::condition_variable cv;
   unsigned writers = 0;
   bool compressing = false;
-  bool orphan = false;    // no name left, kept while open
-  bool dropping = false;  // an orphan whose last handle went
+  // No name left, kept while open or (after a rename over it) while the
+  // kernel holds it.
+  bool orphan = false;
+  bool dropping = false;  // an orphan being dropped
   bool gone = false;      // the store dropped it; nothing opens it again
   std::string name;       // last known name (helps the parser)
   // Changed under mu; read without it by the store's keep callback (it
@@ -356,6 +358,16 @@ size_t mount_fs::release_all_at_stop() {
     for (; writers > 0; --writers) release(n->ino, true);
     for (; readers > 0; --readers) release(n->ino, false);
   }
+  // Files a rename replaced, kept for the kernel: its references end with
+  // the session, and its FORGETs need not have come.
+  for (std::shared_ptr<node> const& n : all_nodes()) {
+    {
+      std::lock_guard lk(n->mu);
+      if (!n->orphan || n->opens > 0 || n->dropping || n->gone) continue;
+      n->dropping = true;
+    }
+    drop_orphan(*n);
+  }
   return files;
 }
 
@@ -463,8 +475,22 @@ void mount_fs::keep_removed(uint64_t ino, struct stat const& st) {
 
 void mount_fs::forget(uint64_t ino, uint64_t nlookup) {
   if (!lookups_.drop(ino, nlookup)) return;
-  std::lock_guard lk(removed_mu_);
-  removed_.erase(ino);
+  {
+    std::lock_guard lk(removed_mu_);
+    removed_.erase(ino);
+  }
+  // A file a rename replaced, kept for the kernel (rename()), goes with
+  // its last reference if nothing has it open. The count dropped above,
+  // before n->mu: after_unlink() decides under n->mu, so one of the two
+  // drops it.
+  std::shared_ptr<node> n = find_node(ino);
+  if (!n) return;
+  {
+    std::lock_guard lk(n->mu);
+    if (!n->orphan || n->opens > 0 || n->dropping || n->gone) return;
+    n->dropping = true;
+  }
+  drop_orphan(*n);
 }
 
 struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
@@ -597,16 +623,18 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
     return;
   }
   if (r.nlink == 0) {
-    // Kept because it was open: the last release drops it -- or we do,
-    // when that release came between the store's check and here.
+    // Kept because it was open, or (rename) held by the kernel: the last
+    // release or the kernel's FORGET drops it -- or we do, when both came
+    // between the store's check and here.
     queue_->cancel(r.ino);
     std::shared_ptr<node> n = find_node(r.ino);
-    if (!n) return;
+    if (!n) n = get(r.ino);  // held, never opened
     bool drop_now = false;
     {
       std::lock_guard lk(n->mu);
       n->orphan = true;
-      drop_now = n->opens == 0 && !n->dropping && !n->gone;
+      drop_now =
+          n->opens == 0 && !lookups_.held(r.ino) && !n->dropping && !n->gone;
       if (drop_now) n->dropping = true;
     }
     if (drop_now) drop_orphan(*n);
@@ -615,7 +643,8 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
 
 namespace {
 /// The store's keep_fn: runs under its writer lock, so it may take leaves
-/// only (nodes_mu_ through find) and read the atomic count.
+/// only (nodes_mu_ through find, the lookup counts' shards) and read the
+/// atomic count.
 template <typename Find>
 store::keep_fn keep_open(Find find) {
   return [find](uint64_t ino) {
@@ -637,7 +666,16 @@ void mount_fs::rmdir(uint64_t parent, std::string_view name) {
 void mount_fs::rename(uint64_t parent, std::string_view name,
                       uint64_t new_parent, std::string_view new_name,
                       unsigned flags) {
-  auto keep = keep_open([this](uint64_t ino) { return find_node(ino); });
+  // A file the rename replaces stays whole, an orphan, while it is open or
+  // the kernel holds it: a process that looked the name up before the
+  // rename opens what it found, as on a local filesystem. (Dropped at
+  // once, its open got ESTALE, and when a second rename came before the
+  // kernel's one retry, the caller did: a CI run of mount_stress.) An
+  // unlinked name may read as missing; a renamed-over one must not.
+  auto keep = [this](uint64_t ino) {
+    std::shared_ptr<node> n = find_node(ino);
+    return (n && n->opens > 0) || lookups_.held(ino);
+  };
   std::optional<uint64_t> const moved = store_.lookup(parent, name);
   after_unlink(
       store_.rename(parent, name, new_parent, new_name, flags, keep, now_ns()));
@@ -1368,7 +1406,8 @@ void mount_fs::written(node& n) {
       ::close(n.fd);
       n.fd = -1;
     }
-    orphan = n.orphan && n.opens == 0 && !n.dropping && !n.gone;
+    orphan = n.orphan && n.opens == 0 && !lookups_.held(n.ino) && !n.dropping &&
+             !n.gone;
     if (orphan) n.dropping = true;
     erase = n.gone && n.opens == 0;
     queue = queue && !n.gone;
@@ -1406,7 +1445,8 @@ void mount_fs::release(uint64_t ino, bool writer) {
     }
     erase = n->gone && n->opens == 0;
     if (!erase) {
-      if (!n->orphan || n->opens > 0 || n->dropping) return;
+      if (!n->orphan || n->opens > 0 || lookups_.held(ino) || n->dropping)
+        return;
       n->dropping = true;
     }
   }

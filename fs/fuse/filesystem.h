@@ -153,8 +153,9 @@ class mount_fs {
   /// Also of an inode whose last name went while the kernel may still hold
   /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor, a
   /// file a rename replaced while being looked up): nlink 0, until
-  /// forget(). (A regular file open through the mount stays whole, an
-  /// orphan, until its last release.)
+  /// forget(). (A file open through the mount stays whole, an orphan,
+  /// until its last release and the kernel's FORGET; so does a file a
+  /// rename replaced while the kernel held it.)
   struct stat getattr(uint64_t ino);
   /// The kernel is given a reference to `ino` (an entry reply): counted
   /// before the reply goes out, since its FORGET may follow at once.

@@ -1019,6 +1019,59 @@ TEST_F(mount_edge, a_name_replaced_by_rename_never_looks_missing) {
   fsck_clean();
 }
 
+// A process that looked a name up before a rename replaced its file opens
+// the file it found, as on a local filesystem: here re-opened through
+// /proc/self/fd from an O_PATH descriptor, with no name to look up again.
+// It was ESTALE (the file dropped at the rename), and an open racing two
+// renames returned that to its caller (a CI run of mount_stress). Let go,
+// the file goes; still held at the stop, it goes with the mount.
+TEST_F(mount_edge, a_file_replaced_while_held_still_opens) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  auto open_again = [](int path_fd, int flags) {
+    std::string const proc = "/proc/self/fd/" + std::to_string(path_fd);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+    return ::open(proc.c_str(), flags | O_CLOEXEC);
+  };
+  auto still_kept = [&] {
+    run_result const r = brevis({"fsck", d_.store().string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return r.out.find("still open on the live mount") != std::string::npos;
+  };
+  fs::path const target = mnt() / "ckpt";
+  fs::path const tmp = mnt() / "ckpt.tmp";
+  write_file(target, "compressed, then replaced");
+  ASSERT_TRUE(wait_compressed({target}));
+  for (int round = 0; round < 2; ++round) {
+    std::string const old =
+        round == 0 ? "compressed, then replaced" : "staged, then replaced";
+    if (round == 1) write_file(target, old);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
+    int const held = ::open(target.c_str(), O_PATH | O_CLOEXEC);
+    ASSERT_GE(held, 0) << std::strerror(errno);
+    write_file(tmp, "new " + std::to_string(round));
+    ASSERT_EQ(::rename(tmp.c_str(), target.c_str()), 0);
+    for (int twice = 0; twice < 2; ++twice) {  // a release keeps it too
+      int const fd = open_again(held, O_RDONLY);
+      ASSERT_GE(fd, 0) << std::strerror(errno);
+      ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+      EXPECT_EQ(pread_at(fd, 0, 100), old);
+      ::close(fd);
+    }
+    EXPECT_EQ(read_file(target), "new " + std::to_string(round));
+    EXPECT_TRUE(still_kept());
+    if (round == 1) break;  // held at the stop
+    ::close(held);
+    auto const end = std::chrono::steady_clock::now() + 10s;
+    while (still_kept() && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_FALSE(still_kept()) << "let go, the replaced file stayed";
+  }
+  fsck_clean();
+  fs::path const staging = d_.store() / "staging";
+  EXPECT_TRUE(fs::is_empty(staging)) << "a staged copy was left behind";
+}
+
 // fsync and fdatasync of a file open for writing, of a compressed file and
 // of a directory succeed, and a file synced while still open comes back
 // whole after the daemon is killed (SIGKILL) and the store mounted again:
