@@ -384,8 +384,10 @@ int store_fsck(store_cli_options const& opt) {
       std::printf("kept: %s\n", p.c_str());
     }
     for (auto const& p : rep.open_orphans) {
-      std::printf("kept: %s (unlinked, still open on the live mount)\n",
-                  p.c_str());
+      std::printf(
+          "kept: %s (unlinked or replaced, still open on the live mount or "
+          "held by its kernel)\n",
+          p.c_str());
     }
     std::printf("%llu files, %llu chunks, %llu pack records checked: %s\n",
                 static_cast<unsigned long long>(rep.files),

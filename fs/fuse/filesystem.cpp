@@ -473,16 +473,16 @@ void mount_fs::keep_removed(uint64_t ino, struct stat const& st) {
   if (lookups_.held(ino)) removed_[ino] = st;
 }
 
-void mount_fs::forget(uint64_t ino, uint64_t nlookup) {
+void mount_fs::forget(uint64_t ino, uint64_t nlookup) noexcept {
   if (!lookups_.drop(ino, nlookup)) return;
   {
     std::lock_guard lk(removed_mu_);
     removed_.erase(ino);
   }
-  // A file a rename replaced, kept for the kernel (rename()), goes with
-  // its last reference if nothing has it open. The count dropped above,
-  // before n->mu: after_unlink() decides under n->mu, so one of the two
-  // drops it.
+  // An orphan (rename(); FUSE evicts an inode at its last reference, so
+  // this comes once nothing holds it) goes with the kernel's last reference
+  // if nothing has it open. The count dropped above, before n->mu: release
+  // and after_unlink() decide under n->mu, so one of them drops it.
   std::shared_ptr<node> n = find_node(ino);
   if (!n) return;
   {
@@ -490,7 +490,27 @@ void mount_fs::forget(uint64_t ino, uint64_t nlookup) {
     if (!n->orphan || n->opens > 0 || n->dropping || n->gone) return;
     n->dropping = true;
   }
-  drop_orphan(*n);
+  // FUSE's forget has no reply to carry an error: left to the stop (or the
+  // next mount), which drops orphans nothing holds.
+  std::string failed;
+  try {
+    drop_orphan(*n);
+    return;
+  } catch (std::exception const& e) {
+    try {
+      failed = e.what();
+    } catch (...) {  // no memory: unnamed
+    }
+  } catch (...) {
+  }
+  {
+    std::lock_guard lk(n->mu);
+    n->dropping = false;
+  }
+  try {
+    log_error(ino, "dropping the removed file failed: " + failed);
+  } catch (...) {  // no memory for the line
+  }
 }
 
 struct stat mount_fs::lookup(uint64_t parent, std::string_view name) {
@@ -628,7 +648,15 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
     // between the store's check and here.
     queue_->cancel(r.ino);
     std::shared_ptr<node> n = find_node(r.ino);
-    if (!n) n = get(r.ino);  // held, never opened
+    if (!n) {  // held, never opened
+      try {
+        n = get(r.ino);
+      } catch (std::exception const& e) {
+        // The removal stands; the next mount drops the orphan.
+        log_error(r.ino, std::string("keeping the removed file: ") + e.what());
+        return;
+      }
+    }
     bool drop_now = false;
     {
       std::lock_guard lk(n->mu);
@@ -643,8 +671,7 @@ void mount_fs::after_unlink(store::unlink_result const& r) {
 
 namespace {
 /// The store's keep_fn: runs under its writer lock, so it may take leaves
-/// only (nodes_mu_ through find, the lookup counts' shards) and read the
-/// atomic count.
+/// only (nodes_mu_ through find) and read the atomic count.
 template <typename Find>
 store::keep_fn keep_open(Find find) {
   return [find](uint64_t ino) {
@@ -672,6 +699,8 @@ void mount_fs::rename(uint64_t parent, std::string_view name,
   // once, its open got ESTALE, and when a second rename came before the
   // kernel's one retry, the caller did: a CI run of mount_stress.) An
   // unlinked name may read as missing; a renamed-over one must not.
+  // Under the store's writer lock, as keep_open's: leaves only (nodes_mu_,
+  // the lookup counts' shards).
   auto keep = [this](uint64_t ino) {
     std::shared_ptr<node> n = find_node(ino);
     return (n && n->opens > 0) || lookups_.held(ino);

@@ -151,19 +151,20 @@ class mount_fs {
   size_t release_all_at_stop();
 
   /// Also of an inode whose last name went while the kernel may still hold
-  /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor, a
-  /// file a rename replaced while being looked up): nlink 0, until
-  /// forget(). (A file open through the mount stays whole, an orphan,
-  /// until its last release and the kernel's FORGET; so does a file a
-  /// rename replaced while the kernel held it.)
+  /// it (an open directory, a cwd, an open FIFO, an O_PATH descriptor to an
+  /// unlinked file): nlink 0, until forget(). A file open through the mount
+  /// when unlinked, or held by the kernel when a rename replaced it, stays
+  /// whole, an orphan, until its last release and the kernel's FORGET.
   struct stat getattr(uint64_t ino);
   /// The kernel is given a reference to `ino` (an entry reply): counted
   /// before the reply goes out, since its FORGET may follow at once.
   void looked_up(uint64_t ino) { lookups_.add(ino); }
   /// The kernel gave back `nlookup` references to `ino` (FUSE's forget, or
   /// an entry reply that did not go out); with none left, what the mount
-  /// kept of a removed `ino` goes.
-  void forget(uint64_t ino, uint64_t nlookup);
+  /// kept of a removed `ino` goes, and an orphan no handle has open is
+  /// dropped from the store (a transaction; a failure is logged, and the
+  /// stop or the next mount drops it).
+  void forget(uint64_t ino, uint64_t nlookup) noexcept;
   /// Throws not_found.
   struct stat lookup(uint64_t parent, std::string_view name);
   /// A new size also waits until no read of `ino` is being answered, and
@@ -355,7 +356,8 @@ class mount_fs {
   // Removed inodes, as they went, until the kernel forgets them: it still
   // stats an open directory, a cwd or an open FIFO after the last name goes.
   // Only their attributes: the bytes of a regular file go with it unless it
-  // is open (an orphan). A leaf lock. Inode numbers are never reused.
+  // is open or a rename replaced it (an orphan, node::orphan). A leaf lock.
+  // Inode numbers are never reused.
   std::mutex removed_mu_;
   std::unordered_map<uint64_t, struct stat> removed_;
   /// The attributes of removed `ino`, if it is kept in removed_.

@@ -310,10 +310,10 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
     auto const chunks = writer->chunks();
     size_t const count = chunks.size();
     size_t const per_chunk = 3 * static_cast<size_t>(s.chunk_size());
-    // Four chunks a thread keep every stage busy; more only wait, holding
-    // memory that is fresh pages the first time (ckpt-300m's job: 85
-    // tokens touched 145-165 MB and took 0.75-0.82 s, 8 tokens 105 MB and
-    // 0.68-0.72 s on 2 cores).
+    // Four chunks a thread (of this arena: the job's) keep every stage
+    // busy; more only wait, holding memory that is fresh pages the first
+    // time (ckpt-300m's job: 85 tokens touched 145-165 MB and took
+    // 0.75-0.82 s, 8 tokens 105 MB and 0.68-0.72 s on 2 cores).
     size_t const busy = 4 * static_cast<size_t>(std::max(
                                 1, tbb::this_task_arena::max_concurrency()));
     size_t const tokens = std::clamp<size_t>(
