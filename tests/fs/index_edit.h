@@ -65,4 +65,19 @@ inline void put_all(MDB_txn* t, MDB_dbi db, std::vector<record> records) {
   }
 }
 
+// Rewrites table `db` of the store in `dir` in one write transaction:
+// `change` gets its records in key order, and what it leaves in the vector
+// is put back (records it takes out stay as they were: deleting takes
+// mdb_del).
+inline void edit_records(
+    std::filesystem::path const& dir, char const* db,
+    std::function<void(std::vector<record>&)> const& change) {
+  edit_index(dir, [&](MDB_txn* t) {
+    MDB_dbi const d = open_db(t, db);
+    std::vector<record> records = records_of(t, d);
+    change(records);
+    put_all(t, d, std::move(records));
+  });
+}
+
 }  // namespace brevis::fs::index_edit

@@ -393,13 +393,11 @@ TEST(compress_graph, a_damaged_newest_pack_is_not_appended_to) {
   uint64_t const first = f.stage("a", f.data);
   ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(first, "a")).ok);
   f.s.reset();
-  index_edit::edit_index(f.path(), [](MDB_txn* t) {
-    MDB_dbi const packs = index_edit::open_db(t, "packs");
-    std::vector<index_edit::record> records = index_edit::records_of(t, packs);
-    ASSERT_EQ(records.size(), 1u);
-    codec::store_le<uint64_t>(records[0].second.data(), 16);  // End
-    index_edit::put_all(t, packs, std::move(records));
-  });
+  index_edit::edit_records(
+      f.path(), "packs", [](std::vector<index_edit::record>& records) {
+        ASSERT_EQ(records.size(), 1u);
+        codec::store_le<uint64_t>(records[0].second.data(), 16);  // End
+      });
   store_options so;
   so.chunk_size = 64 << 10;
   f.s = std::make_unique<store>(f.path(), so);
@@ -421,16 +419,13 @@ TEST(compress_graph, a_payload_length_past_the_limit_is_damage) {
   uint64_t const ino = f.stage("f", f.data);
   ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(ino, "f")).ok);
   f.s.reset();
-  index_edit::edit_index(f.path(), [](MDB_txn* t) {
-    MDB_dbi const payloads = index_edit::open_db(t, "payloads");
-    std::vector<index_edit::record> records =
-        index_edit::records_of(t, payloads);
-    ASSERT_FALSE(records.empty());
-    for (auto& [key, value] : records) {
-      codec::store_le<uint64_t>(value.data() + 16, uint64_t{1} << 62);
-    }
-    index_edit::put_all(t, payloads, std::move(records));
-  });
+  index_edit::edit_records(
+      f.path(), "payloads", [](std::vector<index_edit::record>& records) {
+        ASSERT_FALSE(records.empty());
+        for (auto& [key, value] : records) {
+          codec::store_le<uint64_t>(value.data() + 16, uint64_t{1} << 62);
+        }
+      });
   f.s = std::make_unique<store>(f.path(), store_options{});
   std::string out(f.data.size(), '\0');
   try {

@@ -420,13 +420,10 @@ TEST(store_cli_test, a_damaged_chunk_length_is_refused_before_any_buffer) {
   temp_dir d;
   std::string const st = (d / "st").string();
   ASSERT_TRUE(add_as_a(d, st, ckpt(73)));
-  edit_index(d / "st", [](MDB_txn* t) {
-    MDB_dbi const chunks = open_db(t, "chunks");
-    std::vector<record> records = records_of(t, chunks);
+  edit_records(d / "st", "chunks", [](std::vector<record>& records) {
     ASSERT_FALSE(records.empty());
     records.resize(1);
     codec::store_le<uint32_t>(records[0].second.data(), 0xFFFFFFF0u);  // Length
-    put_all(t, chunks, std::move(records));
   });
   {
     store s(st);
@@ -676,14 +673,11 @@ TEST(store_cli_test, a_damaged_payload_length_is_mended_when_named_again) {
   std::string const st = (d / "st").string();
   std::string const a = ckpt(91);
   ASSERT_TRUE(add_as_a(d, st, a));
-  edit_index(d / "st", [](MDB_txn* t) {
-    MDB_dbi const payloads = open_db(t, "payloads");
-    std::vector<record> records = records_of(t, payloads);
+  edit_records(d / "st", "payloads", [](std::vector<record>& records) {
     records.resize(1);
     codec::bytes& v = records[0].second;  // Pack, Offset, Length, Refs
     codec::store_le<uint64_t>(v.data() + 16,
                               codec::load_le<uint64_t>(v.data() + 16) + 1);
-    put_all(t, payloads, std::move(records));
   });
   for (char const* name : {"b", "c"}) {
     run_result const r =
@@ -745,12 +739,9 @@ TEST(store_cli_test, a_chunk_record_that_does_not_decode_can_be_removed) {
   temp_dir d;
   std::string const st = (d / "st").string();
   ASSERT_TRUE(add_as_a(d, st, ckpt(85)));
-  edit_index(d / "st", [](MDB_txn* t) {
-    MDB_dbi const chunks = open_db(t, "chunks");
-    std::vector<record> records = records_of(t, chunks);
+  edit_records(d / "st", "chunks", [](std::vector<record>& records) {
     records.resize(1);
     codec::store_le<uint32_t>(records[0].second.data(), 0);  // Length
-    put_all(t, chunks, std::move(records));
   });
   std::filesystem::copy(d / "st", d / "st2",
                         std::filesystem::copy_options::recursive);
@@ -865,13 +856,10 @@ codec::bytes pack_record_damage(
     std::filesystem::path const& st,
     std::function<void(codec::bytes&)> const& damage) {
   codec::bytes original;
-  edit_index(st, [&](MDB_txn* t) {
-    MDB_dbi const packs = open_db(t, "packs");
-    std::vector<record> records = records_of(t, packs);
+  edit_records(st, "packs", [&](std::vector<record>& records) {
     ASSERT_EQ(records.size(), 1u);
     original = records[0].second;
     damage(records[0].second);
-    put_all(t, packs, std::move(records));
   });
   return original;
 }
@@ -1013,18 +1001,14 @@ TEST(store_cli_test, a_rebuilt_pack_end_stays_within_the_pack) {
     write_file(d / n, ckpt(n[0]));
     ASSERT_EQ(brevis({"store", "add", st, (d / n).string()}).exit_code, 0);
   }
-  edit_index(d / "st", [](MDB_txn* t) {
-    MDB_dbi const payloads = open_db(t, "payloads");
-    std::vector<record> p = records_of(t, payloads);
+  edit_records(d / "st", "payloads", [](std::vector<record>& p) {
     ASSERT_FALSE(p.empty());
     p.resize(1);
     codec::store_le<uint64_t>(p[0].second.data() + 8, 10000000);  // Offset
-    put_all(t, payloads, std::move(p));
-    MDB_dbi const packs = open_db(t, "packs");
-    std::vector<record> k = records_of(t, packs);
+  });
+  edit_records(d / "st", "packs", [](std::vector<record>& k) {
     ASSERT_EQ(k.size(), 1u);
     k[0].second.resize(15);
-    put_all(t, packs, std::move(k));
   });
   run_result const rm = brevis({"store", "rm", st, "b"});
   EXPECT_EQ(rm.exit_code, 0) << rm.err;
@@ -1165,9 +1149,7 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
   }
   // Every file's link count damaged to 2.
   size_t damaged = 0;
-  edit_index(d / "st", [&](MDB_txn* t) {
-    MDB_dbi const inodes = open_db(t, "inodes");
-    std::vector<record> records = records_of(t, inodes);
+  edit_records(d / "st", "inodes", [&](std::vector<record>& records) {
     std::erase_if(records, [](record const& r) {
       return !S_ISREG(codec::load_le<uint32_t>(r.second.data()));
     });
@@ -1175,7 +1157,6 @@ TEST(store_cli_test, fsck_repair_keeps_every_fix_when_the_map_grows) {
       codec::store_le<uint32_t>(value.data() + 4, 2);  // Nlink
     }
     damaged = records.size();
-    put_all(t, inodes, std::move(records));
   });
   ASSERT_EQ(damaged, 2000u);
   store s(st, small_map());
