@@ -384,10 +384,10 @@ int store_fsck(store_cli_options const& opt) {
       std::printf("kept: %s\n", p.c_str());
     }
     for (auto const& p : rep.open_orphans) {
-      std::printf(
-          "kept: %s (unlinked or replaced, still open on the live mount or "
-          "held by its kernel)\n",
-          p.c_str());
+      std::string const line = "kept: " + p +
+                               " (unlinked or replaced, still open on the "
+                               "live mount or held by its kernel)\n";
+      std::fputs(line.c_str(), stdout);
     }
     std::printf("%llu files, %llu chunks, %llu pack records checked: %s\n",
                 static_cast<unsigned long long>(rep.files),
