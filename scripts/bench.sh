@@ -89,7 +89,8 @@ bench_before_peers() {
 # built with the tests) on the same disk, one run, as ratios (>= 1 is brevis
 # at least as fast):
 #   cp of a ~300 MB bf16 checkpoint in; close -> compressed vs `brevis
-#   compress -T2`; sequential read cold (page cache dropped, fresh mount,
+#   compress -T2` (and vs `compress -T2 --verify`, which decodes back
+#   what it wrote as the job's verify stage does); sequential read cold (page cache dropped, fresh mount,
 #   best of 3, with both daemons' and the reader's CPU seconds) and warm;
 #   4 KiB and 128 KiB random reads/s (cold); 500 small files written;
 #   the daemon's peak RSS
@@ -335,6 +336,14 @@ bench_mount() {
     t=$(awk '{printf "%.2f", $1 + $2}' "$w/ck.time")
     c_cpu=$(awk -v a="$t" -v b="$c_cpu" 'BEGIN{print (a < b ? a : b)}')
   done
+  # The same with --verify: each chunk decoded back, as the job's verify
+  # stage does and the reference does not (the job matched this one).
+  local cv_t=9e9
+  for i in 1 2 3 4; do
+    s=$(now); "$brevis" compress -q -f -T2 --verify "$ck" -o "$w/ck.brv"
+    t=$(elapsed "$s" "$(now)")
+    cv_t=$(awk -v a="$t" -v b="$cv_t" 'BEGIN{print (a < b ? a : b)}')
+  done
   # The decoder's own speed (page cache warm, output discarded): what a
   # cold read through the mount can reach at best.
   s=$(now); "$brevis" decompress -q -f -T2 "$w/ck.brv" -o - >/dev/null; local d_t; d_t=$(elapsed "$s" "$(now)")
@@ -468,6 +477,7 @@ bench_mount() {
     echo "| cp in | $(mbs "$b_cp") | $(mbs "$p_cp") | $(ratio "$p_cp" "$b_cp") | >= 0.8 |"
     echo "| close -> compressed vs \`brevis compress -T2\` | ${b_job} s | ${c_t} s | $(ratio "$c_t" "$b_job") | >= 0.8 |"
     echo "| (CPU: the daemon for the job, \`compress -T2\`) | ${j_cpu} s | ${c_cpu} s | | |"
+    echo "| (against \`compress -T2 --verify\`, which decodes each chunk back as the job does) | ${b_job} s | ${cv_t} s | $(ratio "$cv_t" "$b_job") | |"
     echo "| sequential read, cold | $(mbs "$b_cold") | $(mbs "$p_cold") | $(ratio "$p_cold" "$b_cold") | >= 0.7 |"
     echo "| (daemon CPU during the cold read; best of 3) | ${b_cpu} s | ${p_cpu} s | | |"
     echo "| (the reader's CPU: \`cat\`, user + system) | ${b_rcpu} s | ${p_rcpu} s | | |"
