@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "codec/choose/chooser.h"
@@ -58,6 +59,18 @@ struct fixture {
     u.size = bytes.size();
     u.ctime_ns = 1;
     s->set_attr(ino, u);
+    return ino;
+  }
+  /// Stages `name` holding `data`, compresses it and closes the store, then
+  /// damages its table `db` as a disk fault would (edit_records). The
+  /// caller opens the store again.
+  uint64_t compressed_then_damaged(
+      std::string const& name, char const* db,
+      std::function<void(std::vector<index_edit::record>&)> const& change) {
+    uint64_t const ino = stage(name, data);
+    EXPECT_TRUE(compress_staged_file(*s, *chooser, request(ino, name)).ok);
+    s.reset();
+    index_edit::edit_records(path(), db, change);
     return ino;
   }
   compress_request request(uint64_t ino, std::string const& name) const {
@@ -390,11 +403,8 @@ TEST(compress_graph, failed_commit_keeps_appended_bytes_for_recovery) {
 // those payloads at the recorded end.
 TEST(compress_graph, a_damaged_newest_pack_is_not_appended_to) {
   fixture f;
-  uint64_t const first = f.stage("a", f.data);
-  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(first, "a")).ok);
-  f.s.reset();
-  index_edit::edit_records(
-      f.path(), "packs", [](std::vector<index_edit::record>& records) {
+  uint64_t const first = f.compressed_then_damaged(
+      "a", "packs", [](std::vector<index_edit::record>& records) {
         ASSERT_EQ(records.size(), 1u);
         codec::store_le<uint64_t>(records[0].second.data(), 16);  // End
       });
@@ -416,11 +426,8 @@ TEST(compress_graph, a_damaged_newest_pack_is_not_appended_to) {
 // the store is damaged, without first allocating a buffer that long.
 TEST(compress_graph, a_payload_length_past_the_limit_is_damage) {
   fixture f;
-  uint64_t const ino = f.stage("f", f.data);
-  ASSERT_TRUE(compress_staged_file(*f.s, *f.chooser, f.request(ino, "f")).ok);
-  f.s.reset();
-  index_edit::edit_records(
-      f.path(), "payloads", [](std::vector<index_edit::record>& records) {
+  uint64_t const ino = f.compressed_then_damaged(
+      "f", "payloads", [](std::vector<index_edit::record>& records) {
         ASSERT_FALSE(records.empty());
         for (auto& [key, value] : records) {
           codec::store_le<uint64_t>(value.data() + 16, uint64_t{1} << 62);
