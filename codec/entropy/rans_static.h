@@ -137,10 +137,10 @@ class coder {
   };
   /// a.c->decode(...) then b.c->decode(...), with the same output and
   /// errors, but where both are wide and decode from slot tables with
-  /// AVX-512, or both narrow with AVX2 only, their vector rounds alternate:
-  /// a stream's rounds wait on their gathers, the other stream's fill the
-  /// wait. After a throw both outputs are unspecified (b's may be partly
-  /// written even where a's payload was the bad one).
+  /// AVX-512, or both narrow with AVX2 (on Zen), their vector rounds
+  /// alternate: a stream's rounds wait on their gathers, the other stream's
+  /// fill the wait. After a throw both outputs are unspecified (b's may be
+  /// partly written even where a's payload was the bad one).
   static void decode_pair(decode_job const& a, decode_job const& b);
 
  private:

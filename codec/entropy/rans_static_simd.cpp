@@ -1309,7 +1309,7 @@ bool avx512_bw_vl() { return avx512_bw_vl_cpu() && allowed() >= 2; }
 bool avx512_ifma() { return avx512_ifma_cpu() && allowed() >= 3; }
 bool pair_rounds() { return avx512() && !zen_tuned(); }
 bool narrow_encode_rounds() { return avx2() && zen_tuned(); }
-bool narrow_pair_rounds() { return avx2() && !avx512() && zen_tuned(); }
+bool narrow_pair_rounds() { return avx2() && zen_tuned(); }
 
 namespace {
 

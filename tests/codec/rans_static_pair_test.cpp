@@ -173,9 +173,9 @@ TEST(rans_static_pair_test, cut_and_corrupted_pairs_fail_like_two_decodes) {
   cut_and_corrupted_pairs_fail_like_two_decodes(rs::wide_from + 1000);
 }
 
-// Narrow pairs (8 states each) take the AVX2 pair kernel on AMD CPUs
-// without AVX-512, at the tuned level only (narrow_pair_rounds); elsewhere
-// the narrow scalar loop.
+// Narrow pairs (8 states each) take the AVX2 pair kernel on AMD CPUs, at
+// the tuned level only (narrow_pair_rounds); elsewhere the narrow scalar
+// loop.
 TEST(rans_static_pair_test, cut_and_corrupted_narrow_pairs_fail_alike) {
   for (size_t n : {size_t{9}, size_t{5000}, rs::wide_from - 78}) {
     cut_and_corrupted_pairs_fail_like_two_decodes(n);
