@@ -197,15 +197,7 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
     }
   }
   if (!deferred.empty()) {
-    leaf_def const& leaf = leaf_for(opcode::rans_static);
-    size_t k = 0;
-    for (; k + 1 < deferred.size(); k += 2) {
-      leaf.decode_pair(deferred[k], deferred[k + 1]);
-    }
-    if (k < deferred.size()) {
-      leaf_def::decode_job const& j = deferred[k];
-      leaf.decode(*j.n, j.in, j.payload, j.out_size, j.out);
-    }
+    leaf_for(opcode::rans_static).decode_siblings(deferred);
   }
   op.decode(n, in, std::span<value_view const>(kids), out_size, side, out);
 }

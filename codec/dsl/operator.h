@@ -120,10 +120,10 @@ class leaf_def {
     size_t out_size;
     uint8_t* out;
   };
-  /// decode() of two values of this leaf (siblings, which the interpreter
-  /// has in hand together): the default decodes `a` then `b`; leaves whose
-  /// decode waits on memory (rans_static) may overlap the two.
-  virtual void decode_pair(decode_job const& a, decode_job const& b) const;
+  /// decode() of values of this leaf (siblings, which the interpreter has
+  /// in hand together): the default decodes each in turn; leaves whose
+  /// decode waits on memory (rans_static) may overlap them.
+  virtual void decode_siblings(std::span<decode_job const> jobs) const;
 };
 
 /// The operator or leaf for an opcode, or nullptr if there is none.

@@ -41,9 +41,10 @@ void leaf_def::check_payload(node const& /*n*/, value_type /*in*/,
                              size_t /*payload_size*/,
                              size_t /*out_size*/) const {}
 
-void leaf_def::decode_pair(decode_job const& a, decode_job const& b) const {
-  decode(*a.n, a.in, a.payload, a.out_size, a.out);
-  decode(*b.n, b.in, b.payload, b.out_size, b.out);
+void leaf_def::decode_siblings(std::span<decode_job const> jobs) const {
+  for (decode_job const& j : jobs) {
+    decode(*j.n, j.in, j.payload, j.out_size, j.out);
+  }
 }
 
 // Defined in codec/ops/all_ops.cpp and codec/leaves/all_leaves.cpp.

@@ -1127,6 +1127,32 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
   b.c->decode(b.payload, b.count, b.out, b.wide_at);
 }
 
+void coder::decode_siblings(std::span<decode_job const> jobs) {
+  // The pairable jobs of each kind, by count; the rest decode alone.
+  std::vector<decode_job const*> kinds[2];
+  for (decode_job const& j : jobs) {
+    if (j.c->pairs_slot_rounds(j, true)) {
+      kinds[0].push_back(&j);
+    } else if (j.c->pairs_slot_rounds(j, false)) {
+      kinds[1].push_back(&j);
+    } else {
+      j.c->decode(j.payload, j.count, j.out, j.wide_at);
+    }
+  }
+  for (std::vector<decode_job const*>& kind : kinds) {
+    std::stable_sort(kind.begin(), kind.end(),
+                     [](decode_job const* a, decode_job const* b) {
+                       return a->count < b->count;
+                     });
+    size_t k = 0;
+    for (; k + 1 < kind.size(); k += 2) decode_pair(*kind[k], *kind[k + 1]);
+    if (k < kind.size()) {
+      kind[k]->c->decode(kind[k]->payload, kind[k]->count, kind[k]->out,
+                         kind[k]->wide_at);
+    }
+  }
+}
+
 template <unsigned n_lanes>
 void coder::decode_slot_pair(decode_job const& a, decode_job const& b) {
   uint32_t xa[n_lanes], xb[n_lanes];

@@ -142,6 +142,13 @@ class coder {
   /// fill the wait. After a throw both outputs are unspecified (b's may be
   /// partly written even where a's payload was the bad one).
   static void decode_pair(decode_job const& a, decode_job const& b);
+  /// Every job's decode, as decode() of each in turn, with the same outputs
+  /// and errors (after a throw every output is unspecified), but the jobs
+  /// that decode_pair can pair are paired: wide with wide, narrow with
+  /// narrow, each kind in order of its symbol count, so that the two
+  /// streams of a pair run together for most of their lengths (the pair
+  /// decodes jointly only while both streams have symbols left).
+  static void decode_siblings(std::span<decode_job const> jobs);
 
  private:
   // Where a decode continues after rounds decoded elsewhere (decode_pair):

@@ -858,19 +858,24 @@ class rans_static_leaf final : public leaf_def {
     coder_for(n.blob, w)->decode(payload, out_size / w, out, wide_at(n));
   }
 
-  void decode_pair(decode_job const& a, decode_job const& b) const override {
-    for (decode_job const* j : {&a, &b}) {
-      unsigned const w = j->in.width;
+  void decode_siblings(std::span<decode_job const> jobs) const override {
+    // The coders are held until every job is decoded (the cache may evict
+    // them meanwhile).
+    std::vector<std::shared_ptr<rans_static::coder const>> coders;
+    std::vector<rans_static::coder::decode_job> coded;
+    coders.reserve(jobs.size());
+    coded.reserve(jobs.size());
+    for (decode_job const& j : jobs) {
+      unsigned const w = j.in.width;
       fail_if(w != 1 && w != 2, errc::bad_program,
               "rans_static codes 8- or 16-bit lanes");
-      fail_if(j->out_size % w != 0, errc::corrupt,
+      fail_if(j.out_size % w != 0, errc::corrupt,
               "rans_static: size is not a whole number of lanes");
+      coders.push_back(coder_for(j.n->blob, w));
+      coded.push_back({coders.back().get(), j.payload, j.out_size / w, j.out,
+                       wide_at(*j.n)});
     }
-    auto const ca = coder_for(a.n->blob, a.in.width);
-    auto const cb = coder_for(b.n->blob, b.in.width);
-    rans_static::coder::decode_pair(
-        {ca.get(), a.payload, a.out_size / a.in.width, a.out, wide_at(*a.n)},
-        {cb.get(), b.payload, b.out_size / b.in.width, b.out, wide_at(*b.n)});
+    rans_static::coder::decode_siblings(coded);
   }
 
  private:

@@ -1,6 +1,7 @@
-// rans_static::coder::decode_pair (and the interpreter's pairing of sibling
-// rans_static leaves) decodes exactly what two decode calls do, on every
-// vector path, and throws where they throw.
+// rans_static::coder::decode_pair and decode_siblings (and the
+// interpreter's pairing of sibling rans_static leaves) decode exactly what
+// separate decode calls do, on every vector path, and throw where they
+// throw.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -253,6 +254,74 @@ TEST(rans_static_pair_test, siblings_of_different_parameters_roundtrip) {
       rs::limit_simd(rs::simd_tuned);
     }
   }
+}
+
+// Siblings of every kind at once (wide and narrow of both widths, a
+// one-symbol table, an empty value, lengths that leave tails): decode_siblings
+// pairs those it can, in order of length, and decodes exactly what decoding
+// each alone does; with one payload damaged it throws where that decode
+// throws. Seven siblings, so some kind has one left over.
+std::vector<bytes> decode_each(std::vector<coded> const& set,
+                               std::vector<bytes> const& payloads,
+                               bool together) {
+  std::vector<bytes> out;
+  std::vector<rs::coder::decode_job> jobs;
+  for (coded const& c : set) out.emplace_back(c.count * c.c->width());
+  for (size_t k = 0; k < set.size(); ++k) {
+    jobs.push_back({set[k].c.get(), payloads[k], set[k].count, out[k].data()});
+  }
+  try {
+    if (together) {
+      rs::coder::decode_siblings(jobs);
+    } else {
+      for (rs::coder::decode_job const& j : jobs) {
+        j.c->decode(j.payload, j.count, j.out);
+      }
+    }
+  } catch (error const&) {
+    return {};  // threw
+  }
+  return out;
+}
+
+TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
+  size_t const w = rs::wide_from;
+  struct sibling {
+    size_t count;
+    unsigned width, symbols, scale;
+  };
+  std::vector<sibling> const kinds = {{30000, 1, 100, 10}, {w + 999, 2, 60, 13},
+                                      {5003, 2, 60, 13},   {w - 1, 1, 256, 12},
+                                      {0, 2, 60, 13},      {w + 33, 1, 40, 10},
+                                      {12345, 2, 1, 12}};
+  std::vector<coded> set;
+  std::vector<bytes> values;
+  uint32_t seed = 40;
+  for (sibling const& k : kinds) {
+    values.push_back(skewed(k.count, k.width, k.symbols, seed++));
+    set.push_back(code(values.back(), k.width, k.scale));
+  }
+  std::vector<bytes> payloads;
+  for (coded const& c : set) payloads.push_back(c.payload);
+  std::mt19937 rng(41);
+  for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
+    rs::limit_simd(simd);
+    EXPECT_EQ(decode_each(set, payloads, true), values) << simd;
+    for (unsigned trial = 0; trial < 12; ++trial) {
+      std::vector<bytes> damaged = payloads;
+      bytes& victim = damaged[trial % set.size()];
+      if (victim.empty()) continue;
+      if (trial % 2 == 0) {
+        victim.resize(victim.size() / 2 & ~size_t{1});
+      } else {
+        victim[std::uniform_int_distribution<size_t>(
+            0, victim.size() - 1)(rng)] ^= 0x5a;
+      }
+      std::vector<bytes> const want = decode_each(set, damaged, false);
+      EXPECT_EQ(decode_each(set, damaged, true), want) << simd << " " << trial;
+    }
+  }
+  rs::limit_simd(rs::simd_tuned);
 }
 
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:
