@@ -31,10 +31,10 @@ bool pair_rounds();   // decode_pair_rounds_avx512
 // loops.
 bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
 // decode_narrow_pair_rounds_avx2 and decode_narrow_packed_rounds_avx2, on
-// Zen with or without AVX-512: on Zen 5 the pair of a bf16 tensor's 8-bit
+// Zen with or without AVX-512: on Zen 4 the pair of a bf16 tensor's 8-bit
 // and 9-bit fields decodes at 1.1-1.3 ns a symbol against 2.0-2.3 for the
-// scalar loops (brevis_rans_static_bench, 30000 symbols). The AVX-512
-// machines have no packed slots, so only the pair runs there.
+// scalar loops (brevis_rans_static_bench, 30000 symbols; Zen 5 unmeasured).
+// The AVX-512 machines have no packed slots, so only the pair runs there.
 bool narrow_pair_rounds();
 void set_cap(unsigned level);
 
