@@ -266,6 +266,8 @@ std::vector<bytes> decode_each(std::vector<coded> const& set,
                                bool together) {
   std::vector<bytes> out;
   std::vector<rs::coder::decode_job> jobs;
+  out.reserve(set.size());
+  jobs.reserve(set.size());
   for (coded const& c : set) out.emplace_back(c.count * c.c->width());
   for (size_t k = 0; k < set.size(); ++k) {
     jobs.push_back({set[k].c.get(), payloads[k], set[k].count, out[k].data()});
@@ -302,6 +304,7 @@ TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
     set.push_back(code(values.back(), k.width, k.scale));
   }
   std::vector<bytes> payloads;
+  payloads.reserve(set.size());
   for (coded const& c : set) payloads.push_back(c.payload);
   std::mt19937 rng(41);
   for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
