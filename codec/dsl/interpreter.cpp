@@ -163,8 +163,9 @@ void decode_node(node const& n, value_type in, byte_reader& r, size_t out_size,
             "child size is not a whole number of elements");
     mem.take(sizes[i], decode_over_budget);
   }
-  // rans_static leaves decode in pairs once all are read (their rounds
-  // wait on table lookups: two streams keep twice as many in flight).
+  // rans_static leaves decode together once all are read: the leaf pairs
+  // those whose rounds gain from it (they wait on table lookups, and two
+  // streams keep twice as many in flight).
   std::vector<leaf_def::decode_job> deferred;
   for (size_t i = 0; i < kids.size(); ++i) {
     node const& child = n.children[i];

@@ -859,6 +859,8 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 
 void limit_simd(unsigned level) { simd::set_cap(level); }
 
+void tune_for(tuning kind) { simd::set_tuning(static_cast<unsigned>(kind)); }
+
 template <typename sym, unsigned n_lanes, unsigned fixed_scale,
           coder::slot_layout layout>
 void coder::decode_impl(byte_view payload, size_t count, uint8_t* out,
@@ -1128,7 +1130,7 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
 }
 
 void coder::decode_siblings(std::span<decode_job const> jobs) {
-  // The pairable jobs of each kind, by count; the rest decode alone.
+  // The pairable jobs of each kind, the longest first; the rest alone.
   std::vector<decode_job const*> kinds[2];
   for (decode_job const& j : jobs) {
     if (j.c->pairs_slot_rounds(j, true)) {
@@ -1142,7 +1144,7 @@ void coder::decode_siblings(std::span<decode_job const> jobs) {
   for (std::vector<decode_job const*>& kind : kinds) {
     std::stable_sort(kind.begin(), kind.end(),
                      [](decode_job const* a, decode_job const* b) {
-                       return a->count < b->count;
+                       return a->count > b->count;
                      });
     size_t k = 0;
     for (; k + 1 < kind.size(); k += 2) decode_pair(*kind[k], *kind[k + 1]);

@@ -98,8 +98,16 @@ double entropy_bits(std::span<uint64_t const> hist);
 /// kernels measured fastest on this kind of CPU among those (each only where
 /// the CPU has it). For tests, which check that every path codes the same:
 /// a CPU with IFMA would otherwise never run the AVX-512 kernels that CPUs
-/// without it run, nor an AMD CPU those Intel CPUs run.
+/// without it run (and, with tune_for below, nor one kind of CPU the
+/// kernels tuned for another).
 void limit_simd(unsigned level);
+
+/// The kind of CPU whose kernels the tuned level picks: the one detected
+/// (the default), or for tests another, so that one machine runs what each
+/// kind runs (each kernel still only where the CPU has its instructions):
+/// `other` as Intel's, `zen` as Zen 2 and Zen 5, `zen4` as Zen 4.
+enum class tuning { detected, other, zen, zen4 };
+void tune_for(tuning kind);
 
 /// Per-table precomputed state for coding; cheap to build (proportional to
 /// the alphabet and to 2^scale), immutable afterwards, shareable by threads.
@@ -142,12 +150,13 @@ class coder {
   /// fill the wait. After a throw both outputs are unspecified (b's may be
   /// partly written even where a's payload was the bad one).
   static void decode_pair(decode_job const& a, decode_job const& b);
-  /// Every job's decode, as decode() of each in turn, with the same outputs
-  /// and errors (after a throw every output is unspecified), but the jobs
-  /// that decode_pair can pair are paired: wide with wide, narrow with
-  /// narrow, each kind in order of its symbol count, so that the two
-  /// streams of a pair run together for most of their lengths (the pair
-  /// decodes jointly only while both streams have symbols left).
+  /// Every job's decode, as decode() of each in turn, with the same outputs;
+  /// throws if and only if one of those would (which error, where several
+  /// payloads are bad, is unspecified, and so is every output after a
+  /// throw). The jobs decode_pair can pair are paired: wide with wide,
+  /// narrow with narrow, the longest first, so that a pair's streams run
+  /// together for most of their lengths (jointly only while both have
+  /// symbols left) and the one left over is the shortest.
   static void decode_siblings(std::span<decode_job const> jobs);
 
  private:

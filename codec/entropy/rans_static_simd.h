@@ -25,18 +25,21 @@ bool avx512_bw_vl();  // encode_rounds_avx512, fill_slots_avx512
 bool avx512_ifma();   // the decode kernels' IFMA instances
 bool pair_rounds();   // decode_pair_rounds_avx512
 // The AVX2 kernels of narrow payloads (one vector of 8 states): measured
-// faster on Zen 2 only (the project's machine, an EPYC of family 23 model
-// 49; older notes call it Zen 3). Intel's gathers are slow since the GDS
-// microcode fix, so there (unmeasured) narrow payloads stay on the scalar
-// loops.
+// faster on Zen 2 (an EPYC of family 23 model 49; older notes call it Zen
+// 3) and, for the pair, on Zen 4 (below). Intel's gathers are slow since
+// the GDS microcode fix, so there (unmeasured) narrow payloads stay on the
+// scalar loops.
 bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
-// decode_narrow_pair_rounds_avx2 and decode_narrow_packed_rounds_avx2, on
-// Zen with or without AVX-512: on Zen 4 the pair of a bf16 tensor's 8-bit
-// and 9-bit fields decodes at 1.1-1.3 ns a symbol against 2.0-2.3 for the
-// scalar loops (brevis_rans_static_bench, 30000 symbols; Zen 5 unmeasured).
-// The AVX-512 machines have no packed slots, so only the pair runs there.
+// decode_narrow_pair_rounds_avx2 and decode_narrow_packed_rounds_avx2: on
+// Zen without AVX-512, and on Zen 4, where the pair of a bf16 tensor's
+// 8-bit and 9-bit fields decodes at 1.1-1.3 ns a symbol against 2.0-2.3 in
+// the scalar loops (brevis_rans_static_bench, 30000 symbols; Zen 5 not
+// measured, so not there). AVX-512 machines have no packed slots: only
+// the pair runs there.
 bool narrow_pair_rounds();
 void set_cap(unsigned level);
+/// rans_static::tune_for's kind, as its enumerator's value.
+void set_tuning(unsigned kind);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
 /// into `out`, from the states `x` and the words at `p` (advanced), while a

@@ -811,6 +811,10 @@ std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
   return c;
 }
 
+// The decode tables a node's rans_static siblings hold at once: four at
+// 2^16 slots (384 KiB each), more of smaller ones.
+constexpr size_t sibling_table_bytes = size_t{3} << 19;
+
 class rans_static_leaf final : public leaf_def {
  public:
   opcode code() const override { return opcode::rans_static; }
@@ -859,23 +863,34 @@ class rans_static_leaf final : public leaf_def {
   }
 
   void decode_siblings(std::span<decode_job const> jobs) const override {
-    // The coders are held until every job is decoded (the cache may evict
-    // them meanwhile).
+    // A batch's coders are held until it is decoded (the cache may evict
+    // them meanwhile); batches hold at most sibling_table_bytes of tables,
+    // so that a node of many siblings, each with its own 2^16-slot table,
+    // does not keep all of them at once.
     std::vector<std::shared_ptr<rans_static::coder const>> coders;
-    std::vector<rans_static::coder::decode_job> coded;
-    coders.reserve(jobs.size());
-    coded.reserve(jobs.size());
+    std::vector<rans_static::coder::decode_job> batch;
+    size_t held = 0;
+    auto const flush = [&] {
+      rans_static::coder::decode_siblings(batch);
+      batch.clear();
+      coders.clear();
+      held = 0;
+    };
     for (decode_job const& j : jobs) {
       unsigned const w = j.in.width;
       fail_if(w != 1 && w != 2, errc::bad_program,
               "rans_static codes 8- or 16-bit lanes");
       fail_if(j.out_size % w != 0, errc::corrupt,
               "rans_static: size is not a whole number of lanes");
-      coders.push_back(coder_for(j.n->blob, w));
-      coded.push_back({coders.back().get(), j.payload, j.out_size / w, j.out,
+      auto c = coder_for(j.n->blob, w);
+      size_t const bytes = c->decode_table_bytes();
+      if (!batch.empty() && held + bytes > sibling_table_bytes) flush();
+      held += bytes;
+      coders.push_back(std::move(c));
+      batch.push_back({coders.back().get(), j.payload, j.out_size / w, j.out,
                        wide_at(*j.n)});
     }
-    rans_static::coder::decode_siblings(coded);
+    if (!batch.empty()) flush();
   }
 
  private:

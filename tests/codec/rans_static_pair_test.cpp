@@ -8,6 +8,7 @@
 #include <bit>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "codec/core/error.h"
 #include "codec/dsl/interpreter.h"
@@ -256,11 +257,10 @@ TEST(rans_static_pair_test, siblings_of_different_parameters_roundtrip) {
   }
 }
 
-// Siblings of every kind at once (wide and narrow of both widths, a
-// one-symbol table, an empty value, lengths that leave tails): decode_siblings
-// pairs those it can, in order of length, and decodes exactly what decoding
-// each alone does; with one payload damaged it throws where that decode
-// throws. Seven siblings, so some kind has one left over.
+// Decodes every coded value of `set` from `payloads`, with
+// decode_siblings (`together`) or one decode() each: the outputs, or none
+// where it threw. The outputs start filled with 0xa5, so that a value never
+// decoded cannot pass for one of zeros.
 std::vector<bytes> decode_each(std::vector<coded> const& set,
                                std::vector<bytes> const& payloads,
                                bool together) {
@@ -268,7 +268,7 @@ std::vector<bytes> decode_each(std::vector<coded> const& set,
   std::vector<rs::coder::decode_job> jobs;
   out.reserve(set.size());
   jobs.reserve(set.size());
-  for (coded const& c : set) out.emplace_back(c.count * c.c->width());
+  for (coded const& c : set) out.emplace_back(c.count * c.c->width(), 0xa5);
   for (size_t k = 0; k < set.size(); ++k) {
     jobs.push_back({set[k].c.get(), payloads[k], set[k].count, out[k].data()});
   }
@@ -286,6 +286,12 @@ std::vector<bytes> decode_each(std::vector<coded> const& set,
   return out;
 }
 
+// Siblings of every kind at once (wide and narrow of both widths, a
+// one-symbol table, an empty value, lengths that leave tails), at every
+// level and, at the tuned one, as tuned for each kind of CPU: every kind
+// encodes the same payloads, and decode_siblings, which pairs those it can,
+// decodes exactly what decoding each alone does; with one payload damaged
+// it throws where that does. Seven siblings, so some kind has one left over.
 TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
   size_t const w = rs::wide_from;
   struct sibling {
@@ -307,9 +313,29 @@ TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
   payloads.reserve(set.size());
   for (coded const& c : set) payloads.push_back(c.payload);
   std::mt19937 rng(41);
-  for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
-    rs::limit_simd(simd);
-    EXPECT_EQ(decode_each(set, payloads, true), values) << simd;
+  struct setting {
+    unsigned simd;
+    rs::tuning kind;
+  };
+  std::vector<setting> settings;
+  for (unsigned simd = 0; simd < rs::simd_tuned; ++simd) {
+    settings.push_back({simd, rs::tuning::detected});
+  }
+  for (rs::tuning kind : {rs::tuning::detected, rs::tuning::other,
+                          rs::tuning::zen, rs::tuning::zen4}) {
+    settings.push_back({rs::simd_tuned, kind});
+  }
+  for (setting const& at : settings) {
+    rs::limit_simd(at.simd);
+    rs::tune_for(at.kind);
+    std::string const where = std::to_string(at.simd) + " " +
+                              std::to_string(static_cast<int>(at.kind));
+    for (size_t k = 0; k < set.size(); ++k) {
+      bytes again;
+      set[k].c->encode(values[k], again);
+      EXPECT_EQ(again, payloads[k]) << where << " " << k;
+    }
+    EXPECT_EQ(decode_each(set, payloads, true), values) << where;
     for (unsigned trial = 0; trial < 12; ++trial) {
       std::vector<bytes> damaged = payloads;
       bytes& victim = damaged[trial % set.size()];
@@ -321,10 +347,11 @@ TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
             0, victim.size() - 1)(rng)] ^= 0x5a;
       }
       std::vector<bytes> const want = decode_each(set, damaged, false);
-      EXPECT_EQ(decode_each(set, damaged, true), want) << simd << " " << trial;
+      EXPECT_EQ(decode_each(set, damaged, true), want) << where << " " << trial;
     }
   }
   rs::limit_simd(rs::simd_tuned);
+  rs::tune_for(rs::tuning::detected);
 }
 
 // The interpreter pairs sibling rans_static leaves (planes of 2 or 4 bytes:
