@@ -883,9 +883,9 @@ class rans_static_leaf final : public leaf_def {
       fail_if(j.out_size % w != 0, errc::corrupt,
               "rans_static: size is not a whole number of lanes");
       auto c = coder_for(j.n->blob, w);
-      size_t const bytes = c->decode_table_bytes();
-      if (!batch.empty() && held + bytes > sibling_table_bytes) flush();
-      held += bytes;
+      size_t const tables = c->decode_table_bytes();
+      if (!batch.empty() && held + tables > sibling_table_bytes) flush();
+      held += tables;
       coders.push_back(std::move(c));
       batch.push_back({coders.back().get(), j.payload, j.out_size / w, j.out,
                        wide_at(*j.n)});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -348,6 +349,48 @@ TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
       }
       std::vector<bytes> const want = decode_each(set, damaged, false);
       EXPECT_EQ(decode_each(set, damaged, true), want) << where << " " << trial;
+    }
+  }
+  rs::limit_simd(rs::simd_tuned);
+  rs::tune_for(rs::tuning::detected);
+}
+
+// Six wide siblings, each with a 16-bit table of 2^16 slots (384 KiB of
+// decode tables each): the leaf decodes them in batches of at most 1.5 MiB
+// of tables, at every level and tuning, and the chunk comes back exactly.
+TEST(rans_static_pair_test, many_large_tables_decode_in_batches) {
+  unsigned const k = 6;
+  size_t const per_class = 40000;  // >= 2^15 symbols: tables at 2^16
+  bytes chunk(k * per_class * 2);
+  std::mt19937 rng(6);
+  std::geometric_distribution<unsigned> g(0.002);  // ~1,000 distinct values
+  for (size_t i = 0; i < chunk.size() / 2; ++i) {
+    uint16_t const v = static_cast<uint16_t>(g(rng) * 7 + 1000 * (i % k));
+    chunk[2 * i] = static_cast<uint8_t>(v);
+    chunk[2 * i + 1] = static_cast<uint8_t>(v >> 8);
+  }
+  value_type const u16{2, meaning::uint};
+  std::vector<node> kids;
+  for (unsigned c = 0; c < k; ++c) {
+    bytes value(per_class * 2);
+    for (size_t i = 0; i < per_class; ++i) {
+      std::memcpy(&value[2 * i], &chunk[2 * (i * k + c)], 2);
+    }
+    kids.push_back(make_rans_static(stream{value, u16}, 2));
+  }
+  node classes = make_op(opcode::classes, {1, k}, std::move(kids));
+  classes.blob = {0, 1, 2, 3, 4, 5};
+  node const program =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::uint)},
+              {std::move(classes), make_leaf(opcode::raw)});
+  check_program(program);
+  for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
+    rs::limit_simd(simd);
+    for (rs::tuning kind : {rs::tuning::detected, rs::tuning::other,
+                            rs::tuning::zen, rs::tuning::zen4}) {
+      rs::tune_for(kind);
+      EXPECT_TRUE(roundtrips(program, chunk))
+          << simd << " " << static_cast<int>(kind);
     }
   }
   rs::limit_simd(rs::simd_tuned);
