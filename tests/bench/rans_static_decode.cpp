@@ -1,8 +1,8 @@
-// ns a symbol of rans_static decoding and encoding on each vector path, and the
-// cost of building decode tables, on streams cut from a real bf16/fp16
-// checkpoint: `brevis_rans_static_bench FILE.safetensors`. Built with the
-// tests, never installed; for choosing kernels on a CPU, not a test (no
-// assertions).
+// ns a symbol of rans_static decoding and encoding on each vector path (and
+// as tuned for each kind of CPU), and the cost of building decode tables, on
+// streams cut from a real bf16/fp16 checkpoint: `brevis_rans_static_bench
+// FILE.safetensors`. Built with the tests, never installed; for choosing
+// kernels on a CPU, not a test (no assertions).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -60,6 +60,29 @@ stream derive(std::string name, unsigned width, unsigned scale,
   return s;
 }
 
+// A vector level, and at the tuned level the kind of CPU tuned for: this
+// CPU's own ("cap4"), and as tuned for Intel, Zen 2/5 and Zen 4 (so that
+// one machine compares its own kernels with another kind's choices).
+struct setting {
+  char const* label;
+  unsigned cap;
+  rs::tuning kind;
+  void apply() const {
+    rs::limit_simd(cap);
+    rs::tune_for(kind);
+  }
+  static void reset() {
+    rs::limit_simd(rs::simd_tuned);
+    rs::tune_for(rs::tuning::detected);
+  }
+};
+constexpr setting settings[] = {
+    {"cap0", 0, rs::tuning::detected}, {"cap1", 1, rs::tuning::detected},
+    {"cap2", 2, rs::tuning::detected}, {"cap3", 3, rs::tuning::detected},
+    {"cap4", 4, rs::tuning::detected}, {"other", 4, rs::tuning::other},
+    {"zen", 4, rs::tuning::zen},       {"zen4", 4, rs::tuning::zen4}};
+static_assert(rs::simd_tuned == 4);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,8 +126,8 @@ int main(int argc, char** argv) {
     std::printf(
         "%-16s k=%5zu bits/sym %.2f:", s.name.c_str(), s.table.symbols.size(),
         8.0 * static_cast<double>(payload.size()) / static_cast<double>(count));
-    for (unsigned cap = 0; cap <= rs::simd_tuned; ++cap) {
-      rs::limit_simd(cap);
+    for (setting const& at : settings) {
+      at.apply();
       double best = 1e30;
       for (int r = 0; r < reps; ++r) {
         double const t0 = now_ns();
@@ -112,13 +135,13 @@ int main(int argc, char** argv) {
         best = std::min(best, now_ns() - t0);
       }
       if (out != s.data) std::printf(" MISMATCH");
-      std::printf("  cap%u %.3f", cap, best / static_cast<double>(count));
+      std::printf("  %s %.3f", at.label, best / static_cast<double>(count));
     }
-    rs::limit_simd(rs::simd_tuned);
+    setting::reset();
     // Encoding on each path (the same payload on every one).
     std::printf("\n%-16s encode:", "");
-    for (unsigned cap = 0; cap <= rs::simd_tuned; ++cap) {
-      rs::limit_simd(cap);
+    for (setting const& at : settings) {
+      at.apply();
       double best = 1e30;
       bytes again;
       for (int r = 0; r < reps; ++r) {
@@ -128,9 +151,9 @@ int main(int argc, char** argv) {
         best = std::min(best, now_ns() - t0);
       }
       if (again != payload) std::printf(" MISMATCH");
-      std::printf("  cap%u %.3f", cap, best / static_cast<double>(count));
+      std::printf("  %s %.3f", at.label, best / static_cast<double>(count));
     }
-    rs::limit_simd(rs::simd_tuned);
+    setting::reset();
     // Table builds: the first decode of a fresh coder, minus a decode.
     double build = 1e30;
     long faults = 0;
@@ -157,8 +180,8 @@ int main(int argc, char** argv) {
     cb.encode(b.data, pb);
     bytes oa(a.data.size()), ob(b.data.size());
     std::printf("pair u8 s10 + u16 exp s13:");
-    for (unsigned cap = 0; cap <= rs::simd_tuned; ++cap) {
-      rs::limit_simd(cap);
+    for (setting const& at : settings) {
+      at.apply();
       double best = 1e30;
       for (int r = 0; r < reps; ++r) {
         double const t0 = now_ns();
@@ -167,10 +190,10 @@ int main(int argc, char** argv) {
         best = std::min(best, now_ns() - t0);
       }
       if (oa != a.data || ob != b.data) std::printf(" MISMATCH");
-      std::printf("  cap%u %.3f", cap, best / static_cast<double>(2 * count));
+      std::printf("  %s %.3f", at.label, best / static_cast<double>(2 * count));
     }
     std::printf("\n");
-    rs::limit_simd(rs::simd_tuned);
+    setting::reset();
   }
   return 0;
 }
