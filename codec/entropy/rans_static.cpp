@@ -859,7 +859,7 @@ void coder::encode_impl(uint8_t const* in, size_t count, bytes& out) const {
 
 void limit_simd(unsigned level) { simd::set_cap(level); }
 
-void tune_for(tuning kind) { simd::set_tuning(static_cast<unsigned>(kind)); }
+void tune_for(tuning kind) { simd::set_tuning(kind); }
 
 template <typename sym, unsigned n_lanes, unsigned fixed_scale,
           coder::slot_layout layout>

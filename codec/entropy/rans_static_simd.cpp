@@ -15,17 +15,16 @@ namespace brevis::codec::rans_static::simd {
 namespace {
 
 std::atomic<unsigned> cap{tuned};
-std::atomic<unsigned> tuning_kind{0};  // rans_static::tuning's values
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<tuning> tuned_for{tuning::detected};  // tests set it, as cap
 
 unsigned allowed() { return cap.load(std::memory_order_relaxed); }
-unsigned kind() { return tuning_kind.load(std::memory_order_relaxed); }
-// rans_static::tuning's enumerators.
-constexpr unsigned detected = 0, other = 1, zen = 2, zen4 = 3;
+tuning kind() { return tuned_for.load(std::memory_order_relaxed); }
 
 }  // namespace
 
 void set_cap(unsigned level) { cap.store(level, std::memory_order_relaxed); }
-void set_tuning(unsigned k) { tuning_kind.store(k, std::memory_order_relaxed); }
+void set_tuning(tuning k) { tuned_for.store(k, std::memory_order_relaxed); }
 
 #ifdef BREVIS_RANS_X86
 namespace {
@@ -1303,8 +1302,9 @@ namespace {
 // 0.92 at 2^16 slots), that of 8-bit ones not (1.17 against 1.06 at 2^15).
 bool zen_tuned() {
   static bool const amd = __builtin_cpu_is("amd");
-  unsigned const k = kind();
-  return (k == detected ? amd : k != other) && allowed() >= tuned;
+  tuning const k = kind();
+  return (k == tuning::detected ? amd : k != tuning::other) &&
+         allowed() >= tuned;
 }
 
 // Zen 4 (family 19h with AVX-512; Zen 3, of the same family, has none)
@@ -1319,9 +1319,9 @@ bool zen_tuned() {
 // (and 1.12-1.29 from the 8-lane kernels, the default here before).
 bool zen4_tuned() {
   static bool const family_19h = __builtin_cpu_is("amdfam19h");
-  unsigned const k = kind();
-  return (k == detected ? family_19h : k == zen4) && avx512_cpu() &&
-         zen_tuned();
+  tuning const k = kind();
+  return (k == tuning::detected ? family_19h : k == tuning::zen4) &&
+         avx512_cpu() && zen_tuned();
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ bool narrow_encode_rounds();  // encode_rounds_avx2 on narrow payloads
 // the pair runs there.
 bool narrow_pair_rounds();
 void set_cap(unsigned level);
-/// rans_static::tune_for's kind, as its enumerator's value.
-void set_tuning(unsigned kind);
+/// rans_static::tune_for's kind.
+void set_tuning(tuning kind);
 
 /// Decodes whole rounds of wide_lanes symbols of `width` bytes (1 or 2)
 /// into `out`, from the states `x` and the words at `p` (advanced), while a
