@@ -11,8 +11,8 @@ decode_slots::decode_slots(unsigned slots)
                    : std::max(1u, std::thread::hardware_concurrency())) {
   // Room for every pool: a slot's destructor gives its pool back without
   // allocating.
-  idle_pools_.reserve(slots_);
-  for (unsigned i = 0; i < slots_; ++i) {
+  idle_pools_.reserve(slots_ + 1);
+  for (unsigned i = 0; i < slots_ + 1; ++i) {
     pools_.push_back(std::make_unique<codec::scratch::pool>());
     idle_pools_.push_back(i);
   }
@@ -30,7 +30,7 @@ decode_slots::slot::slot(decode_slots& s, bool reader) : s_(s) {
   };
   if (reader) {
     ++s.readers_waiting_;
-    wait(s.readers_cv_, [&] { return s.busy_ < s.slots_; });
+    wait(s.readers_cv_, [&] { return s.busy_ < s.slots_ + 1; });
     --s.readers_waiting_;
   } else {
     ++s.background_waiting_;
@@ -60,7 +60,7 @@ decode_slots::slot::~slot() {
   // Notified under the lock: a waiter counted here is inside wait().
   if (s_.readers_waiting_ != 0) {
     s_.readers_cv_.notify_one();
-  } else if (s_.background_waiting_ != 0) {
+  } else if (s_.background_waiting_ != 0 && s_.busy_ < s_.slots_) {
     s_.background_cv_.notify_one();
   }
 }

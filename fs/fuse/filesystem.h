@@ -112,7 +112,8 @@ class mount_fs {
     /// this many (at most an eighth of the cache).
     unsigned prefetch_max = 8;
     unsigned prefetch_threads = 0;  // 0: one per core, at least 2
-    unsigned decoders = 0;          // chunk decodes at once; 0: one per core
+    unsigned decoders = 0;  // background chunk decodes at once (readers: one
+                            // more); 0: one per core
     /// A read this close to where a sequential run has been read up to,
     /// or to its furthest read, continues the run (the kernel's readahead
     /// requests may arrive out of order); chunks ending this far behind

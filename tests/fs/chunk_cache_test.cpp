@@ -224,26 +224,72 @@ TEST(chunk_cache, reserved_chunks_race_with_readers) {
 TEST(decode_slots, never_more_decodes_than_slots) {
   decode_slots slots(2);
   EXPECT_EQ(slots.size(), 2u);
-  std::atomic<int> inside{0}, most{0};
+  std::atomic<int> inside{0}, most{0}, background{0}, most_background{0};
+  auto note_most = [](std::atomic<int>& m, int now) {
+    int seen = m;
+    while (now > seen && !m.compare_exchange_weak(seen, now)) {
+    }
+  };
   std::vector<std::thread> threads;
   for (int t = 0; t < 6; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 300; ++i) {
-        decode_slots::slot const s(slots, (t + i) % 2 == 0);
-        int const now = ++inside;
-        int m = most;
-        while (now > m && !most.compare_exchange_weak(m, now)) {
-        }
+        bool const reader = (t + i) % 2 == 0;
+        decode_slots::slot const s(slots, reader);
+        note_most(most, ++inside);
+        if (!reader) note_most(most_background, ++background);
         std::this_thread::yield();
+        if (!reader) --background;
         --inside;
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_LE(most, 2);
+  EXPECT_LE(most, 3);  // the background's two and the reader's one
   EXPECT_GE(most, 1);
-  EXPECT_LE(slots.peak(), 2u);
+  EXPECT_LE(most_background, 2);
+  EXPECT_LE(slots.peak(), 3u);
   EXPECT_GE(decode_slots(0).size(), 1u);  // one per core
+}
+
+// With every background slot held (the prefetcher decoding on each core),
+// a reader still gets a slot at once; a background decode waits, and the
+// reader's slot let go does not let it in.
+TEST(decode_slots, a_reader_has_a_slot_beyond_the_background_decodes) {
+  decode_slots slots(2);
+  auto a = std::make_unique<decode_slots::slot>(slots, false);
+  auto b = std::make_unique<decode_slots::slot>(slots, false);
+  std::atomic<bool> third_in{false};
+  std::thread third([&] {
+    decode_slots::slot const s(slots, false);
+    third_in = true;
+  });
+  while (slots.waiting() < 1) std::this_thread::yield();
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<bool> read{false};
+    std::thread reader([&] {
+      decode_slots::slot const s(slots, true);
+      read = true;
+    });
+    auto const deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!read && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    EXPECT_TRUE(read) << "the reader waited behind the background decodes";
+    if (!read) b.reset();  // let it in, so the test ends
+    reader.join();
+  }
+  EXPECT_EQ(slots.peak(), 3u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(third_in);
+  EXPECT_EQ(slots.waiting(), 1u);
+  // Let go in the order taken back (each slot's scratch scope nests on
+  // this thread).
+  b.reset();
+  third.join();
+  EXPECT_TRUE(third_in);
+  a.reset();
 }
 
 // A slot lends its decode a scratch pool: what one decode gives back, the
@@ -300,8 +346,10 @@ TEST(decode_slots, slots_lend_their_scratch_pools) {
 TEST(decode_slots, slots_let_go_together_reach_every_waiter) {
   for (int round = 0; round < 50; ++round) {
     decode_slots slots(2);
+    // Every slot held, the reader's too.
     auto a = std::make_unique<decode_slots::slot>(slots, true);
     auto b = std::make_unique<decode_slots::slot>(slots, false);
+    auto c = std::make_unique<decode_slots::slot>(slots, true);
     std::atomic<int> done{0};
     std::thread reader([&] {
       decode_slots::slot const s(slots, true);
@@ -313,16 +361,19 @@ TEST(decode_slots, slots_let_go_together_reach_every_waiter) {
       ++done;
     });
     while (slots.waiting() < 2) std::this_thread::yield();
-    a.reset();
+    c.reset();  // newest first: their scratch scopes nest on this thread
     b.reset();
+    a.reset();
     reader.join();
     background.join();
     EXPECT_EQ(done, 2);
     EXPECT_EQ(slots.waiting(), 0u);
   }
-  // Many waiters of both kinds behind one slot: all get through.
+  // Many waiters of both kinds behind one slot (and the reader's): all get
+  // through.
   decode_slots one(1);
   auto held = std::make_unique<decode_slots::slot>(one, false);
+  auto held_reader = std::make_unique<decode_slots::slot>(one, true);
   std::atomic<int> done{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
@@ -332,10 +383,11 @@ TEST(decode_slots, slots_let_go_together_reach_every_waiter) {
     });
   }
   while (one.waiting() < 8) std::this_thread::yield();
+  held_reader.reset();
   held.reset();
   for (auto& th : threads) th.join();
   EXPECT_EQ(done, 8);
-  EXPECT_EQ(one.peak(), 1u);
+  EXPECT_EQ(one.peak(), 2u);
 }
 
 TEST(background_jobs, runs_drops_when_full_and_stops) {
