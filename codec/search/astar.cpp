@@ -54,6 +54,7 @@
 #include "codec/dsl/scratch.h"
 #include "codec/entropy/rans_static.h"
 #include "codec/leaves/rans_static.h"
+#include "codec/search/closed_form.h"
 #include "codec/search/cost_model.h"
 #include "codec/search/decode_speed.h"
 #include "codec/search/sparse_mask.h"
@@ -1023,7 +1024,9 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
 
 namespace {
 
-void fill_table(node& leaf, sparse_hist const& h) {
+// The empty table of `leaf` for histogram `h`: choose_rans_static's, or at
+// precision 2^scale.
+void fill_table(node& leaf, sparse_hist const& h, unsigned scale = 0) {
   if (leaf.op != opcode::rans_static || !leaf.blob.empty() || h.empty()) {
     return;
   }
@@ -1031,7 +1034,10 @@ void fill_table(node& leaf, sparse_hist const& h) {
   std::vector<uint64_t> counts;
   symbols.reserve(h.size()), counts.reserve(h.size());
   for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
-  leaf.blob = choose_rans_static(symbols, counts).blob;
+  leaf.blob = scale == 0
+                  ? choose_rans_static(symbols, counts).blob
+                  : serialize_rans_static_table(
+                        quantized_rans_static_table(symbols, counts, scale));
 }
 
 // Fits the empty tables under `elements`, a node on 16-bit elements whose
@@ -1048,9 +1054,14 @@ void fill_table(node& leaf, sparse_hist const& h) {
 // counted without the operator's encode (whose values copy was the rest of
 // that pass).
 void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
-                  byte_view data, size_t chunk_elements) {
+                  byte_view data, size_t chunk_elements,
+                  double small_table_margin, double& extra) {
   if (elements.op == opcode::rans_static) {
-    fill_table(elements, h);
+    // The elements' own table: smaller under the store's margin.
+    if (elements.blob.empty()) {
+      fill_table(elements, h,
+                 smaller_table_scale(h, small_table_margin, &extra));
+    }
     return;
   }
   if (elements.op == opcode::sparse && elements.children.size() == 2) {
@@ -1061,12 +1072,12 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
       mask.blob = choose_rans_static(bytes).blob;
     }
     if (h.empty() || h.front().first != 0) {
-      fit_elements(elements.children[1], h, m, m_known, {}, 0);
+      fit_elements(elements.children[1], h, m, m_known, {}, 0, 0, extra);
       return;
     }
     sparse_hist const nonzero(h.begin() + 1, h.end());
     if (!nonzero.empty()) {
-      fit_elements(elements.children[1], nonzero, m, m_known, {}, 0);
+      fit_elements(elements.children[1], nonzero, m, m_known, {}, 0, 0, extra);
     }
     return;
   }
@@ -1088,15 +1099,18 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
 
 }  // namespace
 
-void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
-                               byte_view data, uint32_t chunk_size) {
+double fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
+                                 byte_view data, uint32_t chunk_size,
+                                 double small_table_margin) {
   if (program.op != opcode::view || program.params.size() < 2 ||
       program.params[0] != 2 || program.children.empty()) {
-    return;
+    return 0;
   }
+  double extra = 0;
   fit_elements(program.children[0], h, m,
                program.params[1] == static_cast<uint64_t>(m), data,
-               std::max<size_t>(1, chunk_size / 2));
+               std::max<size_t>(1, chunk_size / 2), small_table_margin, extra);
+  return extra;
 }
 
 search_result find_program(region_input const& in, prior const& p,
@@ -1109,9 +1123,9 @@ search_result find_program(region_input const& in, prior const& p,
   bool const tables = count_empty_tables(r.program) > 0;
   double const table_start = tables ? thread_cpu_ms() : 0;
   if (in.root_hist != nullptr && !in.root_hist->empty()) {
-    fit_tables_from_histogram(r.program, *in.root_hist,
-                              meaning_of(in.info.type), in.data,
-                              opt.chunk_size);
+    r.estimated_bytes += fit_tables_from_histogram(
+        r.program, *in.root_hist, meaning_of(in.info.type), in.data,
+        opt.chunk_size, in.small_table_margin);
   }
   fit_static_tables(r.program, in.data, opt.chunk_size);
   if (tables) r.table_ms = thread_cpu_ms() - table_start;

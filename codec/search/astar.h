@@ -97,9 +97,12 @@ void fit_static_tables(node& program, byte_view data, uint32_t chunk_size);
 /// pass over the region. So is sparse's nonzero values' table (h without
 /// 0), and its mask's from the elements' mask bytes where `data` (the
 /// region, coded in chunks of `chunk_size` bytes) is given. Other leaves are
-/// left for fit_static_tables.
-void fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
-                               byte_view data = {},
-                               uint32_t chunk_size = 1u << 20);
+/// left for fit_static_tables. The elements' own table takes a smaller
+/// precision under `small_table_margin` (region_input's); returns the bytes
+/// that adds to the program's estimate.
+double fit_tables_from_histogram(node& program, sparse_hist const& h, meaning m,
+                                 byte_view data = {},
+                                 uint32_t chunk_size = 1u << 20,
+                                 double small_table_margin = 0);
 
 }  // namespace brevis::codec::search

@@ -831,6 +831,33 @@ closed_form_parts closed_form_costs(region_input const& in,
   return parts;
 }
 
+unsigned smaller_table_scale(sparse_hist const& h, double margin,
+                             double* extra) {
+  if (extra != nullptr) *extra = 0;
+  if (h.size() < 2 || margin <= 0) return 0;
+  uint64_t n = 0;
+  for (auto const& [s, c] : h) n += c;
+  // The framing is the same at every precision: left out.
+  auto const cost = [&](unsigned scale) {
+    double payload_bits = 0;
+    double const blob =
+        estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
+    return blob + payload_bits / 8 + state_loss_bytes(n, scale);
+  };
+  unsigned const standard = rans_static_scale_for(h.size(), n);
+  double const at_standard = cost(standard);
+  unsigned best = 0;
+  for (unsigned scale = standard - 1;
+       scale >= smallest_table_scale && (size_t{1} << scale) >= 2 * h.size();
+       --scale) {
+    double const bytes = cost(scale);
+    if (bytes > at_standard * (1 + margin)) break;
+    best = scale;
+    if (extra != nullptr) *extra = bytes - at_standard;
+  }
+  return best;
+}
+
 closed_form_choice closed_form_decide(region_input const& in,
                                       closed_form_parts parts) {
   sparse_hist const& h = *in.root_hist;
@@ -891,6 +918,10 @@ closed_form_choice closed_form_decide(region_input const& in,
         best.estimated_bytes = bytes;
         extra = 0;
         best.scales.clear();
+        double smaller_extra = 0;
+        best.element_scale =
+            smaller_table_scale(h, in.small_table_margin, &smaller_extra);
+        best.estimated_bytes += smaller_extra;
       }
     }
   }
@@ -913,16 +944,20 @@ closed_form_choice closed_form_decide(region_input const& in,
 namespace {
 
 // The empty tables of `e`, a program of 16-bit elements of histogram `h`
-// (meaning `m`): their own table, or their split's children's at
-// precisions `scales`.
+// (meaning `m`): their own table (at precision `own_scale`, 0: the
+// standard), or their split's children's at precisions `scales`.
 void build_element_tables(node& e, sparse_hist const& h, meaning m,
-                          std::span<unsigned const> scales) {
+                          std::span<unsigned const> scales,
+                          unsigned own_scale = 0) {
   if (e.op == opcode::rans_static && e.blob.empty()) {
     std::vector<uint32_t> symbols;
     std::vector<uint64_t> counts;
     symbols.reserve(h.size()), counts.reserve(h.size());
     for (auto const& [sym, c] : h) symbols.push_back(sym), counts.push_back(c);
-    e.blob = choose_rans_static(symbols, counts).blob;
+    e.blob = own_scale == 0
+                 ? choose_rans_static(symbols, counts).blob
+                 : serialize_rans_static_table(
+                       quantized_rans_static_table(symbols, counts, own_scale));
     return;
   }
   auto uses_table = [](node const& n) {
@@ -961,7 +996,7 @@ void build_closed_form_tables(closed_form_choice& choice, sparse_hist const& h,
     build_element_tables(e.children[1], values, m, choice.scales);
     return;
   }
-  build_element_tables(e, h, m, choice.scales);
+  build_element_tables(e, h, m, choice.scales, choice.element_scale);
 }
 
 std::optional<closed_form_choice> closed_form_program(region_input const& in,

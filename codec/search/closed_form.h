@@ -40,6 +40,9 @@ struct closed_form_choice {
   // until they are built: of the elements' split, or of sparse's nonzero
   // values' split.
   std::vector<unsigned> scales;
+  // The precision of the elements' own table, when it wins (0: the
+  // standard), until it is built.
+  unsigned element_scale = 0;
   // A sparse winner's mask: its bytes' histogram and its table's precision,
   // until its table is built.
   std::vector<uint64_t> mask_counts;
@@ -68,6 +71,15 @@ inline constexpr double split_stream_margin = 0.005;
 /// fewest streams, then the fewest bytes, then the lowest rank. Returns its
 /// index (c.size() when `c` is empty).
 size_t pick_split(std::span<split_candidate const> c);
+
+/// The smallest precision a table of the 16-bit elements of histogram `h`
+/// may take under region_input::small_table_margin: below the standard
+/// (rans_static_scale_for's), down to 2^smallest_table_scale, each step
+/// down while the table's estimated bytes stay within `margin` of the
+/// standard's. 0: the standard. `extra` (if given): the bytes it adds.
+unsigned smaller_table_scale(sparse_hist const& h, double margin,
+                             double* extra = nullptr);
+inline constexpr unsigned smallest_table_scale = 14;
 
 /// The closed form's candidates that the file's shared table does not
 /// change, costed from the region's marginals `mg` (while they are at

@@ -42,6 +42,12 @@ struct region_input {
   // leaves. 0: the smaller wins.
   uint64_t wide_static_from = 0;
   double wide_static_margin = 0;
+  // The store's reads again: a table of the elements themselves (a whole
+  // 16-bit word a symbol) takes fewer slots than the standard, down to
+  // 2^14, where that costs at most this share more (closed_form.h's
+  // smaller_table_scale): a smaller decode table decodes faster. 0: the
+  // standard.
+  double small_table_margin = 0;
 
   /// How many chunks code the whole region (at least one).
   [[nodiscard]] double chunks() const {

@@ -305,7 +305,8 @@ class search_file_chooser final : public recording_chooser {
         .wide_static_from = opt_.wide_static_margin > 0
                                 ? uint64_t{1} << opt_.wide_lanes_log2
                                 : 0,
-        .wide_static_margin = opt_.wide_static_margin};
+        .wide_static_margin = opt_.wide_static_margin,
+        .small_table_margin = opt_.small_table_margin};
     auto choice = search::closed_form_program(in, false);
     if (!choice) return false;
     program = std::move(choice->program);
@@ -497,7 +498,8 @@ class search_file_chooser final : public recording_chooser {
                           .data = data,
                           .tables = tables_ && whole ? &*tables_ : nullptr,
                           .root_hist = hist,
-                          .chunk_size = o.chunk_size};
+                          .chunk_size = o.chunk_size,
+                          .small_table_margin = opt_.small_table_margin};
     search::search_options so = o;
     if (opt_.sharing == table_sharing::per_region) so.time_ms = 0;
     std::span<search::decision const> seed_decisions;
@@ -664,10 +666,12 @@ std::unique_ptr<program_chooser> make_search_chooser(
     // role would keep their entropy-coded mantissas.
     throw std::invalid_argument("pack_mantissas is per-region choosing only");
   }
-  if (opt.wide_static_margin > 0 && opt.sharing != table_sharing::per_region) {
-    // The file's closed forms are settled with its tables, without it.
+  if ((opt.wide_static_margin > 0 || opt.small_table_margin > 0) &&
+      opt.sharing != table_sharing::per_region) {
+    // The file's closed forms are settled with its tables, without them.
     throw std::invalid_argument(
-        "wide_static_margin is per-region choosing only");
+        "wide_static_margin and small_table_margin are per-region choosing "
+        "only");
   }
   std::unique_ptr<program_chooser> chooser =
       std::make_unique<search_chooser>(opt);
@@ -687,6 +691,7 @@ search_chooser_options store_chooser_options() {
   o.pack_mantissas = true;
   o.wide_lanes_log2 = store_wide_lanes_log2;
   o.wide_static_margin = store_wide_static_margin;
+  o.small_table_margin = store_small_table_margin;
   return o;
 }
 

@@ -18,6 +18,7 @@
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/leaves/rans_static.h"
+#include "codec/search/astar.h"
 #include "codec/search/search_chooser.h"
 #include "tests/codec/generators.h"
 #include "tests/codec/parse_fixtures.h"
@@ -596,6 +597,130 @@ TEST(closed_form, store_chooser_takes_wide_static) {
   EXPECT_TRUE(uses_op(make_search_chooser(o)->choose(r, data), opcode::rans0));
   search_chooser_options per_file;
   per_file.wide_static_margin = store_wide_static_margin;
+  EXPECT_THROW(make_search_chooser(per_file), std::invalid_argument);
+}
+
+// bf16 words drawn from a codebook of `words` distinct values, the i-th
+// about 1/(i + 1) as often: a tensor its own table of whole words codes.
+std::vector<uint16_t> codebook_bf16(size_t n, size_t words, uint32_t seed) {
+  std::vector<double> weights(words);
+  for (size_t i = 0; i < words; ++i)
+    weights[i] = 1.0 / static_cast<double>(i + 1);
+  std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+  std::mt19937 rng(seed);
+  std::vector<uint16_t> out(n);
+  for (uint16_t& x : out) {
+    size_t const i = pick(rng);
+    x = static_cast<uint16_t>(0x3c00 + 7 * i);  // spread over the exponents
+  }
+  return out;
+}
+
+// The table of `h` at precision 2^scale and its bytes coding `data` (whole
+// 16-bit words), the table's blob included.
+size_t coded_at(sparse_hist const& h, bytes const& data, unsigned scale) {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
+  node leaf = make_leaf(opcode::rans_static);
+  leaf.blob = serialize_rans_static_table(
+      quantized_rans_static_table(symbols, counts, scale));
+  return encoded_size(leaf, data, 2) + leaf.blob.size();
+}
+
+// The store's leaning to smaller decode tables: the smallest precision
+// below the standard whose table codes within the margin of the
+// standard's, down to 2^14; none with no margin, and none where the
+// alphabet leaves no room below 2^16.
+TEST(closed_form, smaller_table_scale_within_its_margin) {
+  for (size_t words : {300, 3000, 12000}) {
+    bytes const data = pack(codebook_bf16(1 << 18, words, 5));
+    sparse_hist const h = sparse_histogram(data);
+    ASSERT_EQ(rans_static_scale_for(h.size(), (1 << 18)), 16u);
+    EXPECT_EQ(smaller_table_scale(h, 0), 0u);
+    double extra = -1;
+    unsigned const s = smaller_table_scale(h, 0.005, &extra);
+    ASSERT_GE(s, smallest_table_scale) << words;
+    ASSERT_LT(s, 16u) << words;
+    EXPECT_LE(extra, 0.005 * static_cast<double>(coded_at(h, data, 16)));
+    // What the tables code to: within the margin, and a little for the
+    // estimates (within 1% of a table's bytes, above).
+    size_t const standard = coded_at(h, data, 16);
+    size_t const smaller = coded_at(h, data, s);
+    EXPECT_LE(static_cast<double>(smaller),
+              static_cast<double>(standard) * (1 + 0.005 + 0.002))
+        << words << " words at 2^" << s;
+    if (s > smallest_table_scale) {
+      // The next step down is past the margin.
+      EXPECT_GT(static_cast<double>(coded_at(h, data, s - 1)),
+                static_cast<double>(standard) * (1 + 0.005 - 0.002))
+          << words << " words at 2^" << s - 1;
+    }
+    // Any margin: down to 2^14, or as far as two slots a word allow.
+    unsigned floor = smallest_table_scale;
+    while ((size_t{1} << floor) < 2 * h.size()) ++floor;
+    EXPECT_EQ(smaller_table_scale(h, 0.5), floor) << words;
+  }
+  // 20,000 distinct words need more than 2^15 slots at two a word.
+  std::vector<uint16_t> spread(1 << 18);
+  for (size_t i = 0; i < spread.size(); ++i) {
+    spread[i] = static_cast<uint16_t>(0x3000 + i % 20000);
+  }
+  EXPECT_EQ(smaller_table_scale(sparse_histogram(pack(spread)), 0.5), 0u);
+}
+
+// The store's chooser codes a tensor of whole words by a table of fewer
+// slots (store_small_table_margin), whether the closed form or the search
+// chose its program, and it decodes; without the margin, 2^16 slots; a
+// per-file chooser refuses the margin.
+TEST(closed_form, store_chooser_takes_smaller_tables) {
+  size_t const n = 1 << 18;
+  bytes const data = pack(codebook_bf16(n, 3000, 9));
+  region const r{0, data.size(), region_kind::tensor, dtype::bf16, {n}, "w"};
+  auto const whole_word_scale = [&](node const& p) -> unsigned {
+    if (p.op != opcode::view || p.children.empty() ||
+        p.children[0].op != opcode::rans_static) {
+      ADD_FAILURE() << "not a table of whole words: " << program_text(p);
+      return 0;
+    }
+    return parse_rans_static_table(p.children[0].blob, 2).scale;
+  };
+  node const p = make_store_chooser()->choose(r, data);
+  EXPECT_LT(whole_word_scale(p), 16u);
+  bytes payload;
+  encode_chunk(p, data, payload);
+  bytes back(data.size());
+  decode_chunk(p, payload, back.size(), back.data());
+  EXPECT_EQ(back, data);
+  search_chooser_options o = store_chooser_options();
+  o.small_table_margin = 0;
+  EXPECT_EQ(whole_word_scale(make_search_chooser(o)->choose(r, data)), 16u);
+  // The closed form's choice, and the search's tables
+  // (fit_tables_from_histogram), each on its own.
+  sparse_hist const own = sparse_histogram(data);
+  region_input in{.info = r, .data = data, .root_hist = &own};
+  auto const standard = closed_form_program(in, true);  // past the gate
+  ASSERT_TRUE(standard.has_value());
+  EXPECT_EQ(whole_word_scale(standard->program), 16u);
+  in.small_table_margin = store_small_table_margin;
+  auto const smaller = closed_form_program(in, true);
+  ASSERT_TRUE(smaller.has_value());
+  EXPECT_EQ(whole_word_scale(smaller->program),
+            smaller_table_scale(own, store_small_table_margin));
+  EXPECT_LE(smaller->estimated_bytes,
+            standard->estimated_bytes * (1 + store_small_table_margin));
+  node searched =
+      make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+              {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
+  sparse_hist const h = sparse_histogram(data);
+  double const extra = fit_tables_from_histogram(
+      searched, h, meaning::bf16, data, 1u << 20, store_small_table_margin);
+  double want_extra = 0;
+  EXPECT_EQ(whole_word_scale(searched),
+            smaller_table_scale(h, store_small_table_margin, &want_extra));
+  EXPECT_EQ(extra, want_extra);
+  search_chooser_options per_file;
+  per_file.small_table_margin = store_small_table_margin;
   EXPECT_THROW(make_search_chooser(per_file), std::invalid_argument);
 }
 
