@@ -224,7 +224,10 @@ TEST(chunk_cache, reserved_chunks_race_with_readers) {
 TEST(decode_slots, never_more_decodes_than_slots) {
   decode_slots slots(2);
   EXPECT_EQ(slots.size(), 2u);
-  std::atomic<int> inside{0}, most{0}, background{0}, most_background{0};
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  std::atomic<int> background{0};
+  std::atomic<int> most_background{0};
   auto note_most = [](std::atomic<int>& m, int now) {
     int seen = m;
     while (now > seen && !m.compare_exchange_weak(seen, now)) {
