@@ -1020,26 +1020,6 @@ void assign_tables(node& n, std::vector<std::vector<uint64_t>>& hists,
   for (node& k : n.children) assign_tables(k, hists, next);
 }
 
-}  // namespace
-
-namespace {
-
-// The empty table of `leaf` for histogram `h`: choose_rans_static's, or at
-// precision 2^scale.
-void fill_table(node& leaf, sparse_hist const& h, unsigned scale = 0) {
-  if (leaf.op != opcode::rans_static || !leaf.blob.empty() || h.empty()) {
-    return;
-  }
-  std::vector<uint32_t> symbols;
-  std::vector<uint64_t> counts;
-  symbols.reserve(h.size()), counts.reserve(h.size());
-  for (auto const& [s, c] : h) symbols.push_back(s), counts.push_back(c);
-  leaf.blob = scale == 0
-                  ? choose_rans_static(symbols, counts).blob
-                  : serialize_rans_static_table(
-                        quantized_rans_static_table(symbols, counts, scale));
-}
-
 // Fits the empty tables under `elements`, a node on 16-bit elements whose
 // histogram (over the whole region) is `h`, where the histograms of the
 // values they see follow from h: the elements themselves, their byte
@@ -1058,9 +1038,11 @@ void fit_elements(node& elements, sparse_hist const& h, meaning m, bool m_known,
                   double small_table_margin, double& extra) {
   if (elements.op == opcode::rans_static) {
     // The elements' own table: smaller under the store's margin.
-    if (elements.blob.empty()) {
-      fill_table(elements, h,
-                 smaller_table_scale(h, small_table_margin, &extra));
+    if (elements.blob.empty() && !h.empty()) {
+      double more = 0;
+      elements.blob =
+          own_table_blob(h, smaller_table_scale(h, small_table_margin, &more));
+      extra += more;
     }
     return;
   }

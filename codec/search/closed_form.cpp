@@ -99,6 +99,15 @@ struct static_cost {
   unsigned scale = 0;
 };
 
+// A static table of h's own (n symbols) at precision 2^scale: its blob and
+// payload, and the states' loss (its framing left out).
+double table_bytes(sparse_hist const& h, uint64_t n, unsigned scale) {
+  double payload_bits = 0;
+  double const blob =
+      estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
+  return blob + payload_bits / 8 + state_loss_bytes(n, scale);
+}
+
 // A static table of h's own (n symbols of `width` bytes): its bytes, blob
 // and framing included, at the precision that codes it smallest among those
 // that decode fast (small alphabets), else rans_static_scale_for's. Tables
@@ -113,12 +122,7 @@ static_cost static_leaf(sparse_hist const& h, uint64_t n, unsigned width,
                         double chunks) {
   static_cost best;
   if (h.size() < 2) return best;
-  auto cost = [&](unsigned scale) {
-    double payload_bits = 0;
-    double const blob =
-        estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
-    return blob + payload_bits / 8 + state_loss_bytes(n, scale);
-  };
+  auto cost = [&](unsigned scale) { return table_bytes(h, n, scale); };
   unsigned const standard = rans_static_scale_for(h.size(), n);
   if (h.size() > small_alphabet || standard <= 10) {
     best = {cost(standard), standard};
@@ -831,31 +835,59 @@ closed_form_parts closed_form_costs(region_input const& in,
   return parts;
 }
 
+namespace {
+
+// The symbols of a histogram and their counts, as the tables take them.
+struct present_values {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> counts;
+};
+
+present_values present_of(sparse_hist const& h) {
+  present_values v;
+  v.symbols.reserve(h.size()), v.counts.reserve(h.size());
+  for (auto const& [s, c] : h) v.symbols.push_back(s), v.counts.push_back(c);
+  return v;
+}
+
+}  // namespace
+
 unsigned smaller_table_scale(sparse_hist const& h, double margin,
                              double* extra) {
   if (extra != nullptr) *extra = 0;
   if (h.size() < 2 || margin <= 0) return 0;
   uint64_t n = 0;
   for (auto const& [s, c] : h) n += c;
-  // The framing is the same at every precision: left out.
-  auto const cost = [&](unsigned scale) {
-    double payload_bits = 0;
-    double const blob =
-        estimate_rans_static_blob_bytes(h, n, scale, &payload_bits);
-    return blob + payload_bits / 8 + state_loss_bytes(n, scale);
-  };
   unsigned const standard = rans_static_scale_for(h.size(), n);
-  double const at_standard = cost(standard);
+  auto const fits = [&](unsigned scale) {
+    return scale >= smallest_table_scale &&
+           (size_t{1} << scale) >= 2 * h.size();
+  };
+  if (!fits(standard - 1)) return 0;
+  // Alphabets of up to fast_table_symbols that choose_rans_static gives a
+  // table of 2^12 slots (in L1: faster still) keep it.
+  if (h.size() <= fast_table_symbols) {
+    present_values const v = present_of(h);
+    if (choose_rans_static(v.symbols, v.counts).table.scale < standard) {
+      return 0;
+    }
+  }
+  double const at_standard = table_bytes(h, n, standard);
   unsigned best = 0;
-  for (unsigned scale = standard - 1;
-       scale >= smallest_table_scale && (size_t{1} << scale) >= 2 * h.size();
-       --scale) {
-    double const bytes = cost(scale);
+  for (unsigned scale = standard - 1; fits(scale); --scale) {
+    double const bytes = table_bytes(h, n, scale);
     if (bytes > at_standard * (1 + margin)) break;
     best = scale;
     if (extra != nullptr) *extra = bytes - at_standard;
   }
   return best;
+}
+
+bytes own_table_blob(sparse_hist const& h, unsigned scale) {
+  present_values const v = present_of(h);
+  return scale == 0 ? choose_rans_static(v.symbols, v.counts).blob
+                    : serialize_rans_static_table(quantized_rans_static_table(
+                          v.symbols, v.counts, scale));
 }
 
 closed_form_choice closed_form_decide(region_input const& in,
@@ -918,10 +950,9 @@ closed_form_choice closed_form_decide(region_input const& in,
         best.estimated_bytes = bytes;
         extra = 0;
         best.scales.clear();
-        double smaller_extra = 0;
+        // Weighed on the standard's bytes, as the wide preference's extra.
         best.element_scale =
-            smaller_table_scale(h, in.small_table_margin, &smaller_extra);
-        best.estimated_bytes += smaller_extra;
+            smaller_table_scale(h, in.small_table_margin, &extra);
       }
     }
   }
@@ -934,6 +965,7 @@ closed_form_choice closed_form_decide(region_input const& in,
     best.estimated_bytes = parts.sparse_bytes;
     extra = parts.sparse_extra;
     best.scales = std::move(parts.sparse_scales);
+    best.element_scale = 0;
     best.mask_counts = std::move(parts.mask_counts);
     best.mask_scale = parts.mask_scale;
   }
@@ -950,14 +982,7 @@ void build_element_tables(node& e, sparse_hist const& h, meaning m,
                           std::span<unsigned const> scales,
                           unsigned own_scale = 0) {
   if (e.op == opcode::rans_static && e.blob.empty()) {
-    std::vector<uint32_t> symbols;
-    std::vector<uint64_t> counts;
-    symbols.reserve(h.size()), counts.reserve(h.size());
-    for (auto const& [sym, c] : h) symbols.push_back(sym), counts.push_back(c);
-    e.blob = own_scale == 0
-                 ? choose_rans_static(symbols, counts).blob
-                 : serialize_rans_static_table(
-                       quantized_rans_static_table(symbols, counts, own_scale));
+    e.blob = own_table_blob(h, own_scale);
     return;
   }
   auto uses_table = [](node const& n) {

@@ -77,9 +77,15 @@ size_t pick_split(std::span<split_candidate const> c);
 /// (rans_static_scale_for's), down to 2^smallest_table_scale, each step
 /// down while the table's estimated bytes stay within `margin` of the
 /// standard's. 0: the standard. `extra` (if given): the bytes it adds.
+/// Alphabets of up to fast_table_symbols that choose_rans_static gives its
+/// fast table (2^fast_table_scale slots) keep it.
 unsigned smaller_table_scale(sparse_hist const& h, double margin,
                              double* extra = nullptr);
 inline constexpr unsigned smallest_table_scale = 14;
+
+/// The blob of a table of the 16-bit elements of histogram `h` at precision
+/// 2^scale (0: choose_rans_static's).
+bytes own_table_blob(sparse_hist const& h, unsigned scale);
 
 /// The closed form's candidates that the file's shared table does not
 /// change, costed from the region's marginals `mg` (while they are at

@@ -49,9 +49,10 @@ struct search_chooser_options {
   // most this share more (region_input::wide_static_margin). The store:
   // store_wide_static_margin.
   double wide_static_margin = 0;
-  // Per-region choosing: the closed form's own table of a tensor's elements
-  // takes a smaller precision where it costs at most this share more
-  // (region_input::small_table_margin). The store: store_small_table_margin.
+  // Per-region choosing: a table of a tensor's elements themselves (the
+  // closed form's or the search's) takes a smaller precision where it costs
+  // at most this share more (region_input::small_table_margin). The store:
+  // store_small_table_margin.
   double small_table_margin = 0;
   // Runs the passes over a whole file (every bf16/fp16 tensor's count, its
   // closed-form costs and choice) on the caller's threads; empty: serially.
@@ -77,9 +78,10 @@ inline constexpr unsigned store_wide_lanes_log2 = 12;
 /// The store's small_table_margin: a bf16/fp16 tensor's own table of whole
 /// 16-bit words takes 2^15 or 2^14 slots instead of 2^16 where that costs
 /// at most 0.5% more. `store add` of ckpt-300m (Zen 4): packs 176,755,587
-/// -> 177,011,835 B (+0.145%); `store get -T1` CPU 226.4 -> 215.9 ms (-4.6%,
-/// medians of 8 alternated runs, pinned): the 59 M symbols decoded from
-/// tables of 2^16 slots are now 1.8 M. A 1% margin: -6.6% for +0.215%.
+/// -> 177,012,797 B (+0.145%); `store get -T1` CPU -4.3% (223.6 -> 213.9
+/// and 240.9 -> 230.6 ms, medians of 8 alternated runs, pinned, an hour
+/// apart): the 59 M symbols decoded from tables of 2^16 slots are now
+/// 1.8 M. A 1% margin: -6.6% for +0.215%.
 /// Like store_search_budget, every writer of a store must use the same
 /// value, or a tensor stored again codes to another payload.
 inline constexpr double store_small_table_margin = 0.005;

@@ -221,7 +221,7 @@ TEST(chunk_cache, reserved_chunks_race_with_readers) {
   }
 }
 
-TEST(decode_slots, never_more_decodes_than_slots) {
+TEST(decode_slots, never_more_decodes_than_slots_and_a_readers) {
   decode_slots slots(2);
   EXPECT_EQ(slots.size(), 2u);
   std::atomic<int> inside{0};
@@ -267,7 +267,21 @@ TEST(decode_slots, a_reader_has_a_slot_beyond_the_background_decodes) {
     decode_slots::slot const s(slots, false);
     third_in = true;
   });
-  while (slots.waiting() < 1) std::this_thread::yield();
+  auto const waits = [&](size_t n) {
+    auto const deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (slots.waiting() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    return slots.waiting() >= n;
+  };
+  if (!waits(1)) {
+    ADD_FAILURE() << "a third background decode did not wait";
+    b.reset();
+    third.join();
+    a.reset();
+    return;
+  }
   for (int round = 0; round < 2; ++round) {
     std::atomic<bool> read{false};
     std::thread reader([&] {
@@ -342,10 +356,11 @@ TEST(decode_slots, slots_lend_their_scratch_pools) {
   }).join();
 }
 
-// A slot let go wakes one waiter, a reader first. Two let go at once
-// while a reader and a background decode wait: the reader takes one, and
-// the other reaches the background decode, which the waiting reader held
-// back when it was let go (a hang here is a lost wake-up).
+// A slot let go wakes one waiter, a reader first. Every slot let go at
+// once while a reader and a background decode wait: the reader takes one,
+// and another reaches the background decode, which the waiting reader held
+// back when they were let go (a lost wake-up leaves a waiter to its 100 ms
+// re-check: slower, not hung).
 TEST(decode_slots, slots_let_go_together_reach_every_waiter) {
   for (int round = 0; round < 50; ++round) {
     decode_slots slots(2);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -602,15 +603,17 @@ TEST(closed_form, store_chooser_takes_wide_static) {
 
 // bf16 words drawn from a codebook of `words` distinct values, the i-th
 // about 1/(i + 1) as often: a tensor its own table of whole words codes.
+// Drawn from mt19937's raw output (the same on every standard library).
 std::vector<uint16_t> codebook_bf16(size_t n, size_t words, uint32_t seed) {
-  std::vector<double> weights(words);
-  for (size_t i = 0; i < words; ++i)
-    weights[i] = 1.0 / static_cast<double>(i + 1);
-  std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+  std::vector<uint64_t> upto(words);  // cumulative weights, 2^20 / (i + 1)
+  uint64_t total = 0;
+  for (size_t i = 0; i < words; ++i) upto[i] = total += (1u << 20) / (i + 1);
   std::mt19937 rng(seed);
   std::vector<uint16_t> out(n);
   for (uint16_t& x : out) {
-    size_t const i = pick(rng);
+    uint64_t const r = ((uint64_t{rng()} << 32) | rng()) % total;
+    size_t const i = static_cast<size_t>(
+        std::upper_bound(upto.begin(), upto.end(), r) - upto.begin());
     x = static_cast<uint16_t>(0x3c00 + 7 * i);  // spread over the exponents
   }
   return out;
@@ -660,6 +663,23 @@ TEST(closed_form, smaller_table_scale_within_its_margin) {
     unsigned floor = smallest_table_scale;
     while ((size_t{1} << floor) < 2 * h.size()) ++floor;
     EXPECT_EQ(smaller_table_scale(h, 0.5), floor) << words;
+  }
+  // Up to fast_table_symbols distinct words: choose_rans_static's table
+  // (2^12 where that costs little), which the store's chooser keeps.
+  {
+    bytes const data = pack(codebook_bf16(1 << 18, 200, 5));
+    sparse_hist const h = sparse_histogram(data);
+    ASSERT_LE(h.size(), fast_table_symbols);
+    EXPECT_EQ(smaller_table_scale(h, 0.5), 0u);
+    node searched =
+        make_op(opcode::view, {2, static_cast<uint64_t>(meaning::bf16)},
+                {make_leaf(opcode::rans_static), make_leaf(opcode::raw)});
+    EXPECT_EQ(fit_tables_from_histogram(searched, h, meaning::bf16, data,
+                                        1u << 20, store_small_table_margin),
+              0.0);
+    EXPECT_EQ(searched.children[0].blob, own_table_blob(h, 0));
+    EXPECT_EQ(parse_rans_static_table(searched.children[0].blob, 2).scale,
+              fast_table_scale);
   }
   // 20,000 distinct words need more than 2^15 slots at two a word.
   std::vector<uint16_t> spread(1 << 18);
