@@ -1130,6 +1130,11 @@ void coder::decode_pair(decode_job const& a, decode_job const& b) {
 }
 
 void coder::decode_siblings(std::span<decode_job const> jobs) {
+  if (jobs.size() == 1) {  // a chunk's one stream, the store's usual node
+    decode_job const& j = jobs.front();
+    j.c->decode(j.payload, j.count, j.out, j.wide_at);
+    return;
+  }
   // The pairable jobs of each kind, the longest first; the rest alone.
   std::vector<decode_job const*> kinds[2];
   for (decode_job const& j : jobs) {

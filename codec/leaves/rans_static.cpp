@@ -867,6 +867,20 @@ class rans_static_leaf final : public leaf_def {
     // them meanwhile); batches hold at most sibling_table_bytes of tables,
     // so that a node of many siblings, each with its own 2^16-slot table,
     // does not keep all of them at once.
+    auto const coder_of = [](decode_job const& j) {
+      unsigned const w = j.in.width;
+      fail_if(w != 1 && w != 2, errc::bad_program,
+              "rans_static codes 8- or 16-bit lanes");
+      fail_if(j.out_size % w != 0, errc::corrupt,
+              "rans_static: size is not a whole number of lanes");
+      return coder_for(j.n->blob, w);
+    };
+    if (jobs.size() == 1) {  // a chunk's one stream: no batch to build
+      decode_job const& j = jobs.front();
+      coder_of(j)->decode(j.payload, j.out_size / j.in.width, j.out,
+                          wide_at(*j.n));
+      return;
+    }
     std::vector<std::shared_ptr<rans_static::coder const>> coders;
     std::vector<rans_static::coder::decode_job> batch;
     size_t held = 0;
@@ -878,11 +892,7 @@ class rans_static_leaf final : public leaf_def {
     };
     for (decode_job const& j : jobs) {
       unsigned const w = j.in.width;
-      fail_if(w != 1 && w != 2, errc::bad_program,
-              "rans_static codes 8- or 16-bit lanes");
-      fail_if(j.out_size % w != 0, errc::corrupt,
-              "rans_static: size is not a whole number of lanes");
-      auto c = coder_for(j.n->blob, w);
+      auto c = coder_of(j);
       size_t const tables = c->decode_table_bytes();
       if (!batch.empty() && held + tables > sibling_table_bytes) flush();
       held += tables;

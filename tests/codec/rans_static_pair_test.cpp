@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,10 @@ namespace brevis::codec {
 namespace {
 
 namespace rs = rans_static;
+
+// The kinds of CPU whose kernels the tuned level picks (rs::tune_for).
+constexpr std::array<rs::tuning, 4> every_tuning = {
+    rs::tuning::detected, rs::tuning::other, rs::tuning::zen, rs::tuning::zen4};
 
 // `count` symbols of `width` bytes from `symbols` distinct values, skewed.
 bytes skewed(size_t count, unsigned width, unsigned symbols, uint32_t seed) {
@@ -322,8 +327,7 @@ TEST(rans_static_pair_test, siblings_decode_like_separate_decodes) {
   for (unsigned simd = 0; simd < rs::simd_tuned; ++simd) {
     settings.push_back({simd, rs::tuning::detected});
   }
-  for (rs::tuning kind : {rs::tuning::detected, rs::tuning::other,
-                          rs::tuning::zen, rs::tuning::zen4}) {
+  for (rs::tuning kind : every_tuning) {
     settings.push_back({rs::simd_tuned, kind});
   }
   for (setting const& at : settings) {
@@ -386,8 +390,7 @@ TEST(rans_static_pair_test, many_large_tables_decode_in_batches) {
   check_program(program);
   for (unsigned simd = 0; simd <= rs::simd_tuned; ++simd) {
     rs::limit_simd(simd);
-    for (rs::tuning kind : {rs::tuning::detected, rs::tuning::other,
-                            rs::tuning::zen, rs::tuning::zen4}) {
+    for (rs::tuning kind : every_tuning) {
       rs::tune_for(kind);
       EXPECT_TRUE(roundtrips(program, chunk))
           << simd << " " << static_cast<int>(kind);
