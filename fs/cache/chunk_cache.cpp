@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codec/core/thread_name.h"
+
 namespace brevis::fs {
 namespace {
 
@@ -235,7 +237,10 @@ chunk_cache::counters chunk_cache::stats() const {
 background_jobs::background_jobs(unsigned threads, size_t max_queued)
     : max_queued_(max_queued) {
   for (unsigned i = 0; i < threads; ++i)
-    threads_.emplace_back([this] { run(); });
+    threads_.emplace_back([this] {
+      codec::name_this_thread("brevis-prefetch");
+      run();
+    });
 }
 
 background_jobs::~background_jobs() { stop(); }

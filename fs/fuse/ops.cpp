@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "codec/choose/chooser.h"
+#include "codec/core/thread_name.h"
 #include "codec/search/search_chooser.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/fuse/mount.h"
@@ -94,6 +95,11 @@ class kernel_notifier {
 };
 
 mount_fs& fs_of(fuse_req_t req) {
+  // libfuse starts its workers itself: each names itself at its first
+  // request (every operation asks for the filesystem).
+  thread_local bool const named =
+      (codec::name_this_thread("brevis-fuse"), true);
+  (void)named;
   return *static_cast<context*>(fuse_req_userdata(req))->fs;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "codec/core/thread_name.h"
 #include "fs/pipeline/event_log.h"
 
 namespace brevis::fs {
@@ -72,7 +73,10 @@ stop_signals::stop_signals(fuse_session* se, write_back_fn write_back)
     // restarted anyway).
     ::sigaction(sig, &sa, nullptr);
   }
-  flusher_ = std::thread([this] { flush_then_stop(); });
+  flusher_ = std::thread([this] {
+    codec::name_this_thread("brevis-stop");
+    flush_then_stop();
+  });
 }
 
 stop_signals::~stop_signals() {

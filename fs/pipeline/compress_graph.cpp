@@ -24,6 +24,7 @@
 #include "codec/container/archive.h"
 #include "codec/core/checksum.h"
 #include "codec/core/error.h"
+#include "codec/core/thread_name.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
 #include "fs/pipeline/mapping_guard.h"
@@ -128,7 +129,10 @@ class page_dropper {
     // A copy no larger than the slack never needs one (a small file's
     // job started two such threads for nothing).
     if (m_ && m_->bytes().size() > slack_) {
-      thread_ = std::thread([this] { run(); });
+      thread_ = std::thread([this] {
+        codec::name_this_thread("brevis-pagedrop");
+        run();
+      });
     }
   }
   ~page_dropper() {

@@ -2,12 +2,17 @@
 
 #include <algorithm>
 
+#include "codec/core/thread_name.h"
+
 namespace brevis::fs {
 
 compress_queue::compress_queue(job_fn job, unsigned workers)
     : job_(std::move(job)) {
   for (unsigned i = 0; i < std::max(1u, workers); ++i) {
-    threads_.emplace_back([this] { work(); });
+    threads_.emplace_back([this] {
+      codec::name_this_thread("brevis-compress");
+      work();
+    });
   }
 }
 

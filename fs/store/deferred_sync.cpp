@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "codec/core/thread_name.h"
+
 namespace brevis::fs::detail {
 
 deferred_sync::deferred_sync(std::function<void()> sync,
@@ -23,7 +25,12 @@ void deferred_sync::due() {
   std::lock_guard lk(mu_);
   if (stopping_ || due_) return;  // one sync covers every commit before it
   // The thread first: when it cannot start, nothing is left due.
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] {
+      codec::name_this_thread("brevis-idxsync");
+      run();
+    });
+  }
   due_ = clock::now() + delay_;
   cv_.notify_all();
 }

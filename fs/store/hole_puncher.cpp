@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "codec/core/thread_name.h"
+
 namespace brevis::fs::detail {
 
 namespace {
@@ -28,7 +30,12 @@ void hole_puncher::add(std::vector<dead_record> const& records) {
   std::lock_guard lk(mu_);
   clock::time_point const due = clock::now() + delay_;
   for (dead_record const& r : records) queue_.push_back({due, r});
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] {
+      codec::name_this_thread("brevis-punch");
+      run();
+    });
+  }
   cv_.notify_all();
 }
 

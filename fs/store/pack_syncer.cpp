@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codec/core/thread_name.h"
+
 namespace brevis::fs::detail {
 
 pack_syncer::pack_syncer(pack_file& pack, uint64_t step)
@@ -21,7 +23,10 @@ void pack_syncer::appended(uint64_t end) {
     // commit's own sync does all of it.
     if (wake && !stopping_ && !no_thread_ && !thread_.joinable()) {
       try {
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] {
+          codec::name_this_thread("brevis-packsync");
+          run();
+        });
       } catch (...) {  // system_error, or bad_alloc for its state
         no_thread_ = true;
         wake = false;

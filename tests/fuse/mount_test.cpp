@@ -17,6 +17,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "tests/cli/helpers.h"
@@ -296,6 +298,33 @@ TEST_F(mount_test, du_sees_the_stored_size_as_soon_as_compressed) {
   }
   EXPECT_TRUE(proved) << "in every attempt the attributes were fetched after "
                          "the commit, or the machine stalled past the cache";
+  EXPECT_EQ(stop(SIGTERM), 0);
+}
+
+// The daemon's threads carry names that say what they do (`top -H`, perf,
+// /proc/PID/task/*/comm): its FUSE workers, prefetchers and compression
+// workers each by their own.
+TEST_F(mount_test, the_daemons_threads_are_named_by_their_work) {
+  mount(50);
+  std::string const data = sample_safetensors(5);
+  fs::path const f = mnt() / "named.safetensors";
+  write_file(f, data);
+  ASSERT_TRUE(wait_state({f}, "compressed")) << read_file(dir_ / "mount.log");
+  EXPECT_EQ(read_file(f), data);  // a read of the compressed file
+  std::map<std::string, int> names;
+  fs::path const tasks = fs::path("/proc") / std::to_string(pid_) / "task";
+  for (auto const& t : fs::directory_iterator(tasks)) {
+    std::string name = read_file(t.path() / "comm");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    ++names[name];
+  }
+  std::string all;
+  for (auto const& [name, count] : names) {
+    all += name + " x" + std::to_string(count) + "; ";
+  }
+  EXPECT_GE(names["brevis-fuse"], 1) << all;
+  EXPECT_GE(names["brevis-prefetch"], 2) << all;
+  EXPECT_GE(names["brevis-compress"], 1) << all;
   EXPECT_EQ(stop(SIGTERM), 0);
 }
 
