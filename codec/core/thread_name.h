@@ -12,7 +12,7 @@ namespace brevis::codec {
 template <unsigned N>
 void name_this_thread(char const (&name)[N]) noexcept {
   static_assert(N <= 16, "thread names hold at most 15 characters");
-  pthread_setname_np(pthread_self(), name);
+  pthread_setname_np(pthread_self(), static_cast<char const*>(name));
 }
 
 }  // namespace brevis::codec
