@@ -29,6 +29,7 @@
 #include "codec/dsl/scratch.h"
 #include "fs/pipeline/mapping_guard.h"
 #include "fs/pipeline/resident_memory.h"
+#include "fs/pipeline/tbb_worker_names.h"
 #include "fs/store/read_at.h"
 #include "fs/store/records.h"
 #include "fs/store/staged_commit.h"
@@ -475,6 +476,10 @@ compress_outcome run_job(store& s, codec::program_chooser const& chooser,
 compress_outcome compress_staged_file(store& s,
                                       codec::program_chooser const& chooser,
                                       compress_request const& req) noexcept {
+  try {
+    name_tbb_workers_of_this_thread();
+  } catch (...) {  // unnamed workers work all the same
+  }
   // Encoding without the encoder's own check decodes each chunk once (in
   // the verify stage) instead of twice. A chunk that fails it means a
   // faulty operator: run again carefully, so it falls back per chunk.

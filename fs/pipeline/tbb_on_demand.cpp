@@ -22,6 +22,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
+#include <tbb/task_scheduler_observer.h>
 #include <tbb/tbb_allocator.h>
 
 #include <cstdio>
@@ -63,6 +64,7 @@ enum entry : unsigned {
   execute_in_arena,
   terminate_arena,
   assertion_failure_at,
+  observe_of,
   entry_count
 };
 
@@ -104,6 +106,7 @@ constexpr char const* entry_names[entry_count] = {
     "baseE",
     "_ZN3tbb6detail2r19terminateERNS0_2d115task_arena_baseE",
     "_ZN3tbb6detail2r117assertion_failureEPKciS3_S3_",
+    "_ZN3tbb6detail2r17observeERNS0_2d123task_scheduler_observerEb",
 };
 static_assert(entry_names[entry_count - 1] != nullptr, "a name per entry");
 
@@ -299,6 +302,12 @@ void __TBB_EXPORTED_FUNC assertion_failure(char const* location, int line,
                                            char const* comment) {
   resolve<void(char const*, int, char const*, char const*)>(
       assertion_failure_at)(location, line, expression, comment);
+}
+
+void __TBB_EXPORTED_FUNC observe(d1::task_scheduler_observer& observer,
+                                 bool state) {
+  resolve<void(d1::task_scheduler_observer&, bool)>(observe_of)(observer,
+                                                                state);
 }
 
 }  // namespace tbb::detail::r1

@@ -24,6 +24,9 @@ if(BREVIS_TBB_ON_DEMAND)
   target_link_libraries(tbb_on_demand_test PRIVATE brevis_tbb)
   brevis_static_cxx_runtime(tbb_on_demand_test)
 endif()
+# oneTBB's workers named as they join a job's arena.
+brevis_add_test(tbb_worker_names_test fs/tbb_worker_names_test.cpp)
+target_link_libraries(tbb_worker_names_test PRIVATE brevis_pipeline brevis_tbb)
 # The SIGBUS guard of the compression job's file mappings.
 brevis_add_test(mapping_guard_test fs/mapping_guard_test.cpp)
 target_link_libraries(mapping_guard_test PRIVATE brevis_pipeline)
