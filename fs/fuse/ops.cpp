@@ -96,7 +96,7 @@ class kernel_notifier {
 
 mount_fs& fs_of(fuse_req_t req) {
   // libfuse starts its workers itself: each names itself at its first
-  // request (every operation asks for the filesystem).
+  // request that asks for the filesystem (all but RELEASEDIR do).
   thread_local bool const named =
       (codec::name_this_thread("brevis-fuse"), true);
   (void)named;

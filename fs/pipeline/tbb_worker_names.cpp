@@ -26,7 +26,8 @@ class worker_names final : public tbb::task_scheduler_observer {
 }  // namespace
 
 void name_tbb_workers_of_this_thread() {
-  // Ends with the thread, while oneTBB is still there.
+  // Ends with the thread, while oneTBB is still there (its record of the
+  // observer goes once every thread has left the arena: tests/lsan.supp).
   thread_local worker_names const names;
 }
 

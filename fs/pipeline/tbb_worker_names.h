@@ -7,7 +7,9 @@
 namespace brevis::fs {
 
 /// From now until this thread ends, workers that join its arena name
-/// themselves. Repeated calls on one thread do nothing more.
+/// themselves. Called before the thread's first graph: it also sets up the
+/// thread's arena, which the graphs then join. Repeated calls on one
+/// thread do nothing more.
 void name_tbb_workers_of_this_thread();
 
 }  // namespace brevis::fs
