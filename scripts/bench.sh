@@ -299,7 +299,11 @@ bench_mount() {
     sleep 0.05
   done
   mountpoint -q "$w/pmnt" || bench_die "passthrough mount failed"
-  mount_brevis "$w/store" "$w/bmnt" --quiet-ms 100
+  # --quiet-ms 0: a closed file is queued at once. The quiet period is a
+  # wait the user sets (default 1 s) for more writes, not the pipeline's
+  # work, and `compress -T2` has none: at 100 ms it was 0.1 s of the
+  # measured 0.69 s, the job itself 0.55 s (its log line).
+  mount_brevis "$w/store" "$w/bmnt" --quiet-ms 0
   cat "$ck" >/dev/null  # the source from the page cache for both copies
 
   # cp in, and close -> compressed (best of four each; each copy replaces
@@ -475,7 +479,7 @@ bench_mount() {
     echo "| measure | brevis mount | passthrough / reference | ratio | target |"
     echo "|---|---|---|---|---|"
     echo "| cp in | $(mbs "$b_cp") | $(mbs "$p_cp") | $(ratio "$p_cp" "$b_cp") | >= 0.8 |"
-    echo "| close -> compressed vs \`brevis compress -T2\` | ${b_job} s | ${c_t} s | $(ratio "$c_t" "$b_job") | >= 0.8 |"
+    echo "| close -> compressed vs \`brevis compress -T2\` (\`--quiet-ms 0\`: queued at close) | ${b_job} s | ${c_t} s | $(ratio "$c_t" "$b_job") | >= 0.8 |"
     echo "| (CPU: the daemon for the job, \`compress -T2\`) | ${j_cpu} s | ${c_cpu} s | | |"
     echo "| (against \`compress -T2 --verify\`, which decodes each chunk back as the job does) | ${b_job} s | ${cv_t} s | $(ratio "$cv_t" "$b_job") | |"
     echo "| sequential read, cold | $(mbs "$b_cold") | $(mbs "$p_cold") | $(ratio "$p_cold" "$b_cold") | >= 0.7 |"
