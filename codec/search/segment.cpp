@@ -86,16 +86,17 @@ std::vector<uint64_t> statistics_cuts(byte_view data, size_t min_part) {
   std::vector<uint64_t> cuts;
   size_t const blocks = data.size() / block;
   if (blocks < 4) return cuts;
-  std::vector<histogram> h(blocks);
-  for (size_t i = 0; i < blocks; ++i) {
-    h[i] = histogram_of(data.subspan(i * block, block));
-  }
+  // Neighbours alone are compared: two histograms at a time (one a block
+  // held 1/16 of the region: 336 MB for a 5 GiB sparse file).
+  histogram before = histogram_of(data.subspan(0, block));
+  histogram here{};
   uint64_t last = 0;
-  for (size_t i = 1; i < blocks; ++i) {
-    if (split_gain(h[i - 1], h[i]) < cut_threshold) continue;
+  for (size_t i = 1; i < blocks; ++i, before = here) {
+    here = histogram_of(data.subspan(i * block, block));
+    if (split_gain(before, here) < cut_threshold) continue;
     // The change lies in blocks i-1 and i: the cut that codes the left part
     // with block i-1's distribution and the right with block i's best.
-    auto const la = code_lengths(h[i - 1]), lb = code_lengths(h[i]);
+    auto const la = code_lengths(before), lb = code_lengths(here);
     size_t const from = (i - 1) * block, to = (i + 1) * block;
     double acc = 0, best = 0;
     size_t at = from;
