@@ -750,6 +750,10 @@ fuse_lowlevel_ops make_ops() {
   o.removexattr = op_removexattr;
   o.fallocate = op_fallocate;
   // No getlk/setlk/flock: the kernel keeps POSIX and BSD locks locally.
+  // No lseek: the kernel sends SEEK_DATA and SEEK_HOLE without writing back
+  // the pages it caches for the file first, so a staged copy's holes may
+  // still be data in flight; left to the kernel, the answer is data up to
+  // the size it knows, never a hole over data.
   return o;
 }
 

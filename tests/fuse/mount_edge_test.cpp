@@ -6,8 +6,8 @@
 // default_permissions enforces mode bits for other users), directory
 // listings that follow the directory, setgid directories, names longer
 // than NAME_MAX, FIFOs and sockets, removed directories, FIFOs and symlinks
-// still held open, a name replaced by rename while readers open it, and
-// fsync.
+// still held open, a name replaced by rename while readers open it,
+// SEEK_DATA and SEEK_HOLE, and fsync.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -163,6 +163,60 @@ TEST_F(mount_edge, sparse_five_gib_file) {
   remount({"--no-compress"});
   check("remounted");
   fsck_clean();
+}
+
+// SEEK_DATA and SEEK_HOLE never hide data: the kernel sends FUSE_LSEEK
+// without writing back the pages it caches first, so the staged copy's holes
+// are no answer while a writer's pages are in flight; the mount leaves lseek
+// to the kernel, whose answer (data up to the size it knows) is always
+// right. `cp --sparse=always`, which seeks for data, copies the file whole.
+TEST_F(mount_edge, seeking_data_and_holes_never_skips_data) {
+  ASSERT_EQ(d_.start({"--quiet-ms", "0"}), "");
+  fs::path const f = mnt() / "holes.bin";
+  off_t const size = 8 << 20;
+  std::vector<std::pair<off_t, std::string>> const pieces = {
+      {4 << 20, random_bytes(4096, 11)}, {size - 100, random_bytes(100, 12)}};
+  // The data at `off` (length `n`) is found where it is: SEEK_DATA from
+  // the start reaches it no later than `off`, SEEK_HOLE from `off` no
+  // earlier than its end.
+  auto data_found = [](int fd, off_t off, size_t n) {
+    off_t const d = ::lseek(fd, 0, SEEK_DATA);
+    off_t const h = ::lseek(fd, off, SEEK_HOLE);
+    return d >= 0 && d <= off && h >= off + static_cast<off_t>(n);
+  };
+  int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, size), 0);
+  for (auto const& [off, bytes] : pieces) {
+    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), off),
+              static_cast<ssize_t>(bytes.size()));
+    // Still open: the page may be the kernel's alone.
+    EXPECT_TRUE(data_found(fd, off, bytes.size())) << "open, at " << off;
+  }
+  EXPECT_EQ(::lseek(fd, size, SEEK_DATA), -1);
+  EXPECT_EQ(errno, ENXIO);
+  ASSERT_EQ(::close(fd), 0);
+  std::string want(static_cast<size_t>(size), '\0');
+  for (auto const& [off, bytes] : pieces) {
+    want.replace(static_cast<size_t>(off), bytes.size(), bytes);
+  }
+  auto check = [&](char const* when) {
+    int const rfd = ::open(f.c_str(), O_RDONLY);
+    ASSERT_GE(rfd, 0);
+    for (auto const& [off, bytes] : pieces) {
+      EXPECT_TRUE(data_found(rfd, off, bytes.size())) << when << ", at " << off;
+    }
+    ::close(rfd);
+    fs::path const copy = dir_ / "copy.bin";
+    fs::remove(copy);
+    run_result const r =
+        run_program({"/bin/cp", "--sparse=always", f.string(), copy.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(read_file(copy) == want) << when;
+  };
+  check("closed");
+  ASSERT_TRUE(wait_compressed({f})) << d_.log();
+  check("compressed");
 }
 
 // Each create is a few round trips and two commits: under the sanitizers
