@@ -96,7 +96,8 @@ std::vector<uint64_t> statistics_cuts(byte_view data, size_t min_part) {
     if (split_gain(before, here) < cut_threshold) continue;
     // The change lies in blocks i-1 and i: the cut that codes the left part
     // with block i-1's distribution and the right with block i's best.
-    auto const la = code_lengths(before), lb = code_lengths(here);
+    auto const la = code_lengths(before);
+    auto const lb = code_lengths(here);
     size_t const from = (i - 1) * block, to = (i + 1) * block;
     double acc = 0, best = 0;
     size_t at = from;

@@ -184,6 +184,7 @@ TEST_F(mount_edge, seeking_data_and_holes_never_skips_data) {
     off_t const h = ::lseek(fd, off, SEEK_HOLE);
     return d >= 0 && d <= off && h >= off + static_cast<off_t>(n);
   };
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
   int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, size), 0);
@@ -201,6 +202,7 @@ TEST_F(mount_edge, seeking_data_and_holes_never_skips_data) {
     want.replace(static_cast<size_t>(off), bytes.size(), bytes);
   }
   auto check = [&](char const* when) {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): open(2)
     int const rfd = ::open(f.c_str(), O_RDONLY);
     ASSERT_GE(rfd, 0);
     for (auto const& [off, bytes] : pieces) {
