@@ -28,10 +28,12 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 echo "== libFuzzer targets (clang): build and replay the corpora" >&2
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBREVIS_FUZZ=ON
-cmake --build build-fuzz --target fuzz_decode fuzz_program fuzz_parse
+cmake --build build-fuzz --target fuzz_decode fuzz_program fuzz_parse fuzz_compress
 # UBSan only prints unless told to stop: a report must fail the replay.
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-fuzz/tests/fuzz_decode -runs=0 tests/fuzz/corpus/decode tests/data/bad
 build-fuzz/tests/fuzz_program -runs=0 tests/fuzz/corpus/program
 build-fuzz/tests/fuzz_parse -runs=0 tests/fuzz/corpus/parse
+build-fuzz/tests/fuzz_compress -runs=0 tests/fuzz/corpus/parse \
+  tests/fuzz/corpus/compress tests/data/bad
 echo "== all tests passed" >&2
