@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libhtscodecs-dev libbz2-dev libzstd-dev
   libxxhash-dev
   nlohmann-json3-dev
-  zstd xz-utils gzip lz4 attr
+  zstd xz-utils gzip lz4 attr curl ca-certificates
   python3 python3-numpy python3-torch
 )
 # Node.js and npm (for fetching the corpus) may come from outside Debian; only

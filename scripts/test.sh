@@ -2,7 +2,8 @@
 # Installs what is needed, builds Release (build/) and an AddressSanitizer +
 # UndefinedBehaviorSanitizer tree (build-asan/), and runs every test in both;
 # then builds the libFuzzer targets with clang (build-fuzz/) and replays the
-# fuzz corpora through them.
+# fuzz corpora through them; then runs the store, pipeline, cache and mount
+# tests under ThreadSanitizer (scripts/tsan.sh, build-tsan/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +37,7 @@ build-fuzz/tests/fuzz_program -runs=0 tests/fuzz/corpus/program
 build-fuzz/tests/fuzz_parse -runs=0 tests/fuzz/corpus/parse
 build-fuzz/tests/fuzz_compress -runs=0 tests/fuzz/corpus/parse \
   tests/fuzz/corpus/compress tests/data/bad
+
+echo "== ThreadSanitizer: the store, the pipeline, the cache and the mounts" >&2
+bash scripts/tsan.sh
 echo "== all tests passed" >&2
