@@ -91,6 +91,35 @@ TEST(literal_test, refuses_bytes_the_blob_does_not_hold) {
   EXPECT_THROW(check_program(make_leaf(opcode::literal, {1})), error);
 }
 
+// The payload is the first offset where the value occurs, found in time
+// linear in the blob: 4 KiB chunks of a 64 KiB region of one repeated byte
+// with another at a chunk's start (Boyer-Moore-Horspool shifted one byte a
+// position there, comparing a whole chunk each time).
+TEST(literal_test, the_offset_is_the_first_occurrence_in_repetitive_blobs) {
+  leaf_def const* leaf = find_leaf(opcode::literal);
+  value_type const t{1, meaning::none};
+  auto offset_of = [&](node const& n, byte_view value) {
+    bytes payload;
+    leaf->encode(n, stream{bytes(value.begin(), value.end()), t}, payload);
+    byte_reader r(payload);
+    return r.varint();
+  };
+  bytes blob(64u << 10, 'a');
+  blob[15u << 12] = 'b';  // the last chunk's first byte
+  node const n = literal_of(blob);
+  byte_view const v = blob;
+  for (size_t chunk = 0; chunk < 16; ++chunk) {
+    // Chunks of 'a' alone occur first at 0; the last only where it is.
+    EXPECT_EQ(offset_of(n, v.subspan(chunk << 12, 4096)),
+              chunk < 15 ? 0u : chunk << 12)
+        << "chunk " << chunk;
+  }
+  // A value that starts in one chunk and ends in the next, and one found
+  // only at the end.
+  EXPECT_EQ(offset_of(n, v.subspan((15u << 12) - 100, 200)), (15u << 12) - 100);
+  EXPECT_EQ(offset_of(n, v.last(4097)), blob.size() - 4097);
+}
+
 TEST(literal_test, malformed_payloads_throw_and_never_crash) {
   std::mt19937 rng(71);
   bytes blob(3000);
