@@ -40,7 +40,10 @@ size_t first_mismatch(uint8_t const* a, uint8_t const* b, size_t n) {
 // quadratic: 12 s for 8 MiB of zeros with a few bytes of data past 4 MiB
 // (2^16 candidates, each compared for 4 MiB). The skip bounds the checks
 // in practice; a budget of compared elements bounds them always (past it:
-// no period, which only costs the repeat operator's offer).
+// no period, which only costs the repeat operator's offer; it counts
+// elements, not time, so the choice stays the same on every machine, but a
+// change to it may change a tensor's program, and so its payload, which the
+// store then no longer finds stored).
 template <typename T>
 uint64_t find_period(uint8_t const* d, size_t n) {
   if (n < 4) return 0;

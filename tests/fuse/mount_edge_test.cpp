@@ -219,6 +219,7 @@ TEST_F(mount_edge, seeking_data_and_holes_never_skips_data) {
   check("closed");
   ASSERT_TRUE(wait_compressed({f})) << d_.log();
   check("compressed");
+  fsck_clean();
 }
 
 // Each create is a few round trips and two commits: under the sanitizers

@@ -118,6 +118,35 @@ TEST(value_stats, the_period_is_the_smallest_one) {
   }
 }
 
+// Short sequences, where a wrong skip shows: a random pattern of up to the
+// whole length (so periods of every size), repeated, with none, one or two
+// elements changed; every element width.
+TEST(value_stats, the_period_of_short_sequences_is_the_smallest_one) {
+  std::mt19937_64 rng(29);
+  for (int round = 0; round < 40000; ++round) {
+    unsigned const width = 1u << (rng() % 4);
+    size_t const n = 4 + rng() % 197;
+    size_t const pattern = 1 + rng() % n;
+    unsigned const symbols = 1 + static_cast<unsigned>(rng() % 3);
+    std::vector<uint8_t> unit(pattern * width);
+    for (auto& b : unit) b = static_cast<uint8_t>(rng() % symbols);
+    bytes d(n * width);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = unit[i % unit.size()];
+    for (size_t changes = rng() % 3; changes > 0; --changes) {
+      d[(rng() % n) * width] = static_cast<uint8_t>(rng() % symbols);
+    }
+    value_stats s;
+    measure_whole(byte_view(d.data(), d.size()), width, s, true);
+    uint64_t const want = period_by_every_check(d, width);
+    if (s.constant) {
+      EXPECT_EQ(want, 1u);
+      continue;
+    }
+    ASSERT_EQ(s.period, want)
+        << "width " << width << " n " << n << " round " << round;
+  }
+}
+
 // 32 MiB of one value and a last element of another: every one of 2^16
 // candidates matches for all but the last element. Checking each to its
 // end compared 2^16 x 32 MiB (hours); skipping what a mismatch rules out,
