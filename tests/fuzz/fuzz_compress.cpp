@@ -46,7 +46,8 @@ program_chooser const& cli_chooser(size_t setup) {
 }
 
 [[noreturn]] void fail(char const* what, std::string const& why) {
-  std::fprintf(stderr, "fuzz_compress: %s: %s\n", what, why.c_str());
+  std::string const line = std::string("fuzz_compress: ") + what + ": " + why;
+  std::fputs((line + "\n").c_str(), stderr);
   std::abort();
 }
 
