@@ -25,6 +25,9 @@ class init_once {
     done_.store(true, std::memory_order_release);
   }
 
+  /// Whether a call completed the initialization.
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
  private:
   std::atomic<bool> done_{false};
   std::mutex mu_;

@@ -686,6 +686,13 @@ size_t coder::decode_table_bytes() const {
   return compact_ ? slots + 3 : slot_bytes(static_cast<uint32_t>(slots) + 1);
 }
 
+size_t coder::encode_table_bytes() const {
+  if (!enc_once_.done()) return 0;
+  return enc_index_.capacity() * sizeof(uint32_t) +
+         enc_.capacity() * sizeof(enc_entry) +
+         enc_bias_cmpl_.capacity() * sizeof(uint32_t);
+}
+
 coder::~coder() {
   if (enc_index_.size() >= pooled_index_from && index_pool_alive) {
     try {

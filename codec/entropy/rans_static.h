@@ -123,6 +123,10 @@ class coder {
   unsigned width() const { return width_; }
   /// The bytes of the tables decoding builds (whether built yet or not).
   size_t decode_table_bytes() const;
+  /// Whether decoding has built them (a coder that only encoded has not).
+  bool decoder_built() const { return dec_once_.done(); }
+  /// The bytes of the tables encoding has built (0 before it first ran).
+  size_t encode_table_bytes() const;
 
   /// Appends the payload coding data.size() / width symbols (data is a whole
   /// number of lanes), with wide_lanes states from `wide_at` symbols on

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <memory>
@@ -432,6 +433,17 @@ size_t rans_static_table_symbols(byte_view blob, unsigned width) {
   return count;
 }
 
+namespace {
+std::atomic<uint64_t>& coders_built() {  // by coder_for, below
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+}  // namespace
+
+uint64_t rans_static_coders_built() {
+  return coders_built().load(std::memory_order_relaxed);
+}
+
 unsigned rans_static_scale_for(size_t symbols, uint64_t count) {
   // 2^16 suits large values: their rare symbols each need a frequency of at
   // least one (coarser precisions measured 0.1% larger on bf16 weights). A
@@ -733,21 +745,32 @@ namespace {
 // them once even when several threads decode them (the mount's prefetch and
 // FUSE threads: with a cache per thread, building tables was 13% of a cold
 // read's CPU). Coders are immutable and shareable; a build runs outside the
-// lock. The cache is bounded by the coders' table bytes, not only by count:
-// every table it holds is memory a new table cannot reuse, and fresh memory
-// costs a page fault every 4 KiB (~15 us here) where refilling a warm table
-// at 2^16 slots takes ~25 us (16 coders at 2^16: 6 MiB paged in).
+// lock. The cache is bounded by the decode tables its coders have built, not
+// only by count: every table it holds is memory a new table cannot reuse,
+// and fresh memory costs a page fault every 4 KiB (~15 us here) where
+// refilling a warm table at 2^16 slots takes ~25 us (16 coders at 2^16:
+// 6 MiB paged in). Encoding's tables are bounded apart, and only what was
+// built is charged: a coder that only encodes (a file's shared tables, used
+// by every small tensor in turn) builds no decode tables, and charged for
+// them, six 16-bit shared tables evicted each other at every tensor, each
+// parsed and its encoder rebuilt every time (5,000 tensors of 128-2,048
+// bf16 values: 40% of compressing them). Coders without tables of a kind
+// over its bound are not evicted for it.
 class coder_cache {
  public:
   std::shared_ptr<rans_static::coder const> find(uint64_t hash,
                                                  bytes const& blob,
                                                  unsigned width) {
-    std::lock_guard lk(mu_);
+    std::vector<std::shared_ptr<rans_static::coder const>> evicted;  // freed
+    std::lock_guard lk(mu_);                                         // unlocked
     for (size_t i = 0; i < lru_.size(); ++i) {
       entry const& e = lru_[i];
       if (e.hash == hash && e.width == width && e.blob == blob) {
         std::rotate(lru_.begin(), lru_.begin() + static_cast<ptrdiff_t>(i),
                     lru_.begin() + static_cast<ptrdiff_t>(i) + 1);
+        // Tables built since the last look are charged now: coders found
+        // and decoded with stay within the bound too.
+        trim(1, 0, evicted);
         return lru_.front().c;
       }
     }
@@ -755,25 +778,53 @@ class coder_cache {
   }
   void put(uint64_t hash, bytes const& blob, unsigned width,
            std::shared_ptr<rans_static::coder const> c) {
-    // Freed unlocked.
-    std::vector<std::shared_ptr<rans_static::coder const>> evicted;
-    std::lock_guard lk(mu_);
+    std::vector<std::shared_ptr<rans_static::coder const>> evicted;  // freed
+    std::lock_guard lk(mu_);                                         // unlocked
     for (entry const& e : lru_) {
       if (e.hash == hash && e.width == width && e.blob == blob) return;
     }
-    size_t const add = c->decode_table_bytes();
-    // Evicted first, so that the new coder's tables can reuse theirs.
-    while (!lru_.empty() &&
-           (lru_.size() == slots || table_bytes_ + add > max_table_bytes)) {
-      table_bytes_ -= lru_.back().c->decode_table_bytes();
+    // Room for the new coder's decode tables, which it builds on its
+    // first decode if it has one: evicted first, so that they can reuse
+    // the evicted ones' memory.
+    trim(0, c->decode_table_bytes(), evicted);
+    if (lru_.size() == slots) {
       evicted.push_back(std::move(lru_.back().c));
       lru_.pop_back();
     }
-    table_bytes_ += add;
     lru_.insert(lru_.begin(), entry{hash, width, blob, std::move(c)});
   }
 
  private:
+  static size_t decode_bytes(rans_static::coder const& c) {
+    return c.decoder_built() ? c.decode_table_bytes() : 0;
+  }
+
+  // Evicts the least recently used coders, past the first `keep`, that
+  // hold tables of a kind over its bound (with `add_decoding` bytes more of
+  // decode tables); coders without such tables stay.
+  void trim(size_t keep, size_t add_decoding,
+            std::vector<std::shared_ptr<rans_static::coder const>>& evicted) {
+    size_t decoding = add_decoding;
+    size_t encoding = 0;
+    for (entry const& e : lru_) {
+      decoding += decode_bytes(*e.c);
+      encoding += e.c->encode_table_bytes();
+    }
+    for (size_t i = lru_.size(); i-- > keep;) {
+      bool const over_decoding = decoding > max_table_bytes;
+      bool const over_encoding = encoding > max_encode_table_bytes;
+      if (!over_decoding && !over_encoding) break;
+      size_t const d = decode_bytes(*lru_[i].c);
+      size_t const e = lru_[i].c->encode_table_bytes();
+      if ((over_decoding && d > 0) || (over_encoding && e > 0)) {
+        decoding -= d;
+        encoding -= e;
+        evicted.push_back(std::move(lru_[i].c));
+        lru_.erase(lru_.begin() + static_cast<ptrdiff_t>(i));
+      }
+    }
+  }
+
   // A file's shared tables alternate, and a few threads decode different
   // tensors at once.
   static constexpr size_t slots = 16;
@@ -785,6 +836,10 @@ class coder_cache {
   // which have one table at 2^16 a chunk: 60-110 more a file, against 4-7
   // fewer rebuilds).
   static constexpr size_t max_table_bytes = size_t{1} << 20;
+  // A 16-bit table's encoder holds ~0.3 MiB at a few thousand symbols (its
+  // index by symbol is most of it), up to 1.5 MiB at all 2^16: a file's
+  // shared tables fit.
+  static constexpr size_t max_encode_table_bytes = size_t{4} << 20;
   struct entry {
     uint64_t hash;
     unsigned width;
@@ -793,7 +848,6 @@ class coder_cache {
   };
   std::mutex mu_;
   std::vector<entry> lru_;
-  size_t table_bytes_ = 0;
 };
 
 coder_cache& coders() {
@@ -805,6 +859,7 @@ std::shared_ptr<rans_static::coder const> coder_for(bytes const& blob,
                                                     unsigned width) {
   uint64_t const hash = xxh3(blob);
   if (auto c = coders().find(hash, blob, width)) return c;
+  coders_built().fetch_add(1, std::memory_order_relaxed);
   auto c = std::make_shared<rans_static::coder const>(
       parse_rans_static_table(blob, width), width);
   coders().put(hash, blob, width, c);

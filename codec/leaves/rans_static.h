@@ -19,6 +19,10 @@ namespace brevis::codec {
 /// a width other than 1 or 2.
 node make_rans_static(stream const& sample_or_whole_value, unsigned width);
 
+/// How many coders the leaf has built from its nodes' table blobs, in this
+/// process (it keeps the last few it built; for tests of that cache).
+uint64_t rans_static_coders_built();
+
 /// The precision (log2) for a table of `symbols` symbols coding `count`
 /// symbols: 2^10..2^16, growing with both.
 unsigned rans_static_scale_for(size_t symbols, uint64_t count);

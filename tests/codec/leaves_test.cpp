@@ -442,5 +442,52 @@ TEST(leaves_test, leaves_at_the_root_read_no_byte_past_the_chunk) {
   ::munmap(area, size + page);
 }
 
+// The leaf keeps the coders it built from its nodes' blobs, bounded by the
+// decode tables they have built. Six 16-bit tables at 2^16 slots (384 KiB of
+// decode tables each, more than the bound holds of them) that only encode,
+// in turn, as a file's shared tables do for its small tensors: each is built
+// once. Decoded in turn, their tables are charged and evict each other.
+TEST(leaves_test, rans_static_coders_that_only_encode_stay_cached) {
+  value_type const t{2, meaning::none};
+  std::vector<node> nodes;
+  std::vector<bytes> data;
+  for (uint32_t k = 0; k < 6; ++k) {
+    bytes d(size_t{2} * 40000);
+    uint64_t x = 0x9e3779b97f4a7c15ull * (k + 1);
+    for (size_t i = 0; i < d.size(); i += 2) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      // ~3,000 symbols, a different range for each table.
+      uint32_t const v = 1000 * k + static_cast<uint32_t>(x % 3000);
+      d[i] = static_cast<uint8_t>(v);
+      d[i + 1] = static_cast<uint8_t>(v >> 8);
+    }
+    nodes.push_back(make_rans_static(stream{d, t}, 2));
+    data.push_back(std::move(d));
+  }
+  leaf_def const* const leaf = find_leaf(opcode::rans_static);
+  std::vector<bytes> coded(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    leaf->encode(nodes[i], stream{data[i], t}, coded[i]);
+  uint64_t const built = rans_static_coders_built();
+  for (int round = 0; round < 4; ++round) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      bytes again;
+      leaf->encode(nodes[i], stream{data[i], t}, again);
+      EXPECT_EQ(again, coded[i]);
+    }
+  }
+  EXPECT_EQ(rans_static_coders_built(), built);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      bytes back(data[i].size());
+      leaf->decode(nodes[i], t, coded[i], back.size(), back.data());
+      EXPECT_EQ(back, data[i]);
+    }
+  }
+  // At most two of them keep their 384 KiB at once (the bound is 1 MiB):
+  // the second round rebuilt at least four.
+  EXPECT_GE(rans_static_coders_built(), built + 4);
+}
+
 }  // namespace
 }  // namespace brevis::codec
