@@ -804,21 +804,25 @@ class coder_cache {
   // decode tables); coders without such tables stay.
   void trim(size_t keep, size_t add_decoding,
             std::vector<std::shared_ptr<rans_static::coder const>>& evicted) {
+    // Read once: other threads build tables outside the lock, and a charge
+    // read twice could differ (the sums below then wrap).
+    std::array<size_t, slots> dec{};
+    std::array<size_t, slots> enc{};
     size_t decoding = add_decoding;
     size_t encoding = 0;
-    for (entry const& e : lru_) {
-      decoding += decode_bytes(*e.c);
-      encoding += e.c->encode_table_bytes();
+    for (size_t i = 0; i < lru_.size(); ++i) {
+      dec[i] = decode_bytes(*lru_[i].c);
+      enc[i] = lru_[i].c->encode_table_bytes();
+      decoding += dec[i];
+      encoding += enc[i];
     }
     for (size_t i = lru_.size(); i-- > keep;) {
       bool const over_decoding = decoding > max_table_bytes;
       bool const over_encoding = encoding > max_encode_table_bytes;
       if (!over_decoding && !over_encoding) break;
-      size_t const d = decode_bytes(*lru_[i].c);
-      size_t const e = lru_[i].c->encode_table_bytes();
-      if ((over_decoding && d > 0) || (over_encoding && e > 0)) {
-        decoding -= d;
-        encoding -= e;
+      if ((over_decoding && dec[i] > 0) || (over_encoding && enc[i] > 0)) {
+        decoding -= dec[i];
+        encoding -= enc[i];
         evicted.push_back(std::move(lru_[i].c));
         lru_.erase(lru_.begin() + static_cast<ptrdiff_t>(i));
       }
