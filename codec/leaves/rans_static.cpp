@@ -745,17 +745,16 @@ namespace {
 // them once even when several threads decode them (the mount's prefetch and
 // FUSE threads: with a cache per thread, building tables was 13% of a cold
 // read's CPU). Coders are immutable and shareable; a build runs outside the
-// lock. The cache is bounded by the decode tables its coders have built, not
-// only by count: every table it holds is memory a new table cannot reuse,
-// and fresh memory costs a page fault every 4 KiB (~15 us here) where
-// refilling a warm table at 2^16 slots takes ~25 us (16 coders at 2^16:
-// 6 MiB paged in). Encoding's tables are bounded apart, and only what was
-// built is charged: a coder that only encodes (a file's shared tables, used
-// by every small tensor in turn) builds no decode tables, and charged for
-// them, six 16-bit shared tables evicted each other at every tensor, each
-// parsed and its encoder rebuilt every time (5,000 tensors of 128-2,048
-// bf16 values: 40% of compressing them). Coders without tables of a kind
-// over its bound are not evicted for it.
+// lock. The cache is bounded by table bytes, not only by count: every table
+// it holds is memory a new table cannot reuse, and fresh memory costs a page
+// fault every 4 KiB (~15 us here) where refilling a warm table at 2^16 slots
+// takes ~25 us (16 coders at 2^16: 6 MiB paged in). Decode and encode
+// tables have bounds of their own, and a coder is charged only the tables
+// it has built (a new one also its decode tables to come): a coder that
+// only encodes, as a file's shared tables do, builds none for decoding,
+// and charged for them, a file's few 16-bit shared tables evicted each
+// other at every small tensor. Tables built between two looks are charged
+// at the next: the bounds hold at each look, not in between.
 class coder_cache {
  public:
   std::shared_ptr<rans_static::coder const> find(uint64_t hash,
@@ -768,8 +767,7 @@ class coder_cache {
       if (e.hash == hash && e.width == width && e.blob == blob) {
         std::rotate(lru_.begin(), lru_.begin() + static_cast<ptrdiff_t>(i),
                     lru_.begin() + static_cast<ptrdiff_t>(i) + 1);
-        // Tables built since the last look are charged now: coders found
-        // and decoded with stay within the bound too.
+        // Charges the tables built since the last look.
         trim(1, 0, evicted);
         return lru_.front().c;
       }

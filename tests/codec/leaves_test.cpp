@@ -484,9 +484,44 @@ TEST(leaves_test, rans_static_coders_that_only_encode_stay_cached) {
       EXPECT_EQ(back, data[i]);
     }
   }
-  // At most two of them keep their 384 KiB at once (the bound is 1 MiB):
-  // the second round rebuilt at least four.
+  // After each look at most two keep their 384 KiB (the bound is 1 MiB):
+  // the second round rebuilds at least four.
   EXPECT_GE(rans_static_coders_built(), built + 4);
+}
+
+// Encoders have a bound of their own (4 MiB): four with tables of 49,152
+// symbols up to 2^16 (1.25 MiB each, most of it their index and entries)
+// that only encode, in turn, evict each other.
+TEST(leaves_test, rans_static_encoders_past_their_bound_are_evicted) {
+  value_type const t{2, meaning::none};
+  std::vector<node> nodes;
+  std::vector<bytes> data;
+  for (uint32_t k = 0; k < 4; ++k) {
+    bytes d;
+    for (uint32_t v = 0; v < 65536; ++v) {
+      if (v % 4 == k) continue;  // a different set of symbols for each
+      for (int twice = 0; twice < 2; ++twice) {
+        d.push_back(static_cast<uint8_t>(v));
+        d.push_back(static_cast<uint8_t>(v >> 8));
+      }
+    }
+    nodes.push_back(make_rans_static(stream{d, t}, 2));
+    data.push_back(std::move(d));
+  }
+  leaf_def const* const leaf = find_leaf(opcode::rans_static);
+  uint64_t const built = rans_static_coders_built();
+  std::vector<bytes> first(nodes.size());
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      bytes coded;
+      leaf->encode(nodes[i], stream{data[i], t}, coded);
+      if (round == 0) first[i] = coded;
+      EXPECT_EQ(coded, first[i]);
+    }
+  }
+  // Kept, each would be built at most once (4); at most three encoders fit,
+  // so the rounds after the first rebuild some.
+  EXPECT_GT(rans_static_coders_built(), built + 4);
 }
 
 }  // namespace
