@@ -240,4 +240,8 @@ sparse_hist const* file_tables::histogram_of(uint64_t region_offset) const {
   return it == hist_of_.end() ? nullptr : &it->second;
 }
 
+void file_tables::release_histogram(uint64_t region_offset) {
+  hist_of_.erase(region_offset);
+}
+
 }  // namespace brevis::codec

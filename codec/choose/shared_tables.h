@@ -48,6 +48,8 @@ class file_tables {
   std::optional<use> table_for(uint64_t region_offset) const;
   /// The 16-bit histogram of a bf16/fp16 region (whole), if computed.
   sparse_hist const* histogram_of(uint64_t region_offset) const;
+  /// Frees that histogram, for a caller that will not read it again.
+  void release_histogram(uint64_t region_offset);
 
   /// CPU time (work_clock.h's thread_cpu_ms) spent counting the histogram
   /// of the region at `region_offset` (0 when not computed): the count of

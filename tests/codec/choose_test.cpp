@@ -6,6 +6,7 @@
 #include "codec/choose/chooser.h"
 #include "codec/choose/entropy_terms.h"
 #include "codec/choose/histogram.h"
+#include "codec/choose/shared_tables.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/operator.h"
 #include "codec/leaves/rans_static.h"
@@ -428,6 +429,37 @@ TEST(choose_test, small_tensors_of_a_file_share_a_table) {
     bytes const d(file.begin() + r.offset, file.begin() + r.offset + r.length);
     EXPECT_TRUE(roundtrips(programs[0], d));
   }
+}
+
+// The file's tables keep each bf16/fp16 region's histogram for its chooser,
+// which frees those it will not read again (most of its memory on a large
+// file).
+TEST(choose_test, file_tables_keep_histograms_until_released) {
+  std::vector<region> regions;
+  bytes file;
+  for (uint32_t k = 0; k < 3; ++k) {
+    bytes const f32 = gaussian_f32(2000, 0xffffffff, 40 + k);
+    bytes t;
+    for (size_t i = 0; i < 2000; ++i) {
+      testing::append(
+          t, static_cast<uint16_t>(load_le<uint32_t>(&f32[4 * i]) >> 16));
+    }
+    region r = tensor_region(dtype::bf16, t.size());
+    r.offset = file.size();
+    regions.push_back(r);
+    file.insert(file.end(), t.begin(), t.end());
+  }
+  file_tables tables(file, regions);
+  for (region const& r : regions) {
+    sparse_hist const* h = tables.histogram_of(r.offset);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(*h,
+              sparse_histogram(byte_view(file).subspan(r.offset, r.length)));
+  }
+  tables.release_histogram(regions[1].offset);
+  EXPECT_EQ(tables.histogram_of(regions[1].offset), nullptr);
+  EXPECT_NE(tables.histogram_of(regions[0].offset), nullptr);
+  EXPECT_NE(tables.histogram_of(regions[2].offset), nullptr);
 }
 
 }  // namespace
