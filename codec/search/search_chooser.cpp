@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -37,9 +38,12 @@ using search::prior;
 using search::region_input;
 using search::search_result;
 
+// Every byte equal to the next one: glibc's memcmp compares many at once
+// (a byte at a time, a 300 MB tensor of zeros but one value took 0.05 s a
+// call here, twice a region).
 bool all_bytes_equal(byte_view data) {
-  return std::all_of(data.begin(), data.end(),
-                     [&](uint8_t b) { return b == data.front(); });
+  return data.size() <= 1 ||
+         std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
 }
 
 node trivial_program(byte_view data) {

@@ -389,6 +389,26 @@ TEST(choose_test, tiny_regions_never_cost_more_than_raw_plus_a_byte) {
   }
 }
 
+// A region whose bytes are all equal gets a leaf of no payload (zero or
+// constant); one whose last byte alone differs does not, at every length.
+TEST(choose_test, only_all_equal_bytes_get_a_trivial_program) {
+  auto chooser = make_search_chooser();
+  for (size_t n : {2, 3, 17, 64, 65, 1000, 4099}) {
+    for (uint8_t fill : {uint8_t{0}, uint8_t{0x5a}}) {
+      SCOPED_TRACE(std::to_string(n) + " bytes of " + std::to_string(fill));
+      bytes d(n, fill);
+      node const same = chooser->choose(tensor_region(dtype::none, n), d);
+      EXPECT_TRUE(same.op == opcode::zero || same.op == opcode::constant)
+          << program_text(same);
+      d.back() ^= 1;
+      node const last = chooser->choose(tensor_region(dtype::none, n), d);
+      EXPECT_NE(last.op, opcode::zero) << program_text(last);
+      EXPECT_NE(last.op, opcode::constant) << program_text(last);
+      EXPECT_TRUE(roundtrips(last, d)) << program_text(last);
+    }
+  }
+}
+
 // Small bf16 tensors of one file with the same distribution share one
 // file-level table: the same program, stored once by the archive.
 TEST(choose_test, small_tensors_of_a_file_share_a_table) {

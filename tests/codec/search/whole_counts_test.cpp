@@ -165,6 +165,25 @@ TEST(whole_counts, nonzero_runs_continue_across_blocks_of_zeros) {
   EXPECT_EQ(search::count_runs({bytes(2 * 5000, 0), 2, true}), 0u);
 }
 
+// Every element a run of its own, past count_runs' 16-bit sums of 65535
+// comparisons (a sum that wraps, or a block one longer, loses 65536 runs).
+TEST(whole_counts, runs_of_one_element_past_the_blocks_of_sums) {
+  size_t const n = 2 * 65535 + 3;
+  for (unsigned width : {1u, 2u, 4u}) {
+    bytes d;
+    for (size_t i = 0; i < n; ++i) {
+      for (unsigned b = 0; b < width; ++b) {
+        d.push_back(static_cast<uint8_t>(i % 2 == 0 ? 1 : 2));
+      }
+    }
+    SCOPED_TRACE(width);
+    EXPECT_EQ(search::count_runs({d, width}), n);
+    EXPECT_EQ(search::count_runs({d, width, true}), n);
+    EXPECT_EQ(search::count_runs({d, width, false, 0, 2}), n);   // a field
+    EXPECT_EQ(search::count_runs({d, width, false, 2, 6}), 1u);  // all zero
+  }
+}
+
 TEST(whole_counts, ignore_a_partial_element) {
   bytes const d = {0, 0, 1, 1, 1, 1, 0};  // three u16 elements and a byte
   EXPECT_EQ(search::count_runs({d, 2}), 2u);
