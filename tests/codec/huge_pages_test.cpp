@@ -61,6 +61,30 @@ TEST(huge_pages_test, grow_keeps_contents_and_truncate_shrinks) {
   EXPECT_EQ(b.data()[9], static_cast<uint8_t>(63));
 }
 
+// A stream's buffer grows by moving its pages (mremap): every byte
+// written before each move is there after it, the new part reads as zeros,
+// and the buffer stays on a huge page boundary.
+TEST(huge_pages_test, growing_many_times_keeps_every_byte) {
+  page_buffer b;
+  size_t written = 0;
+  for (size_t size : {size_t{100}, size_t{40000}, huge_page_size + 3,
+                      3 * huge_page_size, 5 * huge_page_size + 1}) {
+    b.grow(size);
+    ASSERT_EQ(b.size(), size);
+    if (size > small_buffer_limit) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % huge_page_size, 0u);
+    }
+    for (size_t i = 0; i < written; ++i) {
+      ASSERT_EQ(b.data()[i], static_cast<uint8_t>(i * 13 + i / 4099)) << i;
+    }
+    for (size_t i = written; i < size; ++i) {
+      ASSERT_EQ(b.data()[i], 0) << i;
+      b.data()[i] = static_cast<uint8_t>(i * 13 + i / 4099);
+    }
+    written = size;
+  }
+}
+
 TEST(huge_pages_test, moves_hand_over_the_memory) {
   page_buffer a(100);
   a.data()[99] = 5;
