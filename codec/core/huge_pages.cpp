@@ -104,14 +104,23 @@ void page_buffer::grow(size_t size) {
   size_t const want = std::max(size, 2 * mapped_);
   size_t mapped = 0;
   uint8_t* p = map_aligned(want, mapped);
-  // The pages move to the start of the new mapping, not copied: a copy
-  // wrote every byte again into pages the guest cleared first, half of
-  // reading a 300 MB stream from a pipe (1.2 s of system time in 1.8).
-  if (data_ != nullptr &&
-      ::mremap(data_, mapped_, mapped_, MREMAP_MAYMOVE | MREMAP_FIXED, p) !=
-          MAP_FAILED) {
-    data_ = nullptr;  // its pages are p's now, its range unmapped
-  } else if (size_ > 0) {
+  if (data_ != nullptr) {
+    // Moved and grown in one call onto the aligned range (its pages are
+    // moved, not copied into fresh ones the guest clears first: 300 MB
+    // from a pipe, system time 0.86 -> 0.51 s, median of five). One call
+    // keeps the buffer one mapping: kernels before 6.17 move one only.
+    if (::mremap(data_, mapped_, mapped, MREMAP_MAYMOVE | MREMAP_FIXED, p) !=
+        MAP_FAILED) {
+      advise_huge_pages(p, mapped);  // a small mapping moved had no advice
+      data_ = p;
+      mapped_ = mapped;
+      size_ = size;
+      return;
+    }
+    // The range at p may be gone (older kernels unmap it before they
+    // check): mapped again, and the bytes copied.
+    ::munmap(p, mapped);
+    p = map_aligned(want, mapped);
     std::memcpy(p, data_, size_);
   }
   release();

@@ -10,8 +10,8 @@ namespace {
 // Elements 1..n-1 of `p` that differ from the one before, as `field` of
 // each sees them. No state carried, so that the loop vectorizes (a carried
 // loop was 6% of compressing handlandmark-sparse.fp32), and summed a block
-// at a time in 16 bits, about the lanes' width (a 64-bit sum widened each
-// byte's comparison eightfold).
+// at a time in 16 bits (a 64-bit sum widened each byte lane's comparison
+// eightfold).
 template <typename T, typename Field>
 size_t changes(uint8_t const* p, size_t n, Field field) {
   size_t total = 0;
@@ -38,8 +38,8 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
                      : static_cast<T>((T{1} << bits) - 1);
   if (!skip_zeros) {
     if (n == 0) return 0;
-    // Whole elements apart: a shift by a variable count kept byte lanes
-    // from vectorizing.
+    // Whole elements without a shift: a shift by a variable count kept
+    // byte lanes from vectorizing.
     if (shift == 0 && mask == static_cast<T>(~T{0})) {
       return changes<T>(p, n, [](T x) { return x; }) + 1;
     }
@@ -49,7 +49,7 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
   }
   // The fields of the nonzero elements, a block at a time, gathered into a
   // buffer (branch-free: a store each element, the index advanced past the
-  // nonzero ones), then their changes counted as above. The loop carrying
+  // nonzero ones), then their changes counted. The loop carrying
   // the last nonzero field took 2.2 ns an element, most of the runs
   // candidate's count on handlandmark-full.bf16's pruned tensors.
   constexpr size_t block = 2048;
@@ -72,9 +72,9 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
       k += e != 0;
     }
     if (k == 0) continue;
-    size_t changes = first || kept[0] != last;
-    for (size_t i = 1; i < k; ++i) changes += kept[i] != kept[i - 1];
-    runs += changes;
+    size_t found = first || kept[0] != last;
+    for (size_t i = 1; i < k; ++i) found += kept[i] != kept[i - 1];
+    runs += found;
     first = false;
     last = kept[k - 1];
   }

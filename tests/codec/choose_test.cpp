@@ -390,21 +390,25 @@ TEST(choose_test, tiny_regions_never_cost_more_than_raw_plus_a_byte) {
 }
 
 // A region whose bytes are all equal gets a leaf of no payload (zero or
-// constant); one whose last byte alone differs does not, at every length.
+// constant); one whose first or last byte alone differs does not, at every
+// length.
 TEST(choose_test, only_all_equal_bytes_get_a_trivial_program) {
   auto chooser = make_search_chooser();
   for (size_t n : {2, 3, 17, 64, 65, 1000, 4099}) {
     for (uint8_t fill : {uint8_t{0}, uint8_t{0x5a}}) {
       SCOPED_TRACE(std::to_string(n) + " bytes of " + std::to_string(fill));
-      bytes d(n, fill);
-      node const same = chooser->choose(tensor_region(dtype::none, n), d);
-      EXPECT_TRUE(same.op == opcode::zero || same.op == opcode::constant)
-          << program_text(same);
-      d.back() ^= 1;
-      node const last = chooser->choose(tensor_region(dtype::none, n), d);
-      EXPECT_NE(last.op, opcode::zero) << program_text(last);
-      EXPECT_NE(last.op, opcode::constant) << program_text(last);
-      EXPECT_TRUE(roundtrips(last, d)) << program_text(last);
+      bytes const same(n, fill);
+      node const p = chooser->choose(tensor_region(dtype::none, n), same);
+      EXPECT_TRUE(p.op == opcode::zero || p.op == opcode::constant)
+          << program_text(p);
+      for (size_t at : {size_t{0}, n - 1}) {
+        bytes d = same;
+        d[at] ^= 1;
+        node const q = chooser->choose(tensor_region(dtype::none, n), d);
+        EXPECT_NE(q.op, opcode::zero) << at << " " << program_text(q);
+        EXPECT_NE(q.op, opcode::constant) << at << " " << program_text(q);
+        EXPECT_TRUE(roundtrips(q, d)) << at << " " << program_text(q);
+      }
     }
   }
 }

@@ -169,7 +169,7 @@ TEST(whole_counts, nonzero_runs_continue_across_blocks_of_zeros) {
 // comparisons (a sum that wraps, or a block one longer, loses 65536 runs).
 TEST(whole_counts, runs_of_one_element_past_the_blocks_of_sums) {
   size_t const n = 2 * 65535 + 3;
-  for (unsigned width : {1u, 2u, 4u}) {
+  for (unsigned width : {1u, 2u, 4u, 8u}) {
     bytes d;
     for (size_t i = 0; i < n; ++i) {
       for (unsigned b = 0; b < width; ++b) {
