@@ -70,7 +70,8 @@ bool one_mapping(uint8_t const* p, size_t size) {
   auto const begin = reinterpret_cast<uintptr_t>(p);
   std::string line;
   while (std::getline(maps, line)) {
-    uintptr_t start = 0, end = 0;
+    uintptr_t start = 0;
+    uintptr_t end = 0;
     char dash = 0;
     std::istringstream in(line);
     if (!(in >> std::hex >> start >> dash >> end)) continue;
