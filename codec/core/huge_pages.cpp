@@ -108,7 +108,7 @@ void page_buffer::grow(size_t size) {
     // Moved and grown in one call onto the aligned range (its pages are
     // moved, not copied into fresh ones the guest clears first: 300 MB
     // from a pipe, system time 1.21 -> 0.31 s, median of five). One call
-    // keeps the buffer one mapping: kernels before 6.17 move one only.
+    // keeps the buffer one mapping: a resizing mremap moves one only.
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): mremap(2)
     if (::mremap(data_, mapped_, mapped, MREMAP_MAYMOVE | MREMAP_FIXED, p) !=
         MAP_FAILED) {
@@ -118,8 +118,8 @@ void page_buffer::grow(size_t size) {
       size_ = size;
       return;
     }
-    // The range at p may be gone (older kernels unmap it before they
-    // check): mapped again, and the bytes copied.
+    // The range at p may be gone (kernels up to 6.16 unmap it before some
+    // checks): mapped again, and the bytes copied (see grow()'s note).
     ::munmap(p, mapped);
     p = map_aligned(want, mapped);
     std::memcpy(p, data_, size_);

@@ -24,7 +24,8 @@ inline constexpr size_t small_buffer_limit = size_t{32} << 10;
 /// contents zero until written (RAII, movable). For a buffer a whole input
 /// is read into: no zero-fill pass, and no allocator keeps it. Growing
 /// maps on huge pages.
-/// Errors: the constructor throws codec::error(errc::io) when mmap fails.
+/// Errors: the constructor and grow() throw codec::error(errc::io) when
+/// mmap fails (grow() then leaves the buffer as it was).
 class page_buffer {
  public:
   page_buffer() = default;
@@ -38,7 +39,10 @@ class page_buffer {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   /// Grows to `size` bytes (contents kept; may move), for reading a stream
-  /// of unknown length.
+  /// of unknown length. Not while other threads map memory: where the move
+  /// fails, older kernels have already unmapped the range it was bound for,
+  /// which grow() then unmaps too (the CLI reads its input before any
+  /// parallel work on it).
   void grow(size_t size);
   /// Shrinks the size to `size` bytes (no larger than size()); the memory
   /// stays mapped.
