@@ -18,12 +18,8 @@ class zero_leaf final : public leaf_def {
   }
 
   void encode(node const&, stream const& in, bytes&) const override {
-    // The first byte zero and every byte equal to the next: one memcmp,
-    // vectorized, where a byte-at-a-time scan stops at each byte.
     byte_view const d = in.data;
-    bool const all_zero =
-        d.empty() ||
-        (d[0] == 0 && std::memcmp(d.data(), d.data() + 1, d.size() - 1) == 0);
+    bool const all_zero = d.empty() || (d[0] == 0 && all_bytes_equal(d));
     fail_if(!all_zero, errc::domain, "zero: value has a nonzero byte");
   }
 

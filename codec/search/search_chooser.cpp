@@ -38,14 +38,6 @@ using search::prior;
 using search::region_input;
 using search::search_result;
 
-// Every byte equal to the next one, by glibc's memcmp, which compares many
-// at once: a loop of a byte at a time took 0.05 s a call on a 300 MB
-// tensor of zeros but one value (called twice a region).
-bool all_bytes_equal(byte_view data) {
-  return data.size() <= 1 ||
-         std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
-}
-
 node trivial_program(byte_view data) {
   if (data.empty()) return make_leaf(opcode::raw);
   return data.front() == 0 ? make_leaf(opcode::zero)

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "codec/search/value_stats.h"
@@ -23,7 +22,7 @@ histogram histogram_of(byte_view d) {
   histogram h{};
   // Runs of one value (zeros in a sparse dump) are common and the slowest
   // case for counting: recognise them at memory speed.
-  if (!d.empty() && std::memcmp(d.data(), d.data() + 1, d.size() - 1) == 0) {
+  if (!d.empty() && all_bytes_equal(d)) {
     h[d.front()] = static_cast<uint32_t>(d.size());
     return h;
   }

@@ -71,7 +71,6 @@ size_t run_lanes(uint8_t const* p, size_t n, bool skip_zeros, unsigned shift,
       kept[k] = static_cast<T>((e >> shift) & mask);
       k += e != 0;
     }
-    if (k == 0) continue;
     size_t found = first || kept[0] != last;
     for (size_t i = 1; i < k; ++i) found += kept[i] != kept[i - 1];
     runs += found;
