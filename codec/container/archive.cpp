@@ -7,6 +7,7 @@
 
 #include "codec/container/format.h"
 #include "codec/container/index.h"
+#include "codec/container/small_tensors.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
@@ -87,6 +88,7 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
   regions = cut_regions(file, std::move(regions), chooser);
+  regions = join_small_tensors(file, std::move(regions), chunk_size);
   file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());

@@ -1,3 +1,4 @@
 list(APPEND BREVIS_CODEC_SOURCES
   container/archive.cpp
-  container/index.cpp)
+  container/index.cpp
+  container/small_tensors.cpp)

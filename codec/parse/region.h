@@ -49,6 +49,9 @@ struct region {
   dtype type = dtype::none;
   std::vector<uint64_t> shape;  // empty when unknown
   std::string name;             // tensor name, or what the opaque bytes are
+  // Tensors of the file the region holds: more than one for a run of small
+  // ones written as one (join_small_tensors), which has no shape.
+  uint32_t tensors = 1;
 };
 
 /// Which parser understood the file.

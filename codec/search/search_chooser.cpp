@@ -512,8 +512,11 @@ class search_file_chooser final : public recording_chooser {
     std::vector<region const*> firsts, others;
     std::unordered_map<std::string, bool> seen;
     for (region const& r : regions) {
+      // (Not a run of small tensors written as one: a concatenation of
+      // roles, whose program says little about any.)
       if (r.kind != region_kind::tensor || r.length < (4u << 10) ||
-          r.offset + r.length > file.size() || closed_.contains(r.offset)) {
+          r.tensors > 1 || r.offset + r.length > file.size() ||
+          closed_.contains(r.offset)) {
         continue;
       }
       bool const fresh = seen.emplace(search::role_of(r), true).second;
