@@ -66,7 +66,8 @@ std::pair<bytes, std::vector<region>> file_of(std::vector<layout> const& l,
       r.shape = {l[i].length / w};
     }
     r.name = "t" + std::to_string(i);
-    file.insert(file.end(), b.begin(), b.begin() + l[i].length);
+    file.insert(file.end(), b.begin(),
+                b.begin() + static_cast<ptrdiff_t>(l[i].length));
     regions.push_back(r);
   }
   return {file, regions};
@@ -110,6 +111,7 @@ TEST(small_tensors_test, runs_break_where_a_region_cannot_join) {
                                   {tensor, dtype::f32, 4000}});
   std::vector<region> const out = join_small_tensors(file, regions, 1 << 20);
   std::vector<std::string> names;
+  names.reserve(out.size());
   for (region const& r : out) names.push_back(r.name);
   EXPECT_EQ(names, (std::vector<std::string>{"t0 .. t1 (2 tensors)", "t2", "t3",
                                              "t4 .. t5 (2 tensors)", "t6", "t7",
@@ -166,6 +168,7 @@ TEST(small_tensors_test, a_long_name_is_cut_to_the_formats_limit) {
 // 512 fp16 weights) codes smaller than zstd -3 does it, and back exactly.
 TEST(small_tensors_test, many_small_tensors_code_smaller_than_zstd) {
   std::vector<st_tensor> tensors;
+  tensors.reserve(2000);
   for (int i = 0; i < 2000; ++i) {
     tensors.push_back({"layer." + std::to_string(i) + ".norm",
                        "F16",
