@@ -14,6 +14,7 @@
 #include "codec/container/archive.h"
 #include "codec/core/error.h"
 #include "codec/search/search_chooser.h"
+#include "src/archive_io.h"
 #include "src/commands.h"
 #include "src/huge_heap.h"
 #include "src/input.h"
@@ -139,7 +140,20 @@ void compress_one(compress_options const& opt,
   out.commit();
   bar.finish();
 
-  if (remove) remove_input(in);
+  if (remove) {
+    // The archive must open before its input goes (its chunks were decoded
+    // back already): an index the reader refuses, such as one breaking a
+    // limit the writer did not check, keeps the input.
+    try {
+      input const written = load_input(out_path, input_use::map);
+      (void)open_archive(written);
+    } catch (codec::error const& e) {
+      codec::fail(e.code(), std::string("the archive written does not open "
+                                        "(the input is kept): ") +
+                                e.what());
+    }
+    remove_input(in);
+  }
   report_fallbacks(path, writer.fallbacks(), opt.common.verbosity);
   if (opt.common.verbosity >= 2) {
     double secs =

@@ -37,6 +37,7 @@ std::vector<region_entry> to_entries(std::vector<region> regions) {
   std::vector<region_entry> out(regions.size());
   for (size_t i = 0; i < regions.size(); ++i) {
     out[i].info = std::move(regions[i]);
+    brv::fit_region_entry(out[i].info);
   }
   return out;
 }

@@ -21,6 +21,13 @@ struct archive_index {
   bool choice_records = false;
 };
 
+/// `r` cut to what a region entry may hold (FORMAT.md 3.3.2): its name to
+/// max_name_length bytes, ending before a UTF-8 character that would not
+/// fit whole, and its shape dropped when of rank above max_rank (a file's
+/// tensor names and shapes have no such limits). Regions are descriptive:
+/// decoding needs neither.
+void fit_region_entry(region& r);
+
 /// Serializes the index. Chunk offsets, payload offsets and region offsets
 /// are implicit in the format and not written.
 bytes encode_index(archive_index const& index);

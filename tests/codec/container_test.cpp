@@ -235,6 +235,63 @@ TEST(container_test, typed_regions_are_cut_element_aligned) {
   EXPECT_EQ(read_all(r), file);
 }
 
+// A file's names and shapes have no limits; a region entry's have (4096
+// bytes, rank 32): the writer cuts them so that its archive opens (it
+// wrote entries the reader then refused). A name is cut before the UTF-8
+// character the limit would split.
+TEST(container_test, names_and_shapes_past_the_index_limits_are_cut) {
+  bytes file = random_bytes(3 * 4000, 6);
+  std::string long_name(brv::max_name_length - 1, 'a');
+  long_name += "\xC3\xA9 and more";  // U+00E9 across the limit
+  std::vector<region> regions(3);
+  regions[0] = {0, 4000, region_kind::tensor, dtype::f16, {2000}, long_name};
+  regions[1] = {4000,
+                4000,
+                region_kind::tensor,
+                dtype::f16,
+                std::vector<uint64_t>(brv::max_rank + 1, 1),
+                "deep"};
+  regions[1].shape.back() = 2000;
+  regions[2] = {8000,
+                4000,
+                region_kind::tensor,
+                dtype::f16,
+                std::vector<uint64_t>(brv::max_rank, 1),
+                std::string(brv::max_name_length, 'b')};
+  fixed_chooser chooser(make_leaf(opcode::raw));
+  archive_writer w(file, regions, chooser, 4096);
+  bytes const a = write_all(w);
+  archive_reader r(a);
+  ASSERT_EQ(r.regions().size(), 3u);
+  EXPECT_EQ(r.regions()[0].info.name,
+            std::string(brv::max_name_length - 1, 'a'));
+  EXPECT_EQ(r.regions()[0].info.shape, std::vector<uint64_t>{2000});
+  EXPECT_EQ(r.regions()[1].info.name, "deep");
+  EXPECT_TRUE(r.regions()[1].info.shape.empty());
+  // At the limits, nothing is cut.
+  EXPECT_EQ(r.regions()[2].info.name.size(), brv::max_name_length);
+  EXPECT_EQ(r.regions()[2].info.shape.size(), brv::max_rank);
+  EXPECT_EQ(read_all(r), file);
+}
+
+// The same through the parser: a safetensors tensor named with 5,000
+// bytes.
+TEST(container_test, a_tensor_name_longer_than_the_index_holds_roundtrips) {
+  std::string const name(5000, 'x');
+  std::string header =
+      R"({")" + name +
+      R"(":{"dtype":"F16","shape":[3000],"data_offsets":[0,6000]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  bytes f;
+  put_le<uint64_t>(f, header.size());
+  put_bytes(f, as_bytes(header));
+  put_bytes(f, random_bytes(6000, 7));
+  expect_roundtrip(f);
+  archive_reader r(archive_of(f));
+  ASSERT_EQ(r.regions().size(), 2u);
+  EXPECT_EQ(r.regions()[1].info.name, std::string(brv::max_name_length, 'x'));
+}
+
 // Payload buffers handed back with recycle() serve the next chunks on this
 // thread: regions of different sizes (chunks of different lengths, payloads
 // shorter and longer than the buffer's last contents) must still give the
