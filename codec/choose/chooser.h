@@ -53,6 +53,12 @@ class program_chooser {
     return {};
   }
 
+  /// Whether the archive writer may code a run of small tensors as one
+  /// region (join_small_tensors, codec/choose/small_tensors.h): for a file
+  /// on its own. Not where equal tensors of different files are to be
+  /// stored once (the store), as a run's bytes depend on its neighbours.
+  virtual bool joins_small_tensors() const { return false; }
+
   /// What the chooser learned about the file (for_file's result), for
   /// `brevis compress -v`; empty when nothing.
   virtual std::string summary() const { return {}; }

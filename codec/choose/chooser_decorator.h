@@ -12,9 +12,9 @@
 
 namespace brevis::codec {
 
-/// Cut points and the summary are the inner chooser's, and for_file() wraps
-/// the inner chooser's one for the file the same way (rewrap()). Subclasses
-/// override choose_recorded().
+/// Cut points, joins and the summary are the inner chooser's, and for_file()
+/// wraps the inner chooser's one for the file the same way (rewrap()).
+/// Subclasses override choose_recorded().
 class chooser_decorator : public recording_chooser {
  public:
   explicit chooser_decorator(std::unique_ptr<program_chooser> inner)
@@ -23,6 +23,9 @@ class chooser_decorator : public recording_chooser {
   std::vector<uint64_t> cut_points(region const& r,
                                    byte_view data) const override {
     return inner_->cut_points(r, data);
+  }
+  bool joins_small_tensors() const override {
+    return inner_->joins_small_tensors();
   }
   std::string summary() const override { return inner_->summary(); }
 

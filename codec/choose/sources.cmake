@@ -5,4 +5,5 @@ list(APPEND BREVIS_CODEC_SOURCES
   choose/histogram.cpp
   choose/sample.cpp
   choose/shared_tables.cpp
+  choose/small_tensors.cpp
   choose/unseen_entropy.cpp)

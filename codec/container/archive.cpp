@@ -5,9 +5,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "codec/choose/small_tensors.h"
 #include "codec/container/format.h"
 #include "codec/container/index.h"
-#include "codec/container/small_tensors.h"
 #include "codec/core/checksum.h"
 #include "codec/dsl/interpreter.h"
 #include "codec/dsl/scratch.h"
@@ -89,7 +89,9 @@ archive_writer::archive_writer(byte_view file, std::vector<region> regions,
   fail_if(!regions_cover(regions, file.size()), errc::corrupt,
           "regions do not cover the file exactly");
   regions = cut_regions(file, std::move(regions), chooser);
-  regions = join_small_tensors(file, std::move(regions), chunk_size);
+  if (chooser.joins_small_tensors()) {
+    regions = join_small_tensors(file, std::move(regions), chunk_size);
+  }
   file_chooser_ = chooser.for_file(file, regions);
   regions_ = to_entries(std::move(regions));
   chosen_.assign(regions_.size(), fallback_program());

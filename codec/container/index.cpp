@@ -86,17 +86,7 @@ std::optional<choice_record> get_choice(byte_reader& r) {
 }  // namespace
 
 void fit_region_entry(region& r) {
-  if (r.name.size() > max_name_length) {
-    size_t end = max_name_length;
-    // Back to the first byte of the character the limit cuts (continuation
-    // bytes are 10xxxxxx, at most 3 a character), so that no partial
-    // character is kept.
-    while (end > max_name_length - 3 &&
-           (static_cast<uint8_t>(r.name[end]) & 0xC0) == 0x80) {
-      --end;
-    }
-    r.name.resize(end);
-  }
+  cut_name(r.name, max_name_length);
   if (r.shape.size() > max_rank) r.shape.clear();
 }
 

@@ -1,4 +1,3 @@
 list(APPEND BREVIS_CODEC_SOURCES
   container/archive.cpp
-  container/index.cpp
-  container/small_tensors.cpp)
+  container/index.cpp)

@@ -88,6 +88,18 @@ std::vector<region> merge_opaque(std::vector<region> regions) {
 
 }  // namespace parse_detail
 
+void cut_name(std::string& name, size_t max_bytes) {
+  if (name.size() <= max_bytes) return;
+  size_t end = max_bytes;
+  // Back to the first byte of the character the limit cuts: continuation
+  // bytes are 10xxxxxx, at most 3 a character.
+  while (end > 0 && end + 3 > max_bytes &&
+         (static_cast<uint8_t>(name[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  name.resize(end);
+}
+
 bool regions_cover(std::vector<region> const& regions, uint64_t size) {
   // Empty regions are rejected too: codecs downstream may assume bytes.
   uint64_t pos = 0;

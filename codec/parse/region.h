@@ -50,7 +50,8 @@ struct region {
   std::vector<uint64_t> shape;  // empty when unknown
   std::string name;             // tensor name, or what the opaque bytes are
   // Tensors of the file the region holds: more than one for a run of small
-  // ones written as one (join_small_tensors), which has no shape.
+  // ones written as one (join_small_tensors), which has no shape. The
+  // encoder's alone: not stored (regions read from an archive hold 1).
   uint32_t tensors = 1;
 };
 
@@ -74,6 +75,11 @@ struct parsed_file {
 /// single untyped opaque region (an empty file gives no regions).
 /// `name_hint` (the file name) only orders which parsers are tried first.
 parsed_file parse_regions(byte_view file, std::string_view name_hint = {});
+
+/// Cuts `name` to at most `max_bytes` bytes, before the UTF-8 character the
+/// limit would split (names are UTF-8 by convention; bytes that are not are
+/// cut at the limit).
+void cut_name(std::string& name, size_t max_bytes);
 
 /// Checks the invariant: regions are in order, cover [0, size) exactly,
 /// and none is empty.

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -655,6 +654,11 @@ class search_chooser final : public program_chooser {
   std::vector<uint64_t> cut_points(region const& r,
                                    byte_view data) const override {
     return per_region_.cut_points(r, data);
+  }
+
+  // (Literals likewise live in per-file archives alone.)
+  bool joins_small_tensors() const override {
+    return opt_.sharing != table_sharing::per_region;
   }
 
   std::unique_ptr<program_chooser> for_file(

@@ -1,2 +1,1 @@
 brevis_add_test(container_test codec/container_test.cpp)
-brevis_add_test(small_tensors_test codec/small_tensors_test.cpp)

@@ -82,8 +82,8 @@ bool one_mapping(uint8_t const* p, size_t size) {
 
 // A stream's buffer grows by moving its pages (mremap): every byte
 // written before each move is there after it, the new part reads as zeros,
-// and the buffer stays one mapping (the next resizing mremap moves only
-// one, on every kernel) on a huge page boundary.
+// and the buffer stays one mapping (a resizing mremap moves only one
+// mapping, on every kernel) on a huge page boundary.
 TEST(huge_pages_test, growing_many_times_keeps_every_byte) {
   page_buffer b;
   size_t written = 0;

@@ -27,8 +27,10 @@ inline constexpr uint64_t small_tensor_bytes = 8u << 10;
 /// `regions` (covering `file` in order) with every run of two or more
 /// adjacent small tensors of one float dtype (f16, bf16, f32) and
 /// continuous values written as one tensor region of that dtype, at most
-/// `chunk_size` bytes (one chunk), without a shape, named after its first
-/// and last tensor and their number. Other regions are returned unchanged.
+/// `chunk_size` bytes (one chunk), without a shape, named "FIRST .. LAST
+/// (N tensors)" (within the index's limit) and holding N `tensors`. Other
+/// regions are returned unchanged. For per-file archives only
+/// (program_chooser::joins_small_tensors).
 std::vector<region> join_small_tensors(byte_view file,
                                        std::vector<region> regions,
                                        uint32_t chunk_size);

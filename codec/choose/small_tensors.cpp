@@ -1,4 +1,4 @@
-#include "codec/container/small_tensors.h"
+#include "codec/choose/small_tensors.h"
 
 #include <memory>
 #include <string>
@@ -17,8 +17,9 @@ bool float_type(dtype t) {
   return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32;
 }
 
-// Counts distinct elements of small tensors, 16-bit keys (32-bit elements
-// folded in half): a stamp per key, so that no tensor clears the table.
+// Counts distinct elements of small tensors, by 16-bit keys (32-bit
+// elements folded in half): a stamp per key, so that no tensor clears the
+// table.
 class distinct_counter {
  public:
   uint64_t count(byte_view data, unsigned width) {
@@ -36,9 +37,22 @@ class distinct_counter {
   }
 
  private:
-  std::unique_ptr<uint32_t[]> stamps_;  // zeroed; a stamp 0 is never used
-  uint32_t stamp_ = 0;
+  std::unique_ptr<uint32_t[]> stamps_;  // zeroed; stamp 0 is never used
+  uint32_t stamp_ = 0;                  // one a tensor: cannot wrap here
 };
+
+// "FIRST .. LAST (N tensors)", within the index's limit: where the names are
+// too long, each is cut to its share, so that both ends and the count show.
+std::string run_name(std::string first, std::string last, size_t tensors) {
+  std::string const suffix = " (" + std::to_string(tensors) + " tensors)";
+  std::string const between = " .. ";
+  size_t const room = brv::max_name_length - suffix.size() - between.size();
+  if (first.size() + last.size() > room) {
+    cut_name(first, room / 2);
+    cut_name(last, room - first.size());
+  }
+  return first + between + last + suffix;
+}
 
 }  // namespace
 
@@ -50,27 +64,29 @@ std::vector<region> join_small_tensors(byte_view file,
   std::vector<bool> joinable(regions.size());
   for (size_t i = 0; i < regions.size(); ++i) {
     region const& r = regions[i];
-    if (r.kind != region_kind::tensor || !float_type(r.type) ||
-        r.length >= small_tensor_bytes || r.length == 0 ||
-        r.offset + r.length > file.size()) {
+    if (r.kind != region_kind::tensor || !float_type(r.type) || r.length == 0 ||
+        r.length >= small_tensor_bytes || r.offset + r.length > file.size()) {
       continue;
     }
-    unsigned const width = dtype_width(r.type);
-    uint64_t const n = r.length / width;
+    unsigned const width = dtype_width(r.type);  // 2 or 4
+    if (r.length % width != 0) continue;
     joinable[i] = counter.count(file.subspan(r.offset, r.length), width) *
                       elements_per_distinct >=
-                  n;
+                  r.length / width;
   }
   std::vector<region> out;
   out.reserve(regions.size());
   for (size_t i = 0; i < regions.size();) {
     size_t end = i + 1;
     uint64_t length = regions[i].length;
+    uint32_t tensors = regions[i].tensors;
     if (joinable[i]) {
       while (end < regions.size() && joinable[end] &&
              regions[end].type == regions[i].type &&
+             regions[end].offset == regions[i].offset + length &&
              length + regions[end].length <= chunk_size) {
         length += regions[end].length;
+        tensors += regions[end].tensors;
         ++end;
       }
     }
@@ -80,14 +96,10 @@ std::vector<region> join_small_tensors(byte_view file,
       continue;
     }
     region run = std::move(regions[i]);
+    run.name = run_name(std::move(run.name), regions[end - 1].name, tensors);
     run.length = length;
     run.shape.clear();
-    run.tensors = static_cast<uint32_t>(end - i);
-    run.name += " .. " + regions[end - 1].name + " (" +
-                std::to_string(end - i) + " tensors)";
-    if (run.name.size() > brv::max_name_length) {
-      run.name.resize(brv::max_name_length);
-    }
+    run.tensors = tensors;
     out.push_back(std::move(run));
     i = end;
   }
