@@ -185,15 +185,65 @@ TEST(small_tensors_test, f32_tensors_join_and_their_palettes_do_not) {
   EXPECT_EQ(join_small_tensors(file, regions, 1 << 20).size(), 3u);
 }
 
-// Each tensor's values counted afresh: the second of two equal tensors has
-// as many distinct values as the first.
-TEST(small_tensors_test, equal_neighbours_join) {
+// Each tensor's values counted afresh: the second of two tensors of the
+// same values (in reverse order) has as many distinct values as the first.
+TEST(small_tensors_test, a_tensor_of_its_neighbours_values_joins) {
   auto [file, regions] =
       file_of({{tensor, dtype::bf16, 2000}, {tensor, dtype::bf16, 2000}});
-  std::copy(file.begin(), file.begin() + 2000, file.begin() + 2000);
+  for (size_t e = 0; e < 1000; ++e) {
+    std::copy_n(file.begin() + static_cast<ptrdiff_t>(2 * (999 - e)), 2,
+                file.begin() + static_cast<ptrdiff_t>(2000 + 2 * e));
+  }
   std::vector<region> const out = join_small_tensors(file, regions, 1 << 20);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].tensors, 2u);
+}
+
+// A tensor whose bytes another tensor holds too stays a region (so a chunk)
+// of its own, which the archive writes as a ref to the other.
+TEST(small_tensors_test, repeated_tensors_stay_apart) {
+  auto [file, regions] = file_of({{tensor, dtype::bf16, 2000},
+                                  {tensor, dtype::bf16, 2000},
+                                  {tensor, dtype::bf16, 2000},
+                                  {tensor, dtype::bf16, 2000},
+                                  {tensor, dtype::bf16, 2000}});
+  std::copy_n(file.begin() + 2000, 2000, file.begin() + 6000);
+  std::vector<region> const out = join_small_tensors(file, regions, 1 << 20);
+  std::vector<std::string> names;
+  names.reserve(out.size());
+  for (region const& r : out) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"t0", "t1", "t2", "t3", "t4"}));
+}
+
+// Through the writer: the copy is a ref, its neighbours still a run.
+TEST(small_tensors_test, a_repeated_tensor_is_written_as_a_ref) {
+  std::vector<st_tensor> tensors;
+  tensors.reserve(6);
+  for (int i = 0; i < 6; ++i) {
+    tensors.push_back({"t" + std::to_string(i),
+                       "BF16",
+                       {1000},
+                       fp16_weights(1000, 0.02f, static_cast<uint32_t>(i))});
+  }
+  tensors[4].data = tensors[1].data;
+  bytes const file = make_safetensors(tensors);
+  auto chooser = make_search_chooser();
+  archive_writer w(file, "copies.safetensors", *chooser, 1 << 20);
+  bytes const archive = write_all(w);
+  archive_reader r(archive);
+  std::vector<std::string> names;
+  for (region_entry const& g : r.regions()) names.push_back(g.info.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"safetensors header", "t0", "t1",
+                                      "t2 .. t3 (2 tensors)", "t4", "t5"}));
+  bool copy_is_ref = false;
+  for (chunk_entry const& c : r.chunks()) {
+    if (r.regions()[c.region].info.name == "t4") copy_is_ref = c.is_ref;
+  }
+  EXPECT_TRUE(copy_is_ref);
+  bytes back(r.original_size());
+  r.read(0, back.size(), back.data());
+  EXPECT_EQ(back, file);
 }
 
 // Tensors of a length that is not a whole number of elements, or not
