@@ -240,7 +240,7 @@ TEST(container_test, typed_regions_are_cut_element_aligned) {
 // wrote entries the reader then refused). A name is cut before the UTF-8
 // character the limit would split.
 TEST(container_test, names_and_shapes_past_the_index_limits_are_cut) {
-  bytes file = random_bytes(3 * 4000, 6);
+  bytes file = random_bytes(size_t{3} * 4000, 6);
   std::string long_name(brv::max_name_length - 1, 'a');
   long_name += "\xC3\xA9 and more";  // U+00E9 across the limit
   std::vector<region> regions(3);

@@ -44,6 +44,23 @@ bytes fp16_weights(size_t n, float scale, uint32_t seed) {
   return out;
 }
 
+// `count` tensors of `elements` fp16-like weights (dtype `type`), named
+// prefix + index + suffix.
+std::vector<st_tensor> weight_tensors(int count, uint64_t elements,
+                                      std::string const& type,
+                                      std::string const& prefix,
+                                      std::string const& suffix = "") {
+  std::vector<st_tensor> out;
+  out.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    out.push_back({prefix + std::to_string(i) + suffix,
+                   type,
+                   {elements},
+                   fp16_weights(elements, 0.02f, static_cast<uint32_t>(i))});
+  }
+  return out;
+}
+
 // A file of `lengths` bytes of regions, each `kind` and `type` as given,
 // filled with continuous fp16-like values.
 struct layout {
@@ -217,14 +234,7 @@ TEST(small_tensors_test, repeated_tensors_stay_apart) {
 
 // Through the writer: the copy is a ref, its neighbours still a run.
 TEST(small_tensors_test, a_repeated_tensor_is_written_as_a_ref) {
-  std::vector<st_tensor> tensors;
-  tensors.reserve(6);
-  for (int i = 0; i < 6; ++i) {
-    tensors.push_back({"t" + std::to_string(i),
-                       "BF16",
-                       {1000},
-                       fp16_weights(1000, 0.02f, static_cast<uint32_t>(i))});
-  }
+  std::vector<st_tensor> tensors = weight_tensors(6, 1000, "BF16", "t");
   tensors[4].data = tensors[1].data;
   bytes const file = make_safetensors(tensors);
   auto chooser = make_search_chooser();
@@ -261,14 +271,8 @@ TEST(small_tensors_test, only_whole_adjacent_elements_join) {
 // What the join is for: a checkpoint of many small tensors (here 2,000 of
 // 512 fp16 weights) codes smaller than zstd -3 does it, and back exactly.
 TEST(small_tensors_test, many_small_tensors_code_smaller_than_zstd) {
-  std::vector<st_tensor> tensors;
-  tensors.reserve(2000);
-  for (int i = 0; i < 2000; ++i) {
-    tensors.push_back({"layer." + std::to_string(i) + ".norm",
-                       "F16",
-                       {512},
-                       fp16_weights(512, 0.02f, static_cast<uint32_t>(i))});
-  }
+  std::vector<st_tensor> const tensors =
+      weight_tensors(2000, 512, "F16", "layer.", ".norm");
   bytes const file = make_safetensors(tensors);
   auto chooser = make_search_chooser();
   archive_writer w(file, "many.safetensors", *chooser, 1 << 20);
@@ -292,14 +296,7 @@ TEST(small_tensors_test, many_small_tensors_code_smaller_than_zstd) {
 // The store keeps equal tensors of different files once: its chooser keeps
 // every tensor a region of its own, whatever its neighbours.
 TEST(small_tensors_test, the_stores_chooser_keeps_tensors_apart) {
-  std::vector<st_tensor> tensors;
-  tensors.reserve(20);
-  for (int i = 0; i < 20; ++i) {
-    tensors.push_back({"t" + std::to_string(i),
-                       "BF16",
-                       {512},
-                       fp16_weights(512, 0.02f, static_cast<uint32_t>(i))});
-  }
+  std::vector<st_tensor> const tensors = weight_tensors(20, 512, "BF16", "t");
   bytes const file = make_safetensors(tensors);
   auto store = make_store_chooser();
   EXPECT_FALSE(store->joins_small_tensors());
