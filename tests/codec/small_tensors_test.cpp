@@ -53,7 +53,10 @@ std::vector<st_tensor> weight_tensors(int count, uint64_t elements,
   std::vector<st_tensor> out;
   out.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    out.push_back({prefix + std::to_string(i) + suffix,
+    std::string name = prefix;
+    name += std::to_string(i);
+    name += suffix;
+    out.push_back({std::move(name),
                    type,
                    {elements},
                    fp16_weights(elements, 0.02f, static_cast<uint32_t>(i))});
